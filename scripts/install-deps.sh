@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Idempotent: installs only the Debian packages that are missing.
+# Usage: scripts/install-deps.sh [--with-integration]
+#   default             build + unit/CLI test dependencies
+#   --with-integration  also the real parts the integration tier uses
+#                       (HdrHistogram Java reference, InfluxDB, Chromium)
+set -euo pipefail
+
+base=(
+  cmake g++ make pkg-config
+  libcli11-dev libfmt-dev nlohmann-json3-dev libnuma-dev zlib1g-dev
+  libcpp-httplib-dev libtraceevent-dev libdw-dev libelf-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  clang libclang-rt-14-dev ccache
+)
+integration=(
+  default-jre-headless libhdrhistogram-java
+  influxdb
+  chromium
+  curl procps
+)
+
+want=("${base[@]}")
+if [[ "${1:-}" == "--with-integration" ]]; then
+  want+=("${integration[@]}")
+fi
+
+missing=()
+for p in "${want[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}" >&2
+if [[ $(id -u) -ne 0 ]]; then
+  SUDO=sudo
+else
+  SUDO=
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,30 @@
+# Shared helpers for CLI and integration test scripts (bash).
+# Usage: source "$TEST_LIB"; each check prints "ok"/"not ok" lines (TAP-like),
+# and finish exits non-zero if any failed. skip "reason" exits 77.
+set -u
+_failed=0
+_count=0
+: "${SHOOTDOWN:?SHOOTDOWN must point to the binary}"
+TMP=$(mktemp -d /tmp/shootdown-test.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+
+ok()     { _count=$((_count+1)); echo "ok $_count - $*"; }
+not_ok() { _count=$((_count+1)); _failed=$((_failed+1)); echo "not ok $_count - $*"; }
+skip()   { echo "SKIP: $*"; exit 77; }
+need_root() { [[ $(id -u) -eq 0 ]] || skip "needs root: $*"; }
+
+# run_cmd: runs "$@", captures stdout/stderr/exit code into OUT, ERR, RC
+run_cmd() {
+  set +e
+  "$@" >"$TMP/out" 2>"$TMP/err"
+  RC=$?
+  set -e
+  OUT=$(cat "$TMP/out"); ERR=$(cat "$TMP/err")
+}
+expect_rc()    { if [[ "$RC" == "$1" ]]; then ok "$2 (rc=$RC)"; else not_ok "$2: expected rc=$1 got $RC; stderr: $ERR"; fi; }
+expect_out()   { if grep -Eq -- "$1" <<<"$OUT"; then ok "$2"; else not_ok "$2: stdout does not match /$1/"; echo "$OUT" | head -20 | sed 's/^/#   /'; fi; }
+expect_err()   { if grep -Eq -- "$1" <<<"$ERR"; then ok "$2"; else not_ok "$2: stderr does not match /$1/: $ERR"; fi; }
+expect_err_lines() { local n; n=$(grep -c . <<<"$ERR" || true); if [[ "$n" == "$1" ]]; then ok "$2"; else not_ok "$2: expected $1 stderr line(s), got $n: $ERR"; fi; }
+expect_file()  { if [[ -s "$1" ]]; then ok "$2"; else not_ok "$2: $1 missing or empty"; fi; }
+expect_no_file() { if [[ ! -e "$1" ]]; then ok "$2"; else not_ok "$2: $1 exists"; fi; }
+finish() { echo "1..$_count"; if ((_failed)); then echo "$_failed of $_count failed"; exit 1; fi; exit 0; }
