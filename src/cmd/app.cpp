@@ -1,0 +1,76 @@
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fmt/core.h>
+
+#include "cmd/commands.hpp"
+
+namespace shootdown::cmd {
+
+namespace {
+
+// One line on stderr for every usage error: what is wrong and how to fix it.
+std::string one_line_failure(const CLI::App* app, const CLI::Error& e) {
+  std::string msg = e.what();
+  for (auto& ch : msg)
+    if (ch == '\n') ch = ' ';
+  const std::string name = app ? app->get_name() : "shootdown";
+  return fmt::format("shootdown: {} (see '{} --help')\n", msg, name == "shootdown" ? name : "shootdown " + name);
+}
+
+}  // namespace
+
+int main_entry(int argc, char** argv) {
+  CLI::App root{"shootdown: what does releasing memory in one thread cost the other threads?\n"
+                "Measures TLB-shootdown stalls with kernel evidence.",
+                "shootdown"};
+  root.set_version_flag("--version", std::string("shootdown ") + SHOOTDOWN_VERSION + " (" + SHOOTDOWN_BUILD_TYPE + ")");
+  root.require_subcommand(1);
+  root.footer(
+      "EXAMPLES:\n"
+      "  shootdown run                               the article's experiment with defaults\n"
+      "  shootdown run --release munmap --chunk-size 1GiB --out out/\n"
+      "  shootdown compare --arms reuse,munmap --trials 20\n"
+      "  shootdown doctor\n\n"
+      "Run 'shootdown SUBCOMMAND --help' for the options of each subcommand.");
+
+  std::vector<Command> cmds = {
+      add_run(root), add_trace(root), add_report(root), add_compare(root),
+      add_monitor(root), add_doctor(root), add_blame(root), add_probe(root),
+  };
+
+  try {
+    root.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return root.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return root.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return root.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fputs(one_line_failure(nullptr, e).c_str(), stderr);
+    return kExitUsage;
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "shootdown: %s\n", e.what());
+    return kExitUsage;
+  }
+
+  for (auto& c : cmds) {
+    if (c.app && c.app->parsed()) {
+      try {
+        return c.run();
+      } catch (const UsageError& e) {
+        std::fprintf(stderr, "shootdown %s: %s\n", c.app->get_name().c_str(), e.what());
+        return kExitUsage;
+      } catch (const RuntimeError& e) {
+        std::fprintf(stderr, "shootdown %s: error: %s\n", c.app->get_name().c_str(), e.what());
+        return kExitError;
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "shootdown %s: error: %s\n", c.app->get_name().c_str(), e.what());
+        return kExitError;
+      }
+    }
+  }
+  return kExitUsage;
+}
+
+}  // namespace shootdown::cmd

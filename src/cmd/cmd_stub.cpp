@@ -1,0 +1,31 @@
+// Subcommands whose issues have not landed yet: each prints "not implemented
+// yet" and exits 1. When a subcommand lands, delete its stub here and add its
+// cmd_<name>.cpp to src/cmd/CMakeLists.txt.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "cmd/commands.hpp"
+
+namespace shootdown::cmd {
+
+namespace {
+Command stub(CLI::App& root, const char* name, const char* what) {
+  CLI::App* app = root.add_subcommand(name, what);
+  app->allow_extras();
+  app->prefix_command();
+  return {app, [name]() {
+            std::fprintf(stderr, "shootdown %s: not implemented yet\n", name);
+            return kExitError;
+          }};
+}
+}  // namespace
+
+Command add_trace(CLI::App& root) { return stub(root, "trace", "Live stream of the kernel events behind shootdowns"); }
+Command add_report(CLI::App& root) { return stub(root, "report", "Re-render every output from a saved result directory"); }
+Command add_compare(CLI::App& root) { return stub(root, "compare", "Compare release strategies over repeated trials with a verdict"); }
+Command add_monitor(CLI::App& root) { return stub(root, "monitor", "Live per-CPU TLB shootdown and IPI rates"); }
+Command add_doctor(CLI::App& root) { return stub(root, "doctor", "Check this machine against the low-latency tuning list"); }
+Command add_blame(CLI::App& root) { return stub(root, "blame", "Find the call sites in a process that cause shootdowns"); }
+Command add_probe(CLI::App& root) { return stub(root, "probe", "Run a victim thread inside another program"); }
+
+}  // namespace shootdown::cmd

@@ -1,0 +1,66 @@
+#include "core/cpulist.hpp"
+
+#include <algorithm>
+#include <charconv>
+
+namespace shootdown {
+
+namespace {
+bool parse_num(std::string_view s, int& out) {
+  if (s.empty()) return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc{} && p == s.data() + s.size() && out >= 0 && out < 65536;
+}
+}  // namespace
+
+std::optional<std::vector<int>> parse_cpulist(std::string_view text, std::string* why, bool allow_duplicates) {
+  std::vector<int> out;
+  auto fail = [&](std::string msg) -> std::optional<std::vector<int>> {
+    if (why) *why = std::move(msg);
+    return std::nullopt;
+  };
+  // Trailing newline as in sysfs files.
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
+  if (text.empty()) return out;
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    std::size_t comma = text.find(',', pos);
+    if (comma == std::string_view::npos) comma = text.size();
+    std::string_view item = text.substr(pos, comma - pos);
+    std::size_t dash = item.find('-');
+    int lo = 0, hi = 0;
+    if (dash == std::string_view::npos) {
+      if (!parse_num(item, lo)) return fail("'" + std::string(item) + "' is not a CPU number");
+      hi = lo;
+    } else {
+      if (!parse_num(item.substr(0, dash), lo) || !parse_num(item.substr(dash + 1), hi))
+        return fail("'" + std::string(item) + "' is not a CPU range like 2-5");
+      if (hi < lo) return fail("range '" + std::string(item) + "' is reversed");
+    }
+    for (int c = lo; c <= hi; ++c) out.push_back(c);
+    if (comma == text.size()) break;
+    pos = comma + 1;
+  }
+  std::sort(out.begin(), out.end());
+  auto dup = std::adjacent_find(out.begin(), out.end());
+  if (dup != out.end()) {
+    if (!allow_duplicates) return fail("CPU " + std::to_string(*dup) + " is listed twice");
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+  }
+  return out;
+}
+
+std::string format_cpulist(const std::vector<int>& cpus) {
+  std::string out;
+  for (std::size_t i = 0; i < cpus.size();) {
+    std::size_t j = i;
+    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
+    if (!out.empty()) out += ',';
+    out += std::to_string(cpus[i]);
+    if (j > i) out += '-' + std::to_string(cpus[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+}  // namespace shootdown

@@ -1,0 +1,122 @@
+// The result of one `shootdown run`: everything measured and the context to
+// judge it. Pure data; serialized by src/sink/json.cpp (schema: docs/result-schema.md),
+// analysed by src/core/analysis.hpp. Units: ns unless a name says otherwise.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/events.hpp"
+#include "core/hdr/histogram.hpp"
+#include "core/samples.hpp"
+
+namespace shootdown {
+
+inline constexpr int kResultSchemaVersion = 1;
+
+struct Environment {
+  std::string hostname;
+  std::string kernel;            // uname -r
+  std::string kernel_version;    // uname -v
+  std::string machine;           // uname -m
+  std::string cpu_model;
+  std::string cmdline;           // /proc/cmdline
+  std::string thp_enabled;       // always|madvise|never
+  std::string thp_defrag;
+  bool virtualized = false;      // cpuid hypervisor flag
+  std::string hypervisor;        // "KVM", ... from /sys/hypervisor or dmi, "" when unknown
+  bool constant_tsc = false;
+  bool nonstop_tsc = false;
+  bool pcid = false;
+  bool invpcid = false;
+  std::string clocksource;
+  int online_cpus = 0;
+  int numa_nodes = 1;
+  std::string build_type;        // Release, Debug, +address...
+  std::string version;           // shootdown version
+  double tsc_hz = 0;             // fitted over the whole run
+  double tsc_hz_pre = 0;         // from the short calibration before the run (used in the hot loop)
+  double tsc_drift_ppm = 0;      // (pre - fitted) / fitted * 1e6
+  std::vector<std::string> warnings;  // facts that undermine the numbers
+};
+
+struct Plan {
+  int culprit_cpu = -1;
+  std::vector<int> victim_cpus;
+  std::string cpu_choice;        // "given" or "default: ..." explanation
+  std::int64_t chunk_size = 0;   // bytes, per chunk (A and B)
+  std::int64_t chunk_size_requested = 0;
+  bool chunk_capped = false;
+  std::int64_t batch = 0;        // bytes per timed batch
+  std::int64_t report_every = 0; // bytes of victim writes per interval
+  std::string pages = "4k";      // 4k|thp|hugetlb
+  std::int64_t page_size = 4096; // bytes
+  std::string release = "free";  // strategy
+  std::string trigger = "after"; // enter|after
+  std::int64_t trigger_after_ns = 0;
+  int repeat = 1;
+  std::int64_t every_ns = 0;     // between repeated releases
+  std::int64_t baseline_ns = 0;  // minimum baseline before the first release
+  std::int64_t settle_ns = 0;    // release window extends this far past "after"
+  std::int64_t after_ns = 0;     // measured after the last release window
+  std::string trace = "auto";    // auto|on|off
+  std::int64_t stall_threshold_ns = 0;  // 0 = auto (8 x baseline median)
+  double stall_factor = 8.0;
+  bool mlock = true;
+  int numa_node = 0;
+  std::int64_t seed = 0;
+};
+
+// One culprit release: markers bracket the release call.
+struct Release {
+  int index = 0;
+  std::int64_t before_ns = 0;    // mono ns just before the call
+  std::int64_t after_ns = 0;     // mono ns just after it returned
+  std::int64_t duration_ns() const { return after_ns - before_ns; }
+  std::string strategy;
+  std::int64_t bytes = 0;
+};
+
+// One report interval of one victim (--report-every bytes of writes).
+struct Interval {
+  int victim_cpu = -1;
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+  std::string phase;             // baseline|release|after (phase of the interval's majority)
+  hdr::Histogram hist{1, 3600LL * 1000000000LL, 3};
+};
+
+struct CpuCounters {
+  int cpu = -1;
+  std::string role;              // culprit|victim|other
+  std::int64_t tlb = 0;          // /proc/interrupts TLB delta
+  std::int64_t cal = 0;          // CAL delta
+  std::int64_t loc = 0;          // LOC delta
+  std::int64_t res = 0;          // RES delta
+};
+
+struct Result {
+  int schema_version = kResultSchemaVersion;
+  std::string run_id;
+  std::string started_at;        // ISO 8601 UTC
+  std::string command_line;
+  bool complete = true;
+  std::string incomplete_reason; // "interrupted by SIGINT during baseline"
+  int exit_signal = 0;
+  Environment env;
+  Plan plan;
+  std::vector<std::string> warnings;  // run-time warnings (mlock failed, ...)
+  std::int64_t measure_start_ns = 0;  // mono ns: victims released from the barrier
+  std::int64_t measure_end_ns = 0;
+  std::vector<Release> releases;
+  std::vector<VictimSamples> victims;  // every sample, in memory; not all serialized
+  std::vector<Interval> intervals;     // built from the samples after the run
+  std::vector<CpuCounters> counters;
+  std::int64_t interrupts_span_ns = 0; // between the two /proc/interrupts snapshots
+  KernelTrace trace;
+};
+
+}  // namespace shootdown

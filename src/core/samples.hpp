@@ -1,0 +1,23 @@
+// Victim samples after a run, converted to CLOCK_MONOTONIC nanoseconds.
+// Samples are gapless: sample i spans (end_ns[i-1], end_ns[i]] with
+// end_ns[-1] == start_ns, so the duration of sample i is exactly its latency.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace shootdown {
+
+struct VictimSamples {
+  int cpu = -1;
+  std::int64_t start_ns = 0;           // mono ns of the timestamp before the first batch
+  std::vector<std::int64_t> end_ns;    // mono ns at the end of each batch
+  std::vector<std::int64_t> lat_ns;    // batch latency, ns (== end_ns[i] - span start)
+  std::int64_t pages_per_batch = 0;
+
+  std::size_t size() const noexcept { return end_ns.size(); }
+  std::int64_t span_start(std::size_t i) const noexcept { return i == 0 ? start_ns : end_ns[i - 1]; }
+  std::int64_t span_end(std::size_t i) const noexcept { return end_ns[i]; }
+};
+
+}  // namespace shootdown

@@ -1,0 +1,114 @@
+#include "sys/cpus.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "core/cpulist.hpp"
+#include "sys/fs.hpp"
+
+namespace shootdown::sys {
+
+const CpuInfo* Topology::find(int cpu) const {
+  for (const auto& c : cpus)
+    if (c.cpu == cpu) return &c;
+  return nullptr;
+}
+
+bool Topology::is_online(int cpu) const { return std::find(online.begin(), online.end(), cpu) != online.end(); }
+
+bool Topology::smt_siblings(int a, int b) const {
+  if (a == b) return false;
+  const CpuInfo* ca = find(a);
+  if (!ca) return false;
+  return std::find(ca->siblings.begin(), ca->siblings.end(), b) != ca->siblings.end();
+}
+
+namespace {
+std::vector<int> list_file(const std::string& path) {
+  auto text = read_file(path);
+  if (!text) return {};
+  auto l = parse_cpulist(*text, nullptr, true);
+  return l ? *l : std::vector<int>{};
+}
+int int_file(const std::string& path, int fallback) {
+  auto text = read_file(path);
+  if (!text) return fallback;
+  try {
+    return std::stoi(*text);
+  } catch (...) {
+    return fallback;
+  }
+}
+}  // namespace
+
+Topology read_topology() {
+  Topology t;
+  const std::string base = "/sys/devices/system/cpu/";
+  t.online = list_file(base + "online");
+  auto present = list_file(base + "present");
+  if (present.empty()) present = t.online;
+  t.isolated = list_file(base + "isolated");
+  t.nohz_full = list_file(base + "nohz_full");
+  // NUMA node membership.
+  std::map<int, int> node_of;
+  for (int node = 0; node < 1024; ++node) {
+    auto text = read_file("/sys/devices/system/node/node" + std::to_string(node) + "/cpulist");
+    if (!text) {
+      if (node > 64) break;
+      continue;
+    }
+    auto l = parse_cpulist(*text, nullptr, true);
+    if (l)
+      for (int c : *l) node_of[c] = node;
+  }
+  for (int c : present) {
+    CpuInfo ci;
+    ci.cpu = c;
+    ci.online = t.is_online(c);
+    ci.node = node_of.count(c) ? node_of[c] : 0;
+    const std::string topo = base + "cpu" + std::to_string(c) + "/topology/";
+    ci.core_id = int_file(topo + "core_id", -1);
+    ci.package_id = int_file(topo + "physical_package_id", -1);
+    ci.siblings = list_file(topo + "thread_siblings_list");
+    if (ci.siblings.empty()) ci.siblings = {c};
+    ci.isolated = std::find(t.isolated.begin(), t.isolated.end(), c) != t.isolated.end();
+    ci.nohz_full = std::find(t.nohz_full.begin(), t.nohz_full.end(), c) != t.nohz_full.end();
+    t.cpus.push_back(ci);
+  }
+  return t;
+}
+
+std::vector<int> choose_cpus(const Topology& topo, int count, std::string* why) {
+  // Group online CPUs by node; within a node greedily take CPUs (isolated
+  // first, then by number) that are not SMT siblings of one already taken.
+  std::map<int, std::vector<const CpuInfo*>> by_node;
+  for (const auto& c : topo.cpus)
+    if (c.online) by_node[c.node].push_back(&c);
+  std::vector<int> best;
+  int best_isolated = -1;
+  for (auto& [node, list] : by_node) {
+    std::stable_sort(list.begin(), list.end(), [](const CpuInfo* a, const CpuInfo* b) {
+      if (a->isolated != b->isolated) return a->isolated;
+      return a->cpu < b->cpu;
+    });
+    std::vector<int> chosen;
+    int isolated = 0;
+    for (const CpuInfo* c : list) {
+      bool sibling = false;
+      for (int x : chosen) sibling = sibling || topo.smt_siblings(x, c->cpu);
+      if (sibling) continue;
+      chosen.push_back(c->cpu);
+      isolated += c->isolated ? 1 : 0;
+      if (static_cast<int>(chosen.size()) == count) break;
+    }
+    if (static_cast<int>(chosen.size()) == count && isolated > best_isolated) {
+      best = chosen;
+      best_isolated = isolated;
+    }
+  }
+  if (best.empty() && why)
+    *why = "no NUMA node has " + std::to_string(count) + " online CPUs that are not SMT siblings of each other";
+  return best;
+}
+
+}  // namespace shootdown::sys

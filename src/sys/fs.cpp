@@ -1,0 +1,60 @@
+#include "sys/fs.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <sys/stat.h>
+
+namespace shootdown::sys {
+
+namespace {
+std::string g_root;
+std::string full(const std::string& path) { return g_root.empty() || path.empty() || path[0] != '/' ? path : g_root + path; }
+}  // namespace
+
+void set_root(std::string root) { g_root = std::move(root); }
+const std::string& root() { return g_root; }
+
+std::optional<std::string> read_file(const std::string& path) {
+  std::ifstream in(full(path), std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string read_file_or(const std::string& path, std::string fallback) {
+  auto s = read_file(path);
+  return s ? *s : std::move(fallback);
+}
+
+std::string trim(std::string s) {
+  const char* ws = " \t\r\n";
+  const auto b = s.find_first_not_of(ws);
+  if (b == std::string::npos) return {};
+  const auto e = s.find_last_not_of(ws);
+  return s.substr(b, e - b + 1);
+}
+
+bool write_file(const std::string& path, const std::string& content, std::string* why) {
+  std::ofstream out(full(path), std::ios::binary | std::ios::trunc);
+  if (!out) {
+    if (why) *why = std::strerror(errno);
+    return false;
+  }
+  out << content;
+  out.flush();
+  if (!out) {
+    if (why) *why = std::strerror(errno);
+    return false;
+  }
+  return true;
+}
+
+bool path_exists(const std::string& path) {
+  struct stat st{};
+  return ::stat(full(path).c_str(), &st) == 0;
+}
+
+}  // namespace shootdown::sys

@@ -1,0 +1,31 @@
+// /proc/interrupts: per-CPU counters by row (TLB, CAL, LOC, RES, numbered IRQs).
+// No root needed. parse_interrupts is pure (text in) so it is unit-tested.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace shootdown::sys {
+
+struct InterruptsSnapshot {
+  std::int64_t mono_ns = 0;          // CLOCK_MONOTONIC when read
+  std::vector<int> cpus;             // column order (CPU numbers from the header)
+  // row name ("TLB", "CAL", "LOC", "RES", "24", ...) -> count per column
+  std::map<std::string, std::vector<std::int64_t>> rows;
+  std::map<std::string, std::string> descriptions;  // row -> trailing text ("TLB shootdowns")
+
+  // Count for a row and CPU number; nullopt when the row or CPU is unknown.
+  std::optional<std::int64_t> get(const std::string& row, int cpu) const;
+};
+
+std::optional<InterruptsSnapshot> parse_interrupts(const std::string& text, std::string* why = nullptr);
+std::optional<InterruptsSnapshot> read_interrupts(std::string* why = nullptr);  // /proc/interrupts + mono_ns
+
+// after - before for one row and CPU (0 when missing).
+std::int64_t interrupts_delta(const InterruptsSnapshot& before, const InterruptsSnapshot& after,
+                              const std::string& row, int cpu);
+
+}  // namespace shootdown::sys

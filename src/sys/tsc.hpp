@@ -1,0 +1,53 @@
+// TSC timestamps for the victim's hot loop and their conversion to
+// CLOCK_MONOTONIC. The loop reads the TSC only (no syscall, no vDSO call);
+// the conversion is a linear map fitted from (tsc, mono) pairs taken before
+// and after the measurement. x86-64 only (constant/nonstop TSC assumed and
+// recorded in the environment).
+#pragma once
+
+#include <cstdint>
+#include <x86intrin.h>
+
+namespace shootdown::sys {
+
+// lfence orders the read after earlier instructions complete (AMD and Intel
+// both document lfence as dispatch-serializing for rdtsc when the kernel
+// enables it, which Linux does).
+inline std::uint64_t rdtsc_fenced() noexcept {
+  _mm_lfence();
+  const std::uint64_t t = __rdtsc();
+  _mm_lfence();
+  return t;
+}
+
+std::int64_t mono_now_ns() noexcept;
+
+struct TscPoint {
+  std::uint64_t tsc = 0;
+  std::int64_t mono_ns = 0;
+  std::int64_t uncertainty_ns = 0;  // half the bracketing window
+};
+
+// Best of n bracketed reads: rdtsc, clock_gettime, rdtsc, keep the narrowest.
+TscPoint tsc_point(int tries = 64) noexcept;
+
+// Linear map tsc -> mono ns through two points.
+struct TscClock {
+  TscPoint a, b;
+  double ns_per_tick = 0;  // (b.mono - a.mono) / (b.tsc - a.tsc)
+
+  static TscClock from(TscPoint first, TscPoint last);
+  double hz() const { return ns_per_tick > 0 ? 1e9 / ns_per_tick : 0; }
+  std::int64_t to_mono(std::uint64_t tsc) const noexcept {
+    return a.mono_ns + static_cast<std::int64_t>(static_cast<double>(static_cast<std::int64_t>(tsc - a.tsc)) * ns_per_tick);
+  }
+  std::int64_t ticks_to_ns(std::uint64_t ticks) const noexcept {
+    return static_cast<std::int64_t>(static_cast<double>(ticks) * ns_per_tick);
+  }
+};
+
+// Calibrate over `window_ns` (spinning): used before the run to get the
+// scale the hot loop uses for histogram values.
+TscClock calibrate(std::int64_t window_ns);
+
+}  // namespace shootdown::sys
