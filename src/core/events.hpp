@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -20,11 +21,34 @@ enum class EventType : std::uint8_t {
   kReschedExit,
   kIrqHandlerEntry,          // irq:irq_handler_entry, a = irq number
   kIrqHandlerExit,
-  kIpiSendCpu,               // ipi:ipi_send_cpu, a = target cpu, b = callsite addr
-  kIpiSendCpumask,           // ipi:ipi_send_cpumask, a = first target cpu bitmask word, b = callsite addr
-  kCsdFunctionEntry,         // csd:csd_function_entry, b = func addr, text = symbol
-  kCsdFunctionExit,
+  kIpiSendCpu,               // ipi:ipi_send_cpu, a = target cpu, b = callsite addr, c = callback addr
+  kIpiSendCpumask,           // ipi:ipi_send_cpumask, a = first target cpu bitmask word, b = callsite addr, c = callback
+  kCsdFunctionEntry,         // csd:csd_function_entry, b = func addr (KernelTrace::symbols names it)
+  kCsdFunctionExit,          // csd:csd_function_exit, b = func addr
 };
+inline constexpr int kEventTypeCount = static_cast<int>(EventType::kCsdFunctionExit) + 1;
+
+// "tlb_flush", "call_function_entry", ... (the tracepoint's name).
+inline const char* event_type_name(EventType t) {
+  switch (t) {
+    case EventType::kTlbFlush: return "tlb_flush";
+    case EventType::kCallFunctionEntry: return "call_function_entry";
+    case EventType::kCallFunctionExit: return "call_function_exit";
+    case EventType::kCallFunctionSingleEntry: return "call_function_single_entry";
+    case EventType::kCallFunctionSingleExit: return "call_function_single_exit";
+    case EventType::kLocalTimerEntry: return "local_timer_entry";
+    case EventType::kLocalTimerExit: return "local_timer_exit";
+    case EventType::kReschedEntry: return "reschedule_entry";
+    case EventType::kReschedExit: return "reschedule_exit";
+    case EventType::kIrqHandlerEntry: return "irq_handler_entry";
+    case EventType::kIrqHandlerExit: return "irq_handler_exit";
+    case EventType::kIpiSendCpu: return "ipi_send_cpu";
+    case EventType::kIpiSendCpumask: return "ipi_send_cpumask";
+    case EventType::kCsdFunctionEntry: return "csd_function_entry";
+    case EventType::kCsdFunctionExit: return "csd_function_exit";
+  }
+  return "?";
+}
 
 struct KernelEvent {
   std::int64_t mono_ns = 0;
@@ -34,6 +58,7 @@ struct KernelEvent {
   EventType type = EventType::kTlbFlush;
   std::int64_t a = 0;
   std::int64_t b = 0;
+  std::int64_t c = 0;
   std::int32_t callchain = -1;  // index into KernelTrace::callchains, -1 = none
 };
 
@@ -59,6 +84,18 @@ struct KernelTrace {
   std::int64_t lost_events = 0;            // PERF_FORMAT_LOST / PERF_RECORD_LOST total
   std::vector<KernelEvent> events;         // sorted by mono_ns
   std::vector<Callchain> callchains;
+  // Kernel addresses seen in events (csd func, ipi callsite/callback) ->
+  // "func+0xoff" from /proc/kallsyms; empty when kallsyms was unreadable.
+  std::map<std::uint64_t, std::string> symbols;
+  std::int64_t start_ns = 0;               // mono ns: everything enabled
+  std::int64_t stop_ns = 0;                // mono ns: disabled
+
+  // Symbol for an address, "" when unknown.
+  const std::string& symbol(std::uint64_t addr) const {
+    static const std::string kEmpty;
+    auto it = symbols.find(addr);
+    return it == symbols.end() ? kEmpty : it->second;
+  }
 };
 
 }  // namespace shootdown
