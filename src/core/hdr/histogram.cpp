@@ -1,5 +1,6 @@
 #include "core/hdr/histogram.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -11,29 +12,48 @@ namespace {
 std::int32_t floor_log2(std::int64_t v) { return 63 - __builtin_clzll(static_cast<std::uint64_t>(v)); }
 }  // namespace
 
-Histogram::Histogram(std::int64_t lowest_discernible, std::int64_t highest_trackable, int significant_figures)
-    : lowest_(lowest_discernible), highest_trackable_(highest_trackable), sig_figs_(significant_figures) {
-  if (lowest_ < 1) throw std::invalid_argument("hdr: lowest discernible value must be >= 1");
-  if (highest_trackable_ < 2 * lowest_)
-    throw std::invalid_argument("hdr: highest trackable value must be >= 2 * lowest discernible value");
-  if (sig_figs_ < 0 || sig_figs_ > 5) throw std::invalid_argument("hdr: significant figures must be in [0, 5]");
+namespace {
+struct Layout {
+  std::int32_t unit_magnitude = 0;
+  std::int32_t sub_bucket_half_count_magnitude = 0;
+  std::int32_t sub_bucket_count = 0;
+  std::int32_t bucket_count = 0;
+  std::int64_t counts_len = 0;
+};
 
-  const std::int64_t largest_single_unit = 2 * static_cast<std::int64_t>(std::pow(10.0, sig_figs_));
+// The bucket layout of the spec; nullptr-free: returns false for an
+// impossible configuration (message in *why).
+bool compute_layout(std::int64_t lowest, std::int64_t highest, int sig_figs, Layout& out, const char** why) {
+  if (lowest < 1) {
+    *why = "hdr: lowest discernible value must be >= 1";
+    return false;
+  }
+  if (highest / 2 < lowest) {
+    *why = "hdr: highest trackable value must be >= 2 * lowest discernible value";
+    return false;
+  }
+  if (sig_figs < 0 || sig_figs > 5) {
+    *why = "hdr: significant figures must be in [0, 5]";
+    return false;
+  }
+  const std::int64_t largest_single_unit = 2 * static_cast<std::int64_t>(std::pow(10.0, sig_figs));
   const auto sub_bucket_count_magnitude =
       static_cast<std::int32_t>(std::ceil(std::log2(static_cast<double>(largest_single_unit))));
-  sub_bucket_half_count_magnitude_ = (sub_bucket_count_magnitude > 1 ? sub_bucket_count_magnitude : 1) - 1;
-  unit_magnitude_ = floor_log2(lowest_);
-  if (unit_magnitude_ + sub_bucket_half_count_magnitude_ > 61)
-    throw std::invalid_argument("hdr: lowest discernible value too large for the precision");
-  sub_bucket_count_ = 1 << (sub_bucket_half_count_magnitude_ + 1);
-  sub_bucket_half_count_ = sub_bucket_count_ / 2;
-  sub_bucket_mask_ = static_cast<std::uint64_t>(sub_bucket_count_ - 1) << unit_magnitude_;
-
+  out.sub_bucket_half_count_magnitude = (sub_bucket_count_magnitude > 1 ? sub_bucket_count_magnitude : 1) - 1;
+  // Exact floor(log2(lowest)); the Java reference computes it in floating
+  // point, which agrees for every lowest that is not within one ulp below a
+  // power of two.
+  out.unit_magnitude = floor_log2(lowest);
+  if (out.unit_magnitude + out.sub_bucket_half_count_magnitude > 61) {
+    *why = "hdr: lowest discernible value too large for the precision";
+    return false;
+  }
+  out.sub_bucket_count = 1 << (out.sub_bucket_half_count_magnitude + 1);
   // Buckets needed to cover highest_trackable (spec: smallest untrackable
   // value doubles per bucket).
-  std::int64_t smallest_untrackable = static_cast<std::int64_t>(sub_bucket_count_) << unit_magnitude_;
+  std::int64_t smallest_untrackable = static_cast<std::int64_t>(out.sub_bucket_count) << out.unit_magnitude;
   std::int32_t buckets = 1;
-  while (smallest_untrackable <= highest_trackable_) {
+  while (smallest_untrackable <= highest) {
     if (smallest_untrackable > std::numeric_limits<std::int64_t>::max() / 2) {
       ++buckets;
       break;
@@ -41,8 +61,32 @@ Histogram::Histogram(std::int64_t lowest_discernible, std::int64_t highest_track
     smallest_untrackable <<= 1;
     ++buckets;
   }
-  bucket_count_ = buckets;
-  counts_len_ = (bucket_count_ + 1) * (sub_bucket_count_ / 2);
+  out.bucket_count = buckets;
+  out.counts_len = static_cast<std::int64_t>(buckets + 1) * (out.sub_bucket_count / 2);
+  return true;
+}
+}  // namespace
+
+std::int64_t Histogram::counts_length_for(std::int64_t lowest_discernible, std::int64_t highest_trackable,
+                                          int significant_figures) noexcept {
+  Layout layout;
+  const char* why = nullptr;
+  if (!compute_layout(lowest_discernible, highest_trackable, significant_figures, layout, &why)) return 0;
+  return layout.counts_len;
+}
+
+Histogram::Histogram(std::int64_t lowest_discernible, std::int64_t highest_trackable, int significant_figures)
+    : lowest_(lowest_discernible), highest_trackable_(highest_trackable), sig_figs_(significant_figures) {
+  Layout layout;
+  const char* why = nullptr;
+  if (!compute_layout(lowest_, highest_trackable_, sig_figs_, layout, &why)) throw std::invalid_argument(why);
+  unit_magnitude_ = layout.unit_magnitude;
+  sub_bucket_half_count_magnitude_ = layout.sub_bucket_half_count_magnitude;
+  sub_bucket_count_ = layout.sub_bucket_count;
+  sub_bucket_half_count_ = sub_bucket_count_ / 2;
+  sub_bucket_mask_ = static_cast<std::uint64_t>(sub_bucket_count_ - 1) << unit_magnitude_;
+  bucket_count_ = layout.bucket_count;
+  counts_len_ = static_cast<std::int32_t>(layout.counts_len);
   counts_.assign(static_cast<std::size_t>(counts_len_), 0);
 }
 
@@ -133,40 +177,47 @@ std::int64_t Histogram::max() const noexcept {
 
 double Histogram::mean() const noexcept {
   if (total_ == 0) return 0.0;
-  long double sum = 0;
+  // Same arithmetic as the Java reference so that .hgrm output matches it
+  // digit for digit: double products, summed in index order.
+  double sum = 0;
   for (std::int32_t i = 0; i < counts_len_; ++i) {
     const std::int64_t c = counts_[static_cast<std::size_t>(i)];
-    if (c != 0) sum += static_cast<long double>(median_equivalent(value_from_index(i))) * c;
+    if (c != 0) sum += static_cast<double>(median_equivalent(value_from_index(i))) * static_cast<double>(c);
   }
-  return static_cast<double>(sum / total_);
+  return sum / static_cast<double>(total_);
 }
 
 double Histogram::stddev() const noexcept {
   if (total_ == 0) return 0.0;
   const double m = mean();
-  long double geo = 0;
+  double geo = 0;
   for (std::int32_t i = 0; i < counts_len_; ++i) {
     const std::int64_t c = counts_[static_cast<std::size_t>(i)];
     if (c != 0) {
       const double d = static_cast<double>(median_equivalent(value_from_index(i))) - m;
-      geo += static_cast<long double>(d) * d * c;
+      geo += d * d * static_cast<double>(c);
     }
   }
-  return std::sqrt(static_cast<double>(geo / total_));
+  return std::sqrt(geo / static_cast<double>(total_));
 }
 
 std::int64_t Histogram::value_at_percentile(double p) const noexcept {
   if (total_ == 0) return 0;
-  const double requested = std::min(std::max(p, 0.0), 100.0);
-  const double fp_count = (requested / 100.0) * static_cast<double>(total_);
-  auto count_at = static_cast<std::int64_t>(std::ceil(fp_count));
+  // One ulp down first: 99.9 is stored as 99.900000000000006, and
+  // ceil(99.900000000000006 * 1000 / 100) would ask for the 1000th of 1000
+  // values instead of the 999th.
+  const double requested =
+      std::min(std::max(std::nextafter(p, -std::numeric_limits<double>::infinity()), 0.0), 100.0);
+  const double fp_count = requested * static_cast<double>(total_) / 100.0;
+  // NaN asks for the first recorded value (Java: (long) NaN == 0).
+  auto count_at = std::isnan(fp_count) ? 0 : static_cast<std::int64_t>(std::ceil(fp_count));
   if (count_at < 1) count_at = 1;
   std::int64_t running = 0;
   for (std::int32_t i = 0; i < counts_len_; ++i) {
     running += counts_[static_cast<std::size_t>(i)];
     if (running >= count_at) {
       const std::int64_t v = value_from_index(i);
-      return requested == 0.0 ? lowest_equivalent(v) : highest_equivalent(v);
+      return p == 0.0 ? lowest_equivalent(v) : highest_equivalent(v);
     }
   }
   return 0;

@@ -16,6 +16,12 @@ public:
   // lowest >= 1, highest >= 2 * lowest, 0 <= significant_figures <= 5.
   Histogram(std::int64_t lowest_discernible, std::int64_t highest_trackable, int significant_figures);
 
+  // Length of the counts array the constructor would allocate for this
+  // configuration, or 0 when the configuration is impossible. Lets decoders
+  // cap memory before trusting header fields from a file.
+  static std::int64_t counts_length_for(std::int64_t lowest_discernible, std::int64_t highest_trackable,
+                                        int significant_figures) noexcept;
+
   // Records one value. Values above highest_trackable are clamped to it and
   // counted in saturated_count() (a measurement tool must never drop a sample);
   // negative values are clamped to 0.
@@ -47,9 +53,13 @@ public:
   std::int64_t min_non_zero_recorded() const noexcept { return total_ ? min_non_zero_ : 0; }
   double mean() const noexcept;
   double stddev() const noexcept;
+  // Java semantics (HdrHistogram 2.1.11): mean and stddev use each bucket's
+  // median equivalent value, accumulated in double in index order.
   // value at percentile p (0..100): highest equivalent value of the first
-  // bucket whose cumulative count reaches max(1, ceil(p/100 * N)); for p == 0
-  // the lowest equivalent value. 0 for an empty histogram.
+  // bucket whose cumulative count reaches max(1, ceil(p * N / 100)), where p is
+  // first moved one ulp towards -inf so that decimal p such as 99.9 does not
+  // round up past an exact count; for p == 0 the lowest equivalent value.
+  // 0 for an empty histogram.
   std::int64_t value_at_percentile(double p) const noexcept;
   std::int64_t count_at_value(std::int64_t value) const noexcept;
 
