@@ -1,0 +1,212 @@
+// doctor: facts read from fixture trees (tests/fixtures/doctor/*/root) and
+// the pure checks over them; each check is seen passing, warning and (where
+// the check can fail) failing.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <sstream>
+
+#include "core/doctor.hpp"
+#include "sys/facts.hpp"
+#include "sys/fs.hpp"
+
+using namespace shootdown;
+
+namespace {
+
+DoctorFacts facts_of(const std::string& fixture) {
+  sys::set_root(std::string(SHOOTDOWN_FIXTURES) + "/doctor/" + fixture + "/root");
+  DoctorFacts f = sys::read_doctor_facts();
+  sys::set_root("");
+  return f;
+}
+
+std::map<std::string, DoctorStatus> by_name(const std::vector<DoctorFinding>& v) {
+  std::map<std::string, DoctorStatus> m;
+  for (const auto& d : v) m[d.name] = d.status;
+  return m;
+}
+
+const DoctorFinding& find(const std::vector<DoctorFinding>& v, const std::string& name) {
+  for (const auto& d : v)
+    if (d.name == name) return d;
+  throw std::runtime_error("no finding " + name);
+}
+
+constexpr auto P = DoctorStatus::kPass;
+constexpr auto W = DoctorStatus::kWarn;
+constexpr auto F = DoctorStatus::kFail;
+
+}  // namespace
+
+TEST(DoctorFacts, ReadsTunedTree) {
+  auto f = facts_of("tuned");
+  EXPECT_EQ(f.online, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(f.isolated, (std::vector<int>{2, 3}));
+  ASSERT_TRUE(f.nohz_full.has_value());
+  EXPECT_EQ(*f.nohz_full, (std::vector<int>{2, 3}));
+  EXPECT_EQ(f.thp_enabled, "madvise");
+  EXPECT_EQ(f.hugepages_total, 512);
+  EXPECT_EQ(f.clocksource, "tsc");
+  EXPECT_TRUE(f.cpu_flags.count("invpcid"));
+  EXPECT_EQ(f.irq_affinity.size(), 2u);
+  EXPECT_EQ(f.irq_affinity.at(24), (std::vector<int>{0, 1}));
+  EXPECT_FALSE(f.irqbalance_running);
+  EXPECT_EQ(f.numa_nodes, 1);
+  EXPECT_TRUE(f.is_root);
+  EXPECT_EQ(f.memlock_soft, -1);
+  EXPECT_EQ(f.tracefs_mount, "/sys/kernel/tracing");
+  EXPECT_TRUE(f.tlb_tracepoint);
+  EXPECT_EQ(f.stat_interval, 120);
+}
+
+TEST(DoctorFacts, ReadsUntunedTree) {
+  auto f = facts_of("untuned");
+  EXPECT_FALSE(f.nohz_full.has_value());
+  EXPECT_TRUE(f.isolated.empty());
+  EXPECT_TRUE(f.irqbalance_running);
+  EXPECT_EQ(f.numa_nodes, 2);
+  EXPECT_EQ(f.node_of.at(1), 1);
+  ASSERT_EQ(f.idle_states.at(0).size(), 3u);
+  EXPECT_EQ(f.idle_states.at(0)[2].latency_us, 133);
+  EXPECT_EQ(f.cpufreq_driver, "intel_pstate");
+  EXPECT_EQ(f.governor.at(1), "powersave");
+  EXPECT_EQ(f.hypervisor_vendor, "KVMKVMKVM");
+  ASSERT_TRUE(f.kvm_pv_tlb_flush.has_value());
+  EXPECT_TRUE(*f.kvm_pv_tlb_flush);
+  EXPECT_EQ(f.memlock_soft, 8388608);
+  EXPECT_EQ(f.perf_event_paranoid, -1);
+  EXPECT_FALSE(f.is_root);
+}
+
+TEST(Doctor, TunedPassesEverything) {
+  auto findings = run_doctor_checks(facts_of("tuned"), {2, 3});
+  for (const auto& d : findings) EXPECT_EQ(d.status, P) << d.name << ": " << d.found;
+  EXPECT_EQ(findings.size(), 23u);
+  EXPECT_EQ(summarize(findings).pass, 23);
+}
+
+TEST(Doctor, UntunedWarns) {
+  auto m = by_name(run_doctor_checks(facts_of("untuned"), {0, 1}));
+  const std::map<std::string, DoctorStatus> want = {
+      {"cpus", P},          {"isolcpus", W},    {"nohz_full", W},    {"rcu_nocbs", W},     {"smt", W},
+      {"thp", W},           {"cpuidle", W},     {"cpufreq", W},      {"irqbalance", W},    {"irq_affinity", W},
+      {"numa", W},          {"clocksource", W}, {"invariant_tsc", P}, {"pcid", W},         {"pti", W},
+      {"mitigations", W},   {"watchdogs", W},   {"stat_interval", W}, {"vm", W},           {"pv_tlb_flush", W},
+      {"tracing", W},       {"memlock", W},     {"hugepages", W},
+  };
+  EXPECT_EQ(m, want);
+}
+
+TEST(Doctor, BrokenFails) {
+  auto v = run_doctor_checks(facts_of("broken"), {0, 1});
+  auto m = by_name(v);
+  EXPECT_EQ(m["cpus"], F);
+  EXPECT_EQ(m["smt"], F);
+  EXPECT_EQ(m["clocksource"], F);
+  EXPECT_EQ(m["invariant_tsc"], F);
+  EXPECT_EQ(m["tracing"], F);
+  EXPECT_EQ(m["pcid"], W);
+  EXPECT_EQ(m["pti"], P);  // "Vulnerable": no PTI cost on flushes
+  EXPECT_EQ(m["memlock"], W);
+  EXPECT_NE(find(v, "cpus").found.find("cpu 1 not online"), std::string::npos);
+  EXPECT_GE(summarize(v).fail, 5);
+  for (const auto& d : v)
+    if (d.status != P) {
+      EXPECT_FALSE(d.advice.empty()) << d.name;
+    }
+}
+
+TEST(Doctor, AdviceNamesTheFix) {
+  auto v = run_doctor_checks(facts_of("untuned"), {0, 1});
+  EXPECT_NE(find(v, "isolcpus").advice.find("isolcpus=0-1"), std::string::npos);
+  EXPECT_NE(find(v, "thp").advice.find("madvise"), std::string::npos);
+  EXPECT_NE(find(v, "watchdogs").advice.find("kernel.nmi_watchdog=0"), std::string::npos);
+  EXPECT_NE(find(v, "irq_affinity").advice.find("echo 2-3"), std::string::npos);
+  EXPECT_NE(find(v, "clocksource").advice.find("echo tsc"), std::string::npos);
+  EXPECT_TRUE(find(v, "vm").undermines_numbers);
+  EXPECT_FALSE(find(v, "hugepages").undermines_numbers);
+}
+
+TEST(Doctor, TracingUnprivilegedFails) {
+  auto f = facts_of("tuned");
+  f.is_root = false;
+  f.cap_perfmon = false;
+  f.perf_event_paranoid = 2;
+  EXPECT_EQ(check_tracing(f).status, F);
+  f.perf_event_paranoid = -1;
+  EXPECT_EQ(check_tracing(f).status, P);
+  f.tracefs_mount.clear();
+  EXPECT_EQ(check_tracing(f).status, P);  // will be mounted privately
+}
+
+TEST(Doctor, HandMadeEdges) {
+  DoctorFacts f;
+  f.online = {0, 1};
+  f.cmdline = "rcu_nocbs=all";
+  EXPECT_EQ(check_rcu_nocbs(f, {0, 1}).status, P);
+  f.cmdline = "rcu_nocbs=1";
+  EXPECT_EQ(check_rcu_nocbs(f, {0, 1}).status, W);
+  f.nohz_full = std::vector<int>{0};
+  EXPECT_EQ(check_rcu_nocbs(f, {0, 1}).status, P);  // nohz_full implies rcu_nocbs
+  f.cpuidle_driver = "haltpoll";
+  f.idle_states[0] = {{"POLL", 0, false}, {"haltpoll idle", 0, false}};
+  EXPECT_EQ(check_cpuidle(f, {0}).status, P);
+  f.idle_states[0].push_back({"C6", 200, true});  // disabled deep state
+  EXPECT_EQ(check_cpuidle(f, {0}).status, P);
+  f.clocksource = "acpi_pm";
+  EXPECT_EQ(check_clocksource(f).status, F);
+  f.kvm_pv_tlb_flush = false;
+  f.hypervisor_vendor = "KVMKVMKVM";
+  EXPECT_EQ(check_pv_tlb_flush(f).status, P);
+  EXPECT_EQ(check_vm(f).status, W);
+  f.thp_enabled = "never";
+  EXPECT_EQ(check_thp(f).status, P);
+  f.thp_enabled = "";
+  EXPECT_EQ(check_thp(f).status, W);
+  f.memlock_soft = 4LL << 30;
+  EXPECT_EQ(check_memlock(f).status, P);
+  f.cmdline = "mitigations=off";
+  f.vulnerabilities = {{"spectre_v2", "Mitigation: Retpolines"}};
+  EXPECT_EQ(check_mitigations(f).status, P);
+  f.stat_interval = 10;
+  EXPECT_EQ(check_stat_interval(f).status, P);
+}
+
+TEST(Doctor, CmdlineParsing) {
+  const std::string cl = "ro isolcpus=nohz,domain,2-3 quiet nosoftlockup rcu_nocbs=4 -- isolcpus=9";
+  EXPECT_EQ(cmdline_param(cl, "isolcpus"), std::optional<std::string>("nohz,domain,2-3"));
+  EXPECT_EQ(cmdline_cpus(*cmdline_param(cl, "isolcpus"), {}), (std::vector<int>{2, 3}));
+  EXPECT_TRUE(cmdline_flag(cl, "nosoftlockup"));
+  EXPECT_FALSE(cmdline_flag(cl, "nosmt"));
+  EXPECT_EQ(cmdline_param(cl, "rcu_nocbs"), std::optional<std::string>("4"));
+  EXPECT_EQ(cmdline_cpus("all", {0, 1}), (std::vector<int>{0, 1}));
+  EXPECT_TRUE(cmdline_cpus("nohz", {0, 1}).empty());
+}
+
+TEST(Doctor, SuggestedCmdline) {
+  auto f = facts_of("untuned");
+  std::string note;
+  const std::string s = suggest_cmdline(f, {1, 3}, &note);
+  EXPECT_NE(s.find("isolcpus=1,3 nohz_full=1,3 rcu_nocbs=1,3"), std::string::npos) << s;
+  EXPECT_NE(s.find("irqaffinity=0,2"), std::string::npos) << s;
+  EXPECT_NE(s.find("nosmt"), std::string::npos) << s;
+  EXPECT_NE(s.find("nmi_watchdog=0"), std::string::npos);
+  f.online = {0, 1};
+  suggest_cmdline(f, {0, 1}, &note);
+  EXPECT_NE(note.find("housekeeping"), std::string::npos);
+}
+
+TEST(Doctor, TableFitsIn80Columns) {
+  for (const char* fx : {"tuned", "untuned", "broken"}) {
+    const std::string t = format_doctor_table(run_doctor_checks(facts_of(fx), {0, 1}));
+    std::istringstream in(t);
+    std::string line;
+    int lines = 0;
+    while (std::getline(in, line)) {
+      EXPECT_LT(line.size(), 80u) << fx << ": " << line;
+      ++lines;
+    }
+    EXPECT_GT(lines, 23);
+  }
+}
