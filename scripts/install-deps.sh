@@ -14,7 +14,7 @@ base=(
   clang libclang-rt-14-dev ccache
 )
 integration=(
-  default-jre-headless libhdrhistogram-java
+  default-jre-headless default-jdk-headless libhdrhistogram-java
   influxdb
   chromium
   curl procps
