@@ -1,0 +1,287 @@
+#include "core/attribution.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <sstream>
+
+namespace shootdown {
+
+const char* label_name(StallLabel l) {
+  switch (l) {
+    case StallLabel::kClean: return "clean";
+    case StallLabel::kTlbShootdown: return "tlb-shootdown";
+    case StallLabel::kOtherIpi: return "other-ipi";
+    case StallLabel::kResched: return "resched";
+    case StallLabel::kIrq: return "irq";
+    case StallLabel::kTimer: return "timer";
+    case StallLabel::kUnexplained: return "unexplained";
+  }
+  return "?";
+}
+
+int label_priority(StallLabel l) {
+  switch (l) {
+    case StallLabel::kTlbShootdown: return 5;
+    case StallLabel::kOtherIpi: return 4;
+    case StallLabel::kResched: return 3;
+    case StallLabel::kIrq: return 2;
+    case StallLabel::kTimer: return 1;
+    case StallLabel::kClean:
+    case StallLabel::kUnexplained: return 0;
+  }
+  return 0;
+}
+
+Quantiles quantiles(std::vector<std::int64_t> v) {
+  Quantiles q;
+  if (v.empty()) return q;
+  std::sort(v.begin(), v.end());
+  const auto n = v.size();
+  auto rank = [&](double p) {
+    auto r = static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(n)));
+    return v[std::clamp<std::size_t>(r, 1, n) - 1];
+  };
+  q.count = static_cast<std::int64_t>(n);
+  q.p50 = rank(50);
+  q.p90 = rank(90);
+  q.max = v.back();
+  return q;
+}
+
+namespace {
+
+enum class Kind : std::uint8_t { kCallFunction, kTlbPoint, kCsdPoint, kTimer, kResched, kIrq };
+
+struct Incident {
+  Kind kind;
+  std::int64_t start_ns;
+  std::int64_t end_ns = -1;  // -1: no exit seen
+  bool tlb = false;          // a TLB flush ran in it
+  std::vector<std::uint64_t> funcs;  // csd functions run in it
+};
+
+bool is_flush_tlb_func(const std::string& sym) {
+  return sym.rfind("flush_tlb_func", 0) == 0;  // "flush_tlb_func+0x0", also older flush_tlb_func_remote
+}
+
+std::string function_of(const KernelTrace& t, std::uint64_t addr) {
+  const std::string& s = t.symbol(addr);
+  if (!s.empty()) return s.substr(0, s.find('+'));
+  std::ostringstream os;
+  os << "0x" << std::hex << addr;
+  return os.str();
+}
+
+// Index of the sample whose span (start, end] contains t, or -1.
+std::int64_t sample_at(const VictimSamples& v, std::int64_t t) {
+  auto it = std::lower_bound(v.end_ns.begin(), v.end_ns.end(), t);
+  if (it == v.end_ns.end()) return -1;
+  const auto i = static_cast<std::size_t>(it - v.end_ns.begin());
+  if (t <= v.span_start(i)) return -1;
+  return static_cast<std::int64_t>(i);
+}
+
+std::int64_t median_of(std::vector<std::int64_t> v) {
+  if (v.empty()) return 0;
+  const auto mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
+  return v[mid];
+}
+
+bool targets(const KernelEvent& e, int cpu) {
+  if (e.type == EventType::kIpiSendCpu) return e.a == cpu;
+  if (e.type == EventType::kIpiSendCpumask) return cpu >= 0 && cpu < 64 && ((static_cast<std::uint64_t>(e.a) >> cpu) & 1u);
+  return false;
+}
+
+std::vector<Incident> build_incidents(const KernelTrace& t, int cpu, std::vector<std::int64_t>* remote_flushes,
+                                      std::vector<std::int64_t>* cf_entries) {
+  std::vector<Incident> out;
+  // Open handler span per kind (interrupt handlers do not nest per kind).
+  std::int64_t open_cf = -1, open_timer = -1, open_resched = -1, open_irq = -1;
+  auto open = [&](std::int64_t& slot, Kind k, std::int64_t ts) {
+    slot = static_cast<std::int64_t>(out.size());
+    out.push_back({k, ts, -1, false, {}});
+  };
+  auto close = [&](std::int64_t& slot, std::int64_t ts) {
+    if (slot >= 0) out[static_cast<std::size_t>(slot)].end_ns = ts;
+    slot = -1;
+  };
+  for (const KernelEvent& e : t.events) {
+    if (e.cpu != cpu) continue;
+    switch (e.type) {
+      case EventType::kCallFunctionEntry:
+      case EventType::kCallFunctionSingleEntry:
+        open(open_cf, Kind::kCallFunction, e.mono_ns);
+        cf_entries->push_back(e.mono_ns);
+        break;
+      case EventType::kCallFunctionExit:
+      case EventType::kCallFunctionSingleExit: close(open_cf, e.mono_ns); break;
+      case EventType::kLocalTimerEntry: open(open_timer, Kind::kTimer, e.mono_ns); break;
+      case EventType::kLocalTimerExit: close(open_timer, e.mono_ns); break;
+      case EventType::kReschedEntry: open(open_resched, Kind::kResched, e.mono_ns); break;
+      case EventType::kReschedExit: close(open_resched, e.mono_ns); break;
+      case EventType::kIrqHandlerEntry: open(open_irq, Kind::kIrq, e.mono_ns); break;
+      case EventType::kIrqHandlerExit: close(open_irq, e.mono_ns); break;
+      case EventType::kTlbFlush:
+        if (e.a != kTlbRemoteShootdown) break;
+        remote_flushes->push_back(e.mono_ns);
+        if (open_cf >= 0) out[static_cast<std::size_t>(open_cf)].tlb = true;
+        else out.push_back({Kind::kTlbPoint, e.mono_ns, e.mono_ns, true, {}});
+        break;
+      case EventType::kCsdFunctionEntry: {
+        const auto fn = static_cast<std::uint64_t>(e.b);
+        const bool tlb = is_flush_tlb_func(t.symbol(fn));
+        if (open_cf >= 0) {
+          auto& inc = out[static_cast<std::size_t>(open_cf)];
+          inc.funcs.push_back(fn);
+          inc.tlb = inc.tlb || tlb;
+        } else {
+          // Ran without a call-function IPI (idle polling CPU, or the
+          // call_function tracepoints are missing): an incident of its own.
+          out.push_back({Kind::kCsdPoint, e.mono_ns, -1, tlb, {fn}});
+        }
+        break;
+      }
+      default: break;
+    }
+  }
+  return out;
+}
+
+StallLabel label_of(const Incident& inc) {
+  switch (inc.kind) {
+    case Kind::kCallFunction:
+    case Kind::kCsdPoint: return inc.tlb ? StallLabel::kTlbShootdown : StallLabel::kOtherIpi;
+    case Kind::kTlbPoint: return StallLabel::kTlbShootdown;
+    case Kind::kTimer: return StallLabel::kTimer;
+    case Kind::kResched: return StallLabel::kResched;
+    case Kind::kIrq: return StallLabel::kIrq;
+  }
+  return StallLabel::kClean;
+}
+
+}  // namespace
+
+Attribution attribute(const std::vector<VictimSamples>& victims, const KernelTrace& trace, const AttributionOptions& opts) {
+  Attribution out;
+  if (!trace.enabled) {
+    out.note = trace.status.empty() ? "kernel trace off" : trace.status;
+    return out;
+  }
+  out.available = true;
+  if (trace.lost_events > 0) out.note = std::to_string(trace.lost_events) + " kernel events lost: counts are lower bounds";
+
+  for (const VictimSamples& v : victims) {
+    VictimAttribution a;
+    a.cpu = v.cpu;
+    const std::size_t n = v.size();
+    a.labels.assign(n, static_cast<std::uint8_t>(StallLabel::kClean));
+
+    // Baseline median and threshold.
+    std::vector<std::int64_t> base;
+    for (std::size_t i = 0; i < n; ++i)
+      if (opts.baseline_end_ns <= 0 || v.span_end(i) <= opts.baseline_end_ns) base.push_back(v.lat_ns[i]);
+    if (base.empty()) base = v.lat_ns;
+    a.baseline_median_ns = opts.baseline_median_ns > 0 ? opts.baseline_median_ns : median_of(base);
+    a.stall_threshold_ns = opts.stall_threshold_ns > 0
+                               ? opts.stall_threshold_ns
+                               : static_cast<std::int64_t>(std::llround(opts.stall_factor * static_cast<double>(a.baseline_median_ns)));
+
+    std::vector<std::int64_t> flushes, cf_entries;
+    const std::vector<Incident> incidents = build_incidents(trace, v.cpu, &flushes, &cf_entries);
+
+    // Label samples by their highest-priority incident.
+    std::map<std::int64_t, int> tlb_per_sample;
+    std::vector<std::int64_t> handler, other_handler;
+    std::map<std::string, std::int64_t> funcs;
+    std::vector<std::int64_t> tlb_samples;  // sample index per shootdown incident
+    for (const Incident& inc : incidents) {
+      const StallLabel l = label_of(inc);
+      const bool call_function = inc.kind == Kind::kCallFunction || inc.kind == Kind::kCsdPoint;
+      if (call_function) {
+        for (auto f : inc.funcs) ++funcs[function_of(trace, f)];
+        if (l == StallLabel::kTlbShootdown) ++a.shootdown_ipis;
+        else ++a.other_ipis;
+        if (inc.kind == Kind::kCallFunction && inc.end_ns >= inc.start_ns)
+          (l == StallLabel::kTlbShootdown ? handler : other_handler).push_back(inc.end_ns - inc.start_ns);
+      }
+      const std::int64_t s = sample_at(v, inc.start_ns);
+      if (s < 0) continue;
+      auto& cur = a.labels[static_cast<std::size_t>(s)];
+      if (label_priority(l) > label_priority(static_cast<StallLabel>(cur))) cur = static_cast<std::uint8_t>(l);
+      if (l == StallLabel::kTlbShootdown) {
+        ++tlb_per_sample[s];
+        tlb_samples.push_back(s);
+      }
+    }
+
+    // Unexplained stalls, per-label counts and stall time.
+    auto excess = [&](std::size_t i) { return std::max<std::int64_t>(0, v.lat_ns[i] - a.baseline_median_ns); };
+    for (std::size_t i = 0; i < n; ++i) {
+      auto& l = a.labels[i];
+      if (l == static_cast<std::uint8_t>(StallLabel::kClean) && a.stall_threshold_ns > 0 && v.lat_ns[i] > a.stall_threshold_ns)
+        l = static_cast<std::uint8_t>(StallLabel::kUnexplained);
+      ++a.samples[l];
+      a.stall_ns[l] += excess(i);
+    }
+
+    // Kernel count of shootdowns received and how many the samples saw.
+    const std::int64_t lo = opts.span_start_ns > 0 ? opts.span_start_ns : v.start_ns;
+    const std::int64_t hi = opts.span_end_ns > 0 ? opts.span_end_ns : (n ? v.end_ns.back() : v.start_ns);
+    for (std::int64_t t : flushes) {
+      if (t < lo || t > hi) continue;
+      ++a.shootdowns_received;
+      const std::int64_t s = sample_at(v, t);
+      if (s < 0) continue;
+      ++a.shootdowns_matched;
+      if (a.stall_threshold_ns > 0 && v.lat_ns[static_cast<std::size_t>(s)] > a.stall_threshold_ns) ++a.shootdowns_stalled;
+    }
+    a.recall = a.shootdowns_received ? static_cast<double>(a.shootdowns_matched) / static_cast<double>(a.shootdowns_received) : 1.0;
+
+    // Victim-side stall per shootdown IPI: a sample's excess shared by the
+    // shootdowns in it.
+    std::vector<std::int64_t> per_ipi;
+    for (std::int64_t s : tlb_samples)
+      per_ipi.push_back(excess(static_cast<std::size_t>(s)) / std::max(1, tlb_per_sample[s]));
+    a.stall_per_shootdown = quantiles(std::move(per_ipi));
+    a.handler_ns = quantiles(std::move(handler));
+    a.other_handler_ns = quantiles(std::move(other_handler));
+
+    // Delivery: function-call IPI sends to this CPU (callback set; reschedule
+    // IPIs have none) paired in order with the next call-function entry here.
+    std::vector<std::int64_t> sends;
+    for (const KernelEvent& e : trace.events) {
+      if (e.type != EventType::kIpiSendCpu && e.type != EventType::kIpiSendCpumask) continue;
+      if (e.c == 0 || !targets(e, v.cpu)) continue;
+      if (opts.culprit_cpu >= 0 ? e.cpu != opts.culprit_cpu : e.cpu == v.cpu) continue;
+      sends.push_back(e.mono_ns);
+    }
+    std::vector<std::int64_t> delivery;
+    std::size_t j = 0;
+    for (std::int64_t s : sends) {
+      while (j < cf_entries.size() && cf_entries[j] < s) ++j;
+      if (j == cf_entries.size()) break;
+      if (cf_entries[j] - s <= opts.delivery_window_ns) {
+        delivery.push_back(cf_entries[j] - s);
+        ++j;
+      }
+    }
+    a.delivery_ns = quantiles(std::move(delivery));
+    a.ipi_functions.assign(funcs.begin(), funcs.end());
+    std::sort(a.ipi_functions.begin(), a.ipi_functions.end(), [](auto& x, auto& y) { return x.second > y.second; });
+    out.victims.push_back(std::move(a));
+  }
+  return out;
+}
+
+std::vector<std::int64_t> latencies_with_label(const VictimSamples& v, const VictimAttribution& a, StallLabel label) {
+  std::vector<std::int64_t> out;
+  const auto want = static_cast<std::uint8_t>(label);
+  for (std::size_t i = 0; i < v.size() && i < a.labels.size(); ++i)
+    if (a.labels[i] == want) out.push_back(v.lat_ns[i]);
+  return out;
+}
+
+}  // namespace shootdown

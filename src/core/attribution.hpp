@@ -1,0 +1,102 @@
+// Stall attribution: which kernel event explains each victim sample.
+// Pure (standard library only): VictimSamples + KernelTrace in, labels and
+// per-victim summaries out. Rules (docs/kernel-evidence.md):
+//  - Kernel events on a victim CPU are grouped into incidents: an IPI handler
+//    span (call_function[_single]_entry .. exit), a timer, reschedule or
+//    device-IRQ handler span. A call-function span is a TLB shootdown when a
+//    tlb_flush with reason 1 (remote shootdown) or a csd_function_entry of
+//    flush_tlb_func lies inside it; otherwise it is another IPI. A reason-1
+//    flush outside any span (call_function tracepoints missing) is a
+//    shootdown incident of its own.
+//  - An incident belongs to the sample whose span (start, end] contains its
+//    first event (the handler's entry).
+//  - A sample's label is the highest-priority incident in it:
+//    tlb-shootdown > other-ipi > resched > irq > timer. A sample with none is
+//    clean, or unexplained when its latency exceeds the stall threshold
+//    (default 8 x the victim's baseline median).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/events.hpp"
+#include "core/samples.hpp"
+
+namespace shootdown {
+
+// Values are stored per sample (std::uint8_t) and serialized as numbers:
+// keep them stable.
+enum class StallLabel : std::uint8_t {
+  kClean = 0,
+  kTlbShootdown = 1,
+  kOtherIpi = 2,
+  kResched = 3,
+  kIrq = 4,
+  kTimer = 5,
+  kUnexplained = 6,
+};
+inline constexpr int kStallLabelCount = 7;
+
+const char* label_name(StallLabel l);  // "clean", "tlb-shootdown", ...
+// Higher wins when several incidents share a sample (unexplained/clean: 0).
+int label_priority(StallLabel l);
+
+struct AttributionOptions {
+  double stall_factor = 8.0;            // threshold = factor x baseline median
+  std::int64_t stall_threshold_ns = 0;  // > 0 overrides the factor
+  // Baseline: samples ending at or before this mono ns (0 = all samples).
+  std::int64_t baseline_end_ns = 0;
+  std::int64_t baseline_median_ns = 0;  // > 0 overrides the computed median
+  // Span over which kernel shootdown IPIs are counted ("received"); 0 = the
+  // victim's own sample span.
+  std::int64_t span_start_ns = 0;
+  std::int64_t span_end_ns = 0;
+  int culprit_cpu = -1;                 // IPI senders for delivery latency; -1 = any other CPU
+  // A send is paired with the next IPI entry on the target within this window.
+  std::int64_t delivery_window_ns = 10'000'000;
+};
+
+struct Quantiles {
+  std::int64_t count = 0;
+  std::int64_t p50 = 0;
+  std::int64_t p90 = 0;
+  std::int64_t max = 0;
+};
+// Nearest-rank percentiles (value at rank ceil(p/100 * N)); empty -> zeros.
+Quantiles quantiles(std::vector<std::int64_t> v);
+
+struct VictimAttribution {
+  int cpu = -1;
+  std::vector<std::uint8_t> labels;                // one StallLabel per sample
+  std::int64_t baseline_median_ns = 0;
+  std::int64_t stall_threshold_ns = 0;
+  std::int64_t shootdowns_received = 0;            // reason-1 flushes on this CPU in the span (kernel count)
+  std::int64_t shootdowns_matched = 0;             // ... that fall inside a sample span
+  std::int64_t shootdowns_stalled = 0;             // ... whose sample exceeds the stall threshold
+  double recall = 0;                               // matched / received (1 when none received)
+  std::int64_t shootdown_ipis = 0;                 // call-function incidents labelled tlb-shootdown
+  std::int64_t other_ipis = 0;                     // call-function incidents of other functions
+  std::array<std::int64_t, kStallLabelCount> samples{};   // per label
+  std::array<std::int64_t, kStallLabelCount> stall_ns{};  // sum of max(0, latency - median) per label
+  Quantiles stall_per_shootdown;                   // victim excess per shootdown IPI
+  Quantiles handler_ns;                            // shootdown IPI handler, entry -> exit
+  Quantiles other_handler_ns;                      // other call-function IPIs
+  Quantiles delivery_ns;                           // ipi_send on culprit -> call_function entry here
+  // Function-call IPIs by csd function name (symbol without offset): "ipi_mb" -> 5.
+  std::vector<std::pair<std::string, std::int64_t>> ipi_functions;
+};
+
+struct Attribution {
+  bool available = false;       // false when the trace was off/unavailable
+  std::string note;             // why not, or caveats
+  std::vector<VictimAttribution> victims;
+};
+
+Attribution attribute(const std::vector<VictimSamples>& victims, const KernelTrace& trace, const AttributionOptions& opts);
+
+// Latencies of the samples carrying `label` (e.g. clean-only phase tables).
+std::vector<std::int64_t> latencies_with_label(const VictimSamples& v, const VictimAttribution& a, StallLabel label);
+
+}  // namespace shootdown

@@ -1,0 +1,616 @@
+#include "sys/perf_trace.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <fmt/core.h>
+#include <linux/perf_event.h>
+#include <map>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+extern "C" {
+#include <traceevent/event-parse.h>
+}
+
+#include "sys/affinity.hpp"
+#include "sys/fs.hpp"
+#include "sys/kallsyms.hpp"
+#include "sys/tracefs.hpp"
+#include "sys/tsc.hpp"
+
+namespace shootdown::sys {
+
+namespace {
+
+// A growable array that never moves or frees its elements until destroyed:
+// the reader appends here while victims are measured, and any munmap of an
+// old, larger buffer would send TLB-shootdown IPIs to our own victim CPUs.
+template <typename T, std::size_t kChunk = 16384>
+class ChunkedVec {
+public:
+  ChunkedVec() { chunks_.reserve(4096); }  // pointer table: 32 KiB, heap (brk), not mmap
+  void push_back(const T& v) {
+    if (size_ % kChunk == 0 && size_ / kChunk == chunks_.size()) chunks_.push_back(std::make_unique<T[]>(kChunk));
+    chunks_[size_ / kChunk][size_ % kChunk] = v;
+    ++size_;
+  }
+  std::size_t size() const { return size_; }
+  const T& operator[](std::size_t i) const { return chunks_[i / kChunk][i % kChunk]; }
+  T& operator[](std::size_t i) { return chunks_[i / kChunk][i % kChunk]; }
+  // Forget the contents, keep the chunks (no free while measuring).
+  void clear() { size_ = 0; }
+
+private:
+  std::vector<std::unique_ptr<T[]>> chunks_;
+  std::size_t size_ = 0;
+};
+
+struct Field {
+  int offset = -1;
+  int size = 0;
+  bool is_signed = false;
+  bool dynamic = false;   // __data_loc: u32 (len << 16 | offset)
+  bool relative = false;  // __rel_loc: offset relative to the end of the field
+  bool valid() const { return offset >= 0; }
+};
+
+struct Spec {
+  const char* system;
+  const char* name;
+  EventType type;
+  const char* fa;  // field -> KernelEvent::a
+  const char* fb;  // -> b
+  const char* fc;  // -> c
+  bool culprit_callchain;
+};
+
+// The evidence of issue 3 (docs/kernel-evidence.md explains each).
+constexpr std::array<Spec, 15> kSpecs{{
+    {"tlb", "tlb_flush", EventType::kTlbFlush, "reason", "pages", nullptr, true},
+    {"irq_vectors", "call_function_entry", EventType::kCallFunctionEntry, "vector", nullptr, nullptr, false},
+    {"irq_vectors", "call_function_exit", EventType::kCallFunctionExit, "vector", nullptr, nullptr, false},
+    {"irq_vectors", "call_function_single_entry", EventType::kCallFunctionSingleEntry, "vector", nullptr, nullptr, false},
+    {"irq_vectors", "call_function_single_exit", EventType::kCallFunctionSingleExit, "vector", nullptr, nullptr, false},
+    {"irq_vectors", "local_timer_entry", EventType::kLocalTimerEntry, "vector", nullptr, nullptr, false},
+    {"irq_vectors", "local_timer_exit", EventType::kLocalTimerExit, "vector", nullptr, nullptr, false},
+    {"irq_vectors", "reschedule_entry", EventType::kReschedEntry, "vector", nullptr, nullptr, false},
+    {"irq_vectors", "reschedule_exit", EventType::kReschedExit, "vector", nullptr, nullptr, false},
+    {"irq", "irq_handler_entry", EventType::kIrqHandlerEntry, "irq", nullptr, nullptr, false},
+    {"irq", "irq_handler_exit", EventType::kIrqHandlerExit, "irq", "ret", nullptr, false},
+    {"ipi", "ipi_send_cpu", EventType::kIpiSendCpu, "cpu", "callsite", "callback", true},
+    {"ipi", "ipi_send_cpumask", EventType::kIpiSendCpumask, "cpumask", "callsite", "callback", true},
+    {"csd", "csd_function_entry", EventType::kCsdFunctionEntry, nullptr, "func", "csd", false},
+    {"csd", "csd_function_exit", EventType::kCsdFunctionExit, nullptr, "func", "csd", false},
+}};
+
+struct Format {
+  Field a, b, c;
+};
+
+struct Slot {  // one perf event (tracepoint x CPU)
+  int fd = -1;
+  int cpu = -1;
+  const Spec* spec = nullptr;
+  const Format* format = nullptr;
+  bool callchain = false;
+  std::uint64_t id = 0;  // PERF_EVENT_IOC_ID
+};
+
+struct Ring {
+  int cpu = -1;
+  int owner_fd = -1;
+  void* base = nullptr;
+  std::size_t map_len = 0;
+  std::uint8_t* data = nullptr;
+  std::uint64_t data_size = 0;
+};
+
+long perf_event_open(perf_event_attr* attr, pid_t pid, int cpu, int group_fd, unsigned long flags) {
+  return ::syscall(SYS_perf_event_open, attr, pid, cpu, group_fd, flags);
+}
+
+std::int64_t read_field(const std::uint8_t* raw, std::uint32_t raw_size, const Field& f) {
+  if (!f.valid() || f.size <= 0 || f.size > 8 || static_cast<std::uint32_t>(f.offset + f.size) > raw_size) return 0;
+  std::uint64_t v = 0;
+  std::memcpy(&v, raw + f.offset, static_cast<std::size_t>(f.size));  // little-endian x86-64
+  if (f.is_signed && f.size < 8) {
+    const unsigned shift = 64u - 8u * static_cast<unsigned>(f.size);
+    return static_cast<std::int64_t>(v << shift) >> shift;
+  }
+  return static_cast<std::int64_t>(v);
+}
+
+// First 64-bit word of a __data_loc/__rel_loc bitmask (cpumask_t): CPUs 0..63.
+std::int64_t read_dynamic_word(const std::uint8_t* raw, std::uint32_t raw_size, const Field& f) {
+  if (!f.valid() || static_cast<std::uint32_t>(f.offset + 4) > raw_size) return 0;
+  std::uint32_t loc = 0;
+  std::memcpy(&loc, raw + f.offset, 4);
+  std::uint32_t off = loc & 0xffffu;
+  const std::uint32_t len = loc >> 16;
+  if (f.relative) off += static_cast<std::uint32_t>(f.offset + 4);
+  if (off >= raw_size) return 0;
+  std::uint64_t v = 0;
+  std::memcpy(&v, raw + off, std::min<std::size_t>({len, 8u, raw_size - off}));
+  return static_cast<std::int64_t>(v);
+}
+
+}  // namespace
+
+struct Tracer::Impl {
+  TracerOptions opts;
+  Kallsyms ksyms;
+  std::vector<std::unique_ptr<Format>> formats;
+  std::vector<Slot> slots;
+  std::vector<Ring> rings;
+  std::map<std::uint64_t, std::size_t> slot_by_id;
+
+  std::mutex mu;  // guards events/chains/ips and the rings' tails
+  ChunkedVec<KernelEvent> events;
+  struct ChainRef {
+    std::size_t first = 0;
+    std::uint32_t count = 0;
+  };
+  ChunkedVec<ChainRef, 4096> chains;
+  ChunkedVec<std::uint64_t, 65536> ips;
+  std::int64_t lost_records = 0;
+  std::array<std::uint8_t, 65536> scratch{};  // a record that wraps the ring end
+
+  std::thread reader;
+  std::atomic<bool> stop_reader{false};
+  bool stopped = false;
+
+  void drain_all() {
+    std::lock_guard<std::mutex> lk(mu);
+    for (auto& r : rings) drain_ring(r);
+  }
+
+  void drain_ring(Ring& r) {
+    auto* meta = static_cast<perf_event_mmap_page*>(r.base);
+    // data_head is written by the kernel: acquire pairs with its release
+    // (perf_event_open(2), "mmap layout").
+    const std::uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
+    std::uint64_t tail = meta->data_tail;
+    while (tail < head) {
+      const std::uint64_t pos = tail % r.data_size;
+      perf_event_header hdr{};
+      copy_out(r, pos, &hdr, sizeof hdr);
+      if (hdr.size < sizeof hdr) break;  // corrupt: give up on this ring for now
+      const std::uint8_t* rec = r.data + pos;
+      if (pos + hdr.size > r.data_size) {
+        copy_out(r, pos, scratch.data(), hdr.size);
+        rec = scratch.data();
+      }
+      handle(rec, hdr);
+      tail += hdr.size;
+    }
+    __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+  }
+
+  static void copy_out(const Ring& r, std::uint64_t pos, void* dst, std::size_t n) {
+    const std::size_t first = static_cast<std::size_t>(std::min<std::uint64_t>(n, r.data_size - pos));
+    std::memcpy(dst, r.data + pos, first);
+    if (first < n) std::memcpy(static_cast<std::uint8_t*>(dst) + first, r.data, n - first);
+  }
+
+  void handle(const std::uint8_t* rec, const perf_event_header& hdr) {
+    const std::uint8_t* p = rec + sizeof hdr;
+    const std::uint8_t* end = rec + hdr.size;
+    auto u64 = [&](std::uint64_t& v) {
+      if (p + 8 > end) return false;
+      std::memcpy(&v, p, 8);
+      p += 8;
+      return true;
+    };
+    if (hdr.type == PERF_RECORD_LOST) {  // { u64 id; u64 lost; sample_id }
+      std::uint64_t id = 0, lost = 0;
+      if (u64(id) && u64(lost)) lost_records += static_cast<std::int64_t>(lost);
+      return;
+    }
+    if (hdr.type == PERF_RECORD_LOST_SAMPLES) {  // { u64 lost; sample_id }
+      std::uint64_t lost = 0;
+      if (u64(lost)) lost_records += static_cast<std::int64_t>(lost);
+      return;
+    }
+    if (hdr.type != PERF_RECORD_SAMPLE) return;
+    // Layout for IDENTIFIER|TID|TIME|CPU[|CALLCHAIN]|RAW (perf_event_open(2)).
+    std::uint64_t id = 0, pidtid = 0, time = 0, cpures = 0;
+    if (!u64(id)) return;
+    auto it = slot_by_id.find(id);
+    if (it == slot_by_id.end()) return;
+    const Slot& s = slots[it->second];
+    if (!u64(pidtid) || !u64(time) || !u64(cpures)) return;
+    KernelEvent ev;
+    ev.mono_ns = static_cast<std::int64_t>(time);
+    ev.cpu = static_cast<std::int32_t>(cpures & 0xffffffffu);
+    ev.pid = static_cast<std::int32_t>(pidtid & 0xffffffffu);
+    ev.tid = static_cast<std::int32_t>(pidtid >> 32);
+    ev.type = s.spec->type;
+    const std::uint8_t* chain = nullptr;
+    std::uint64_t nr = 0;
+    if (s.callchain) {
+      if (!u64(nr) || p + nr * 8 > end) return;
+      chain = p;
+      p += nr * 8;
+    }
+    if (p + 4 > end) return;
+    std::uint32_t raw_size = 0;
+    std::memcpy(&raw_size, p, 4);
+    p += 4;
+    if (p + raw_size > end) return;
+    const std::uint8_t* raw = p;
+    const Format& f = *s.format;
+    if (s.spec->type == EventType::kIpiSendCpumask)
+      ev.a = read_dynamic_word(raw, raw_size, f.a);
+    else
+      ev.a = read_field(raw, raw_size, f.a);
+    ev.b = read_field(raw, raw_size, f.b);
+    ev.c = read_field(raw, raw_size, f.c);
+    const bool keep_chain = chain && (ev.type != EventType::kTlbFlush || ev.a == kTlbRemoteSendIpi);
+    if (keep_chain) {
+      ChainRef ref{ips.size(), 0};
+      for (std::uint64_t i = 0; i < nr; ++i) {
+        std::uint64_t ip = 0;
+        std::memcpy(&ip, chain + 8 * i, 8);
+        if (ip >= static_cast<std::uint64_t>(PERF_CONTEXT_MAX)) continue;  // PERF_CONTEXT_KERNEL etc.
+        ips.push_back(ip);
+        ++ref.count;
+      }
+      ev.callchain = static_cast<std::int32_t>(chains.size());
+      chains.push_back(ref);
+    }
+    events.push_back(ev);
+  }
+
+  Callchain make_chain(int index) const {
+    Callchain c;
+    if (index < 0 || static_cast<std::size_t>(index) >= chains.size()) return c;
+    const ChainRef& ref = chains[static_cast<std::size_t>(index)];
+    for (std::uint32_t i = 0; i < ref.count; ++i) {
+      const std::uint64_t ip = ips[ref.first + i];
+      c.ips.push_back(ip);
+      std::string s = ksyms.symbolize(ip);
+      c.symbols.push_back(s.empty() ? fmt::format("{:#x}", ip) : s);
+    }
+    return c;
+  }
+
+  void disable_all() {
+    for (auto& s : slots)
+      if (s.fd >= 0) ::ioctl(s.fd, PERF_EVENT_IOC_DISABLE, 0);
+  }
+
+  std::int64_t read_format_lost() const {
+    std::int64_t lost = 0;
+    for (auto& s : slots) {
+      if (s.fd < 0) continue;
+      std::uint64_t buf[2] = {0, 0};  // PERF_FORMAT_LOST: { u64 value; u64 lost; }
+      if (::read(s.fd, buf, sizeof buf) == static_cast<ssize_t>(sizeof buf)) lost += static_cast<std::int64_t>(buf[1]);
+    }
+    return lost;
+  }
+
+  void close_all() {
+    for (auto& r : rings)
+      if (r.base) ::munmap(r.base, r.map_len);
+    rings.clear();
+    for (auto& s : slots)
+      if (s.fd >= 0) ::close(s.fd);
+    for (auto& s : slots) s.fd = -1;
+  }
+
+  void join_reader() {
+    stop_reader.store(true, std::memory_order_relaxed);
+    if (reader.joinable()) reader.join();
+  }
+};
+
+Tracer::Tracer() : impl_(std::make_unique<Impl>()) {}
+
+Tracer::~Tracer() {
+  if (!impl_) return;
+  impl_->join_reader();
+  impl_->disable_all();
+  impl_->close_all();
+}
+
+std::unique_ptr<Tracer> Tracer::open(const TracerOptions& opts, std::string* why) {
+  auto fail = [&](std::string w) -> std::unique_ptr<Tracer> {
+    if (why) *why = std::move(w);
+    return nullptr;
+  };
+  if (opts.cpus.empty()) return fail("no CPUs to trace");
+  std::string perm;
+  if (!tracing_permitted(&perm)) return fail(perm);
+
+  std::unique_ptr<Tracer> t(new Tracer());
+  Impl& im = *t->impl_;
+  im.opts = opts;
+
+  // ids and formats need tracefs; the perf events do not, so tracefs is
+  // released (and unmounted, when we mounted it) at the end of this block.
+  struct Resolved {
+    const Spec* spec;
+    int id;
+    const Format* format;
+  };
+  std::vector<Resolved> resolved;
+  {
+    std::string tw;
+    auto tfs = Tracefs::acquire(&tw);
+    if (!tfs) return fail(tw);
+    tep_handle* tep = tep_alloc();
+    if (!tep) return fail("libtraceevent: tep_alloc failed");
+    for (const Spec& sp : kSpecs) {
+      const std::string full = std::string(sp.system) + ":" + sp.name;
+      auto id = tfs->event_id(sp.system, sp.name);
+      auto fmt_text = tfs->event_format(sp.system, sp.name);
+      if (!id || !fmt_text) {
+        t->missing_.push_back(full + ": not in this kernel (no events/" + sp.system + "/" + sp.name + " in tracefs)");
+        continue;
+      }
+      if (tep_parse_event(tep, fmt_text->data(), fmt_text->size(), sp.system) != 0) {
+        t->missing_.push_back(full + ": libtraceevent could not parse its format");
+        continue;
+      }
+      tep_event* ev = tep_find_event_by_name(tep, sp.system, sp.name);
+      if (!ev) {
+        t->missing_.push_back(full + ": parsed format not found by name");
+        continue;
+      }
+      auto f = std::make_unique<Format>();
+      std::string bad;
+      auto load = [&](const char* name, Field& out) {
+        if (!name) return;
+        tep_format_field* tf = tep_find_field(ev, name);
+        if (!tf) {
+          bad = name;
+          return;
+        }
+        out.offset = tf->offset;
+        out.size = tf->size;
+        out.is_signed = (tf->flags & TEP_FIELD_IS_SIGNED) != 0;
+        out.dynamic = (tf->flags & TEP_FIELD_IS_DYNAMIC) != 0;
+        out.relative = (tf->flags & TEP_FIELD_IS_RELATIVE) != 0;
+      };
+      load(sp.fa, f->a);
+      load(sp.fb, f->b);
+      load(sp.fc, f->c);
+      if (!bad.empty()) {
+        t->missing_.push_back(full + ": field '" + bad + "' not in its format");
+        continue;
+      }
+      resolved.push_back({&sp, *id, f.get()});
+      im.formats.push_back(std::move(f));
+    }
+    tep_free(tep);
+  }
+  if (resolved.empty()) return fail("none of the tracepoints exist in this kernel");
+
+  im.ksyms = Kallsyms::load();
+
+  const long page = ::sysconf(_SC_PAGESIZE);
+  const std::size_t data_bytes = static_cast<std::size_t>(opts.ring_pages) * static_cast<std::size_t>(page);
+  std::vector<std::string> open_errors;
+  bool format_lost = true;
+  std::map<const Spec*, int> opened_cpus;
+  for (int cpu : opts.cpus) {
+    Ring ring;
+    ring.cpu = cpu;
+    for (const Resolved& r : resolved) {
+      const bool want_chain = opts.callchains && cpu == opts.culprit_cpu && r.spec->culprit_callchain;
+      perf_event_attr attr{};
+      attr.size = sizeof attr;
+      attr.type = PERF_TYPE_TRACEPOINT;
+      attr.config = static_cast<std::uint64_t>(r.id);
+      attr.sample_period = 1;
+      attr.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_RAW |
+                         (want_chain ? PERF_SAMPLE_CALLCHAIN : 0);
+      attr.read_format = format_lost ? PERF_FORMAT_LOST : 0;
+      attr.disabled = 1;
+      attr.sample_id_all = 1;
+      attr.use_clockid = 1;
+      attr.clockid = CLOCK_MONOTONIC;
+      attr.exclude_callchain_user = 1;  // kernel frames only: cheaper, and the user stack is the blame command's job
+      attr.watermark = 1;
+      attr.wakeup_watermark = static_cast<std::uint32_t>(data_bytes);  // never wake (see header)
+      long fd = perf_event_open(&attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+      if (fd < 0 && errno == EINVAL && format_lost) {  // kernels before 6.0 lack PERF_FORMAT_LOST
+        format_lost = false;
+        attr.read_format = 0;
+        fd = perf_event_open(&attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+      }
+      if (fd < 0 && want_chain) {
+        const int e = errno;
+        attr.sample_type &= ~static_cast<std::uint64_t>(PERF_SAMPLE_CALLCHAIN);
+        fd = perf_event_open(&attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+        if (fd >= 0) {
+          t->missing_.push_back(fmt::format("{}:{} callchains on cpu{}: {}", r.spec->system, r.spec->name, cpu, std::strerror(e)));
+          // fall through with no callchain
+        }
+      }
+      if (fd < 0) {
+        open_errors.push_back(fmt::format("{}:{} on cpu{}: perf_event_open: {}", r.spec->system, r.spec->name, cpu, std::strerror(errno)));
+        continue;
+      }
+      Slot s;
+      s.fd = static_cast<int>(fd);
+      s.cpu = cpu;
+      s.spec = r.spec;
+      s.format = r.format;
+      s.callchain = (attr.sample_type & PERF_SAMPLE_CALLCHAIN) != 0;
+      if (::ioctl(s.fd, PERF_EVENT_IOC_ID, &s.id) != 0) {
+        open_errors.push_back(fmt::format("{}:{} on cpu{}: PERF_EVENT_IOC_ID: {}", r.spec->system, r.spec->name, cpu, std::strerror(errno)));
+        ::close(s.fd);
+        continue;
+      }
+      if (ring.owner_fd < 0) {
+        ring.map_len = data_bytes + static_cast<std::size_t>(page);
+        void* base = ::mmap(nullptr, ring.map_len, PROT_READ | PROT_WRITE, MAP_SHARED, s.fd, 0);
+        if (base == MAP_FAILED) {
+          open_errors.push_back(fmt::format("cpu{}: mmap of the ring ({} pages): {}", cpu, opts.ring_pages, std::strerror(errno)));
+          ::close(s.fd);
+          break;  // no ring on this CPU: nothing else can be read here
+        }
+        ring.base = base;
+        ring.owner_fd = s.fd;
+        auto* meta = static_cast<perf_event_mmap_page*>(base);
+        ring.data = static_cast<std::uint8_t*>(base) + (meta->data_offset ? meta->data_offset : static_cast<std::uint64_t>(page));
+        ring.data_size = meta->data_size ? meta->data_size : data_bytes;
+      } else if (::ioctl(s.fd, PERF_EVENT_IOC_SET_OUTPUT, ring.owner_fd) != 0) {
+        open_errors.push_back(fmt::format("{}:{} on cpu{}: SET_OUTPUT: {}", r.spec->system, r.spec->name, cpu, std::strerror(errno)));
+        ::close(s.fd);
+        continue;
+      }
+      im.slot_by_id[s.id] = im.slots.size();
+      im.slots.push_back(s);
+      ++opened_cpus[r.spec];
+    }
+    if (ring.base) im.rings.push_back(ring);
+  }
+  if (im.slots.empty())
+    return fail(open_errors.empty() ? "no tracepoint could be opened" : open_errors.front());
+  for (auto& e : open_errors) t->missing_.push_back(e);
+  for (const Resolved& r : resolved) {
+    const std::string full = std::string(r.spec->system) + ":" + r.spec->name;
+    const int n = opened_cpus[r.spec];
+    if (n == static_cast<int>(opts.cpus.size())) t->tracepoints_.push_back(full);
+    else if (n > 0) t->tracepoints_.push_back(fmt::format("{} ({} of {} CPUs)", full, n, opts.cpus.size()));
+  }
+  for (auto& s : im.slots) ::ioctl(s.fd, PERF_EVENT_IOC_ENABLE, 0);
+  t->start_ns_ = mono_now_ns();
+  return t;
+}
+
+void Tracer::start_reader() {
+  Impl& im = *impl_;
+  if (im.reader.joinable() || im.stopped) return;
+  im.stop_reader.store(false);
+  im.reader = std::thread([&im] {
+    if (im.opts.reader_cpu >= 0) pin_this_thread(im.opts.reader_cpu);
+    const auto period = std::chrono::microseconds(std::max(100, im.opts.poll_interval_us));
+    while (!im.stop_reader.load(std::memory_order_relaxed)) {
+      im.drain_all();
+      std::this_thread::sleep_for(period);
+    }
+  });
+}
+
+void Tracer::drain() {
+  if (!impl_->stopped) impl_->drain_all();
+}
+
+std::vector<KernelEvent> Tracer::take_events() {
+  Impl& im = *impl_;
+  std::lock_guard<std::mutex> lk(im.mu);
+  std::vector<KernelEvent> out;
+  out.reserve(im.events.size());
+  for (std::size_t i = 0; i < im.events.size(); ++i) out.push_back(im.events[i]);
+  im.events.clear();  // chains stay: their indices remain valid
+  return out;
+}
+
+Callchain Tracer::callchain(int index) const {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  return impl_->make_chain(index);
+}
+
+std::string Tracer::symbolize(std::uint64_t addr) const {
+  std::string s = impl_->ksyms.symbolize(addr);
+  return s.empty() ? fmt::format("{:#x}", addr) : s;
+}
+
+std::string Tracer::function_name(std::uint64_t addr) const { return impl_->ksyms.function(addr); }
+
+std::int64_t Tracer::lost_events() const {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  return impl_->lost_records;
+}
+
+KernelTrace Tracer::stop() {
+  KernelTrace kt;
+  Impl& im = *impl_;
+  if (im.stopped) return kt;
+  im.disable_all();
+  kt.stop_ns = mono_now_ns();
+  im.join_reader();
+  im.drain_all();
+  im.stopped = true;
+  // Lost samples are counted both per event (PERF_FORMAT_LOST) and per ring
+  // (PERF_RECORD_LOST); they describe the same drops, so take the larger.
+  kt.lost_events = std::max(im.read_format_lost(), im.lost_records);
+  im.close_all();
+
+  kt.enabled = true;
+  kt.status = "on";
+  kt.tracepoints = tracepoints_;
+  kt.missing = missing_;
+  kt.start_ns = start_ns_;
+  kt.events.reserve(im.events.size());
+  for (std::size_t i = 0; i < im.events.size(); ++i) kt.events.push_back(im.events[i]);
+  // Per CPU the ring is in order; across CPUs merge by time (stable: keeps
+  // a CPU's entry before its exit when timestamps tie).
+  std::stable_sort(kt.events.begin(), kt.events.end(),
+                   [](const KernelEvent& a, const KernelEvent& b) { return a.mono_ns < b.mono_ns; });
+  kt.callchains.reserve(im.chains.size());
+  for (std::size_t i = 0; i < im.chains.size(); ++i) kt.callchains.push_back(im.make_chain(static_cast<int>(i)));
+  if (!im.ksyms.empty()) {
+    for (const auto& e : kt.events) {
+      auto add = [&](std::int64_t a) {
+        const auto addr = static_cast<std::uint64_t>(a);
+        if (addr == 0 || kt.symbols.count(addr)) return;
+        std::string s = im.ksyms.symbolize(addr);
+        if (!s.empty()) kt.symbols.emplace(addr, std::move(s));
+      };
+      switch (e.type) {
+        case EventType::kCsdFunctionEntry:
+        case EventType::kCsdFunctionExit: add(e.b); break;
+        case EventType::kIpiSendCpu:
+        case EventType::kIpiSendCpumask: add(e.b); add(e.c); break;
+        default: break;
+      }
+    }
+  } else {
+    kt.missing.push_back("symbols: /proc/kallsyms unreadable or addresses hidden (kptr_restrict)");
+  }
+  return kt;
+}
+
+bool tracing_permitted(std::string* why) {
+  auto say = [&](std::string w) {
+    if (why) *why = std::move(w);
+    return false;
+  };
+  bool capable = ::geteuid() == 0;
+  if (!capable) {
+    // CapEff bits: CAP_SYS_ADMIN 21, CAP_PERFMON 38 (capabilities(7)).
+    const std::string status = read_file_or("/proc/self/status", "");
+    const auto pos = status.find("CapEff:");
+    if (pos != std::string::npos) {
+      try {
+        const std::uint64_t caps = std::stoull(status.substr(pos + 7), nullptr, 16);
+        capable = (caps & (1ULL << 21)) || (caps & (1ULL << 38));
+      } catch (const std::exception&) {
+      }
+    }
+  }
+  const std::string tfs = find_tracefs_mount(read_file_or("/proc/mounts", ""));
+  if (!capable) {
+    const std::string par = trim(read_file_or("/proc/sys/kernel/perf_event_paranoid", "2"));
+    if (par != "-1")
+      return say("not root and no CAP_PERFMON, and kernel.perf_event_paranoid=" + par +
+                 " (CPU-wide tracepoint samples need -1): run as root or sysctl kernel.perf_event_paranoid=-1");
+    if (tfs.empty()) return say("tracefs is not mounted and mounting it needs root (mount -t tracefs nodev /sys/kernel/tracing)");
+    if (::access((tfs + "/events").c_str(), R_OK | X_OK) != 0) return say("tracefs at " + tfs + " is not readable");
+  }
+  if (tfs.empty() && ::access("/sys/kernel/tracing", F_OK) != 0)
+    return say("no tracefs: /sys/kernel/tracing does not exist (kernel without CONFIG_TRACING?)");
+  return true;
+}
+
+}  // namespace shootdown::sys

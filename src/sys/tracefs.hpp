@@ -1,0 +1,39 @@
+// tracefs: find it, mount it when nobody has (RAII: unmount what we mounted),
+// and read event ids and format files. Never writes any tracefs setting:
+// perf_event_open(PERF_TYPE_TRACEPOINT) needs only the event id, so the
+// global ftrace state (tracing_on, current_tracer, events/enable) is never
+// touched and there is nothing else to restore.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace shootdown::sys {
+
+class Tracefs {
+public:
+  // Uses an existing tracefs mount (/proc/mounts) or mounts one at
+  // /sys/kernel/tracing. nullptr + why when neither works.
+  static std::unique_ptr<Tracefs> acquire(std::string* why);
+  ~Tracefs();  // unmounts only when we mounted
+  Tracefs(const Tracefs&) = delete;
+  Tracefs& operator=(const Tracefs&) = delete;
+
+  const std::string& path() const { return path_; }
+  bool mounted_by_us() const { return mounted_by_us_; }
+
+  // events/<system>/<name>/id and .../format; nullopt when the event does not exist.
+  std::optional<int> event_id(const std::string& system, const std::string& name) const;
+  std::optional<std::string> event_format(const std::string& system, const std::string& name) const;
+
+private:
+  Tracefs(std::string path, bool mounted) : path_(std::move(path)), mounted_by_us_(mounted) {}
+  std::string path_;
+  bool mounted_by_us_ = false;
+};
+
+// The mount point of a tracefs in /proc/mounts text, "" when none. Pure.
+std::string find_tracefs_mount(const std::string& proc_mounts);
+
+}  // namespace shootdown::sys
