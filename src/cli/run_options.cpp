@@ -1,0 +1,246 @@
+#include "cli/run_options.hpp"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <fmt/format.h>
+#include <stdexcept>
+#include <unistd.h>
+
+#include "core/cpulist.hpp"
+#include "core/units.hpp"
+#include "sys/cpus.hpp"
+#include "sys/meminfo.hpp"
+
+namespace shootdown::cli {
+
+namespace {
+
+[[noreturn]] void bad(const std::string& msg) { throw std::invalid_argument(msg); }
+
+std::int64_t size_opt(const char* name, const std::string& v) {
+  std::string why;
+  auto s = parse_size(v, &why);
+  if (!s) bad(fmt::format("{} '{}': {} (accepted: a size like 64KiB, 512MiB, 4GiB)", name, v, why));
+  return *s;
+}
+
+std::int64_t duration_opt(const char* name, const std::string& v) {
+  std::string why;
+  auto d = parse_duration_ns(v, &why);
+  if (!d) bad(fmt::format("{} '{}': {} (accepted: a duration like 250ms, 2s, 50us)", name, v, why));
+  return *d;
+}
+
+int cpu_opt(const char* name, const std::string& v, const MachineFacts& m) {
+  std::string why;
+  auto n = parse_int(v, &why);
+  if (!n || *n < 0 || *n > 65535) bad(fmt::format("{} '{}': not a CPU number (online CPUs: {})", name, v, format_cpulist(m.online)));
+  const int cpu = static_cast<int>(*n);
+  if (std::find(m.online.begin(), m.online.end(), cpu) == m.online.end())
+    bad(fmt::format("{} {}: CPU {} is not online (online CPUs: {})", name, v, cpu, format_cpulist(m.online)));
+  return cpu;
+}
+
+}  // namespace
+
+void add_run_options(CLI::App& app, RunOptions& o, bool for_compare) {
+  app.add_option("--culprit-cpu", o.culprit_cpu, "CPU of the culprit thread that releases memory (default: chosen)");
+  app.add_option("--victim-cpus", o.victim_cpus, "CPU list of victim threads, e.g. 1 or 1,3-5 (default: chosen)");
+  app.add_option("--chunk-size", o.chunk_size, "Size of chunk A and of each victim's chunk B (default 4GiB, capped to fit memory)")
+      ->each([&o](const std::string&) { o.chunk_size_given = true; });
+  app.add_option("--batch", o.batch, "Bytes written per timed batch, multiple of 4KiB (default 64KiB)");
+  app.add_option("--report-every", o.report_every, "Bytes of victim writes per report interval (default 32MiB)");
+  app.add_option("--pages", o.pages, "Page mode: 4k, thp (madvise) or hugetlb (MAP_HUGETLB) (default 4k)");
+  if (!for_compare)
+    app.add_option("--release", o.release,
+                   "Release strategy: free, munmap, madvise-dontneed, madvise-free, mprotect, reuse (control), membarrier "
+                   "(IPI validation) (default free)");
+  app.add_option("--trigger", o.trigger, "enter (wait for Enter) or after=DURATION (default: enter on a TTY, after=2s otherwise)");
+  app.add_option("--repeat", o.repeat, "Number of releases (A re-allocated between them) (default 1)");
+  app.add_option("--every", o.every, "Time between repeated releases (default 500ms)");
+  app.add_option("--baseline", o.baseline, "Minimum baseline before the first release (default 1s)");
+  app.add_option("--settle", o.settle, "Release window extends this long after the call returns (default 1ms)");
+  app.add_option("--after", o.after, "Measurement after the last release window (default 1s)");
+  app.add_option("--trace", o.trace, "Kernel evidence: auto (when permitted), on (required), off (default auto)");
+  app.add_option("--stall-threshold", o.stall_threshold, "Stall threshold for attribution (default: 8 x baseline median)");
+  app.add_option("--stall-factor", o.stall_factor, "Auto stall threshold = factor x baseline median (default 8)");
+  app.add_flag("--no-mlock", o.no_mlock, "Do not mlock chunk B and the sample ring");
+  if (!for_compare) {
+    app.add_flag("--json", o.json, "Print the full result as JSON on stdout instead of the table");
+    app.add_option("--out", o.out, "Write result.json, timeline.csv and the other files to this directory");
+  }
+  app.add_flag("-q,--quiet", o.quiet, "No progress output on stderr");
+}
+
+MachineFacts read_machine_facts() {
+  MachineFacts m;
+  const sys::Topology t = sys::read_topology();
+  m.online = t.online;
+  m.isolated = t.isolated;
+  m.default_cpus = sys::choose_cpus(t, 2, &m.default_cpus_why);
+  for (const auto& c : t.cpus) {
+    if (c.cpu >= static_cast<int>(m.cpu_node.size())) m.cpu_node.resize(static_cast<std::size_t>(c.cpu) + 1, 0);
+    m.cpu_node[static_cast<std::size_t>(c.cpu)] = c.node;
+    for (int s : c.siblings)
+      if (s > c.cpu) m.smt_pairs.emplace_back(c.cpu, s);
+  }
+  const sys::MemInfo mi = sys::read_meminfo();
+  m.mem_available = mi.mem_available();
+  m.hugepages_free = mi.hugepages_free();
+  m.hugepage_size = mi.hugepage_size();
+  m.stdin_is_tty = ::isatty(STDIN_FILENO) == 1;
+  return m;
+}
+
+Plan validate_run_options(const RunOptions& o, const MachineFacts& m, std::vector<std::string>* warnings) {
+  Plan p;
+  auto warn = [&](std::string w) {
+    if (warnings) warnings->push_back(std::move(w));
+  };
+
+  // CPUs.
+  if (!o.culprit_cpu.empty()) p.culprit_cpu = cpu_opt("--culprit-cpu", o.culprit_cpu, m);
+  if (!o.victim_cpus.empty()) {
+    std::string why;
+    auto l = parse_cpulist(o.victim_cpus, &why);
+    if (!l) bad(fmt::format("--victim-cpus '{}': {} (accepted: a CPU list like 1 or 1,3-5)", o.victim_cpus, why));
+    if (l->empty()) bad("--victim-cpus '': give at least one CPU (accepted: a CPU list like 1 or 1,3-5)");
+    for (int c : *l)
+      if (std::find(m.online.begin(), m.online.end(), c) == m.online.end())
+        bad(fmt::format("--victim-cpus {}: CPU {} is not online (online CPUs: {})", o.victim_cpus, c, format_cpulist(m.online)));
+    p.victim_cpus = *l;
+  }
+  if (p.culprit_cpu < 0 && p.victim_cpus.empty()) {
+    if (m.default_cpus.size() < 2)
+      bad("--culprit-cpu/--victim-cpus: cannot choose defaults: " +
+          (m.default_cpus_why.empty() ? std::string("need two online CPUs") : m.default_cpus_why) + "; give them explicitly");
+    p.culprit_cpu = m.default_cpus[0];
+    p.victim_cpus = {m.default_cpus[1]};
+    p.cpu_choice = "default: online CPUs of one NUMA node, not SMT siblings, isolated first";
+  } else if (p.culprit_cpu < 0) {
+    for (int c : m.online)
+      if (std::find(p.victim_cpus.begin(), p.victim_cpus.end(), c) == p.victim_cpus.end()) {
+        p.culprit_cpu = c;
+        break;
+      }
+    if (p.culprit_cpu < 0) bad(fmt::format("--victim-cpus {}: leaves no online CPU for the culprit", o.victim_cpus));
+    p.cpu_choice = "culprit chosen: first online CPU not a victim";
+  } else if (p.victim_cpus.empty()) {
+    for (int c : m.online)
+      if (c != p.culprit_cpu) {
+        p.victim_cpus = {c};
+        break;
+      }
+    if (p.victim_cpus.empty()) bad(fmt::format("--culprit-cpu {}: no other online CPU for a victim", p.culprit_cpu));
+    p.cpu_choice = "victim chosen: first online CPU other than the culprit";
+  } else {
+    p.cpu_choice = "given";
+  }
+  if (std::find(p.victim_cpus.begin(), p.victim_cpus.end(), p.culprit_cpu) != p.victim_cpus.end())
+    bad(fmt::format("--victim-cpus {}: includes the culprit CPU {}; culprit and victims must be distinct CPUs",
+                    format_cpulist(p.victim_cpus), p.culprit_cpu));
+  for (auto [a, b] : m.smt_pairs) {
+    const bool ia = a == p.culprit_cpu || std::count(p.victim_cpus.begin(), p.victim_cpus.end(), a);
+    const bool ib = b == p.culprit_cpu || std::count(p.victim_cpus.begin(), p.victim_cpus.end(), b);
+    if (ia && ib) warn(fmt::format("CPUs {} and {} are SMT siblings: they share a core and its TLB", a, b));
+  }
+  for (int c : p.victim_cpus)
+    if (std::find(m.isolated.begin(), m.isolated.end(), c) == m.isolated.end()) {
+      warn(fmt::format("victim CPU {} is not isolated (isolcpus): other tasks and interrupts may run there", c));
+      break;
+    }
+  if (p.culprit_cpu < static_cast<int>(m.cpu_node.size())) p.numa_node = m.cpu_node[static_cast<std::size_t>(p.culprit_cpu)];
+  for (int c : p.victim_cpus)
+    if (c < static_cast<int>(m.cpu_node.size()) && m.cpu_node[static_cast<std::size_t>(c)] != p.numa_node)
+      warn(fmt::format("victim CPU {} is on another NUMA node than the culprit", c));
+
+  // Enumerations.
+  static const std::vector<std::string> kPages = {"4k", "thp", "hugetlb"};
+  if (std::find(kPages.begin(), kPages.end(), o.pages) == kPages.end())
+    bad(fmt::format("--pages '{}': unknown page mode (accepted: 4k, thp, hugetlb)", o.pages));
+  p.pages = o.pages;
+  static const std::vector<std::string> kRelease = {"free", "munmap", "madvise-dontneed", "madvise-free",
+                                                    "mprotect", "reuse", "membarrier"};
+  if (std::find(kRelease.begin(), kRelease.end(), o.release) == kRelease.end())
+    bad(fmt::format("--release '{}': unknown strategy (accepted: free, munmap, madvise-dontneed, madvise-free, mprotect, "
+                    "reuse, membarrier)",
+                    o.release));
+  p.release = o.release;
+  if (o.trace != "auto" && o.trace != "on" && o.trace != "off")
+    bad(fmt::format("--trace '{}': unknown mode (accepted: auto, on, off)", o.trace));
+  p.trace = o.trace;
+
+  // Trigger.
+  std::string trig = o.trigger.empty() ? (m.stdin_is_tty ? "enter" : "after=2s") : o.trigger;
+  if (trig == "enter") {
+    p.trigger = "enter";
+  } else if (trig.rfind("after=", 0) == 0) {
+    p.trigger = "after";
+    std::string why;
+    auto d = parse_duration_ns(trig.substr(6), &why);
+    if (!d) bad(fmt::format("--trigger '{}': {} (accepted: enter or after=DURATION like after=2s)", trig, why));
+    p.trigger_after_ns = *d;
+  } else {
+    bad(fmt::format("--trigger '{}': unknown trigger (accepted: enter or after=DURATION like after=2s)", trig));
+  }
+  if (o.repeat < 1 || o.repeat > 100000) bad(fmt::format("--repeat {}: out of range [1, 100000]", o.repeat));
+  p.repeat = o.repeat;
+  p.every_ns = duration_opt("--every", o.every);
+  p.baseline_ns = duration_opt("--baseline", o.baseline);
+  p.settle_ns = duration_opt("--settle", o.settle);
+  p.after_ns = duration_opt("--after", o.after);
+  if (p.after_ns > 3600LL * 1000000000LL) bad(fmt::format("--after {}: out of range [0, 1h]", o.after));
+  if (!o.stall_threshold.empty()) p.stall_threshold_ns = duration_opt("--stall-threshold", o.stall_threshold);
+  if (!(o.stall_factor >= 1.0 && o.stall_factor <= 1000.0))
+    bad(fmt::format("--stall-factor {}: out of range [1, 1000]", o.stall_factor));
+  p.stall_factor = o.stall_factor;
+  p.mlock = !o.no_mlock;
+
+  // Sizes.
+  p.batch = size_opt("--batch", o.batch);
+  p.report_every = size_opt("--report-every", o.report_every);
+  p.chunk_size_requested = size_opt("--chunk-size", o.chunk_size);
+  p.page_size = p.pages == "4k" ? 4096 : m.hugepage_size;
+  if (p.batch <= 0 || p.batch % 4096 != 0)
+    bad(fmt::format("--batch {}: must be a positive multiple of the 4 KiB page size (e.g. 64KiB)", o.batch));
+  if (p.chunk_size_requested < 4096)
+    bad(fmt::format("--chunk-size {}: must be at least 4KiB (accepted: a size like 512MiB, 4GiB)", o.chunk_size));
+  const std::int64_t chunks = 1 + static_cast<std::int64_t>(p.victim_cpus.size());
+  const std::int64_t margin = std::max<std::int64_t>(1LL << 30, m.mem_available / 10);
+  const std::int64_t usable = m.mem_available - margin;
+  std::int64_t chunk = p.chunk_size_requested;
+  if (p.pages != "4k") chunk = (chunk + (2LL << 20) - 1) / (2LL << 20) * (2LL << 20);  // whole huge pages
+  if (chunk > usable / chunks) {
+    const std::int64_t fit = std::max<std::int64_t>(0, usable / chunks) / (2LL << 20) * (2LL << 20);
+    if (o.chunk_size_given)
+      bad(fmt::format("--chunk-size {}: {} chunks (A + one B per victim) need {} but MemAvailable is {} (keep {} free); "
+                      "use at most {}",
+                      o.chunk_size, chunks, format_size(chunk * chunks), format_size(m.mem_available), format_size(margin),
+                      format_size(fit)));
+    if (fit < (64LL << 20))
+      bad(fmt::format("--chunk-size: not enough memory for the default chunks (MemAvailable {}); free memory or give a smaller size",
+                      format_size(m.mem_available)));
+    warn(fmt::format("chunk size capped from {} to {} so {} chunks fit in MemAvailable ({}) with {} to spare",
+                     format_size(chunk), format_size(fit), chunks, format_size(m.mem_available), format_size(margin)));
+    chunk = fit;
+    p.chunk_capped = true;
+  }
+  p.chunk_size = chunk;
+  if (p.batch > p.chunk_size)
+    bad(fmt::format("--batch {}: larger than the chunk ({}); use a batch of at most the chunk size", o.batch,
+                    format_size(p.chunk_size)));
+  p.chunk_size = p.chunk_size / p.batch * p.batch;  // whole batches
+  if (p.report_every < p.batch)
+    bad(fmt::format("--report-every {}: smaller than the batch ({}); use at least one batch", o.report_every,
+                    format_size(p.batch)));
+  if (p.pages == "hugetlb") {
+    const std::int64_t need = chunks * ((p.chunk_size + m.hugepage_size - 1) / m.hugepage_size);
+    if (m.hugepages_free < need)
+      bad(fmt::format("--pages hugetlb: needs {} free huge pages of {} but HugePages_Free is {}; reserve them with "
+                      "'echo {} > /proc/sys/vm/nr_hugepages' or use --pages thp",
+                      need, format_size(m.hugepage_size), m.hugepages_free, need));
+  }
+  return p;
+}
+
+}  // namespace shootdown::cli

@@ -1,0 +1,62 @@
+// `shootdown run` options: raw strings as typed, then validated into a Plan.
+// Validation throws cmd::UsageError-compatible std::invalid_argument with one
+// line naming the option, the value and what is accepted.
+#pragma once
+
+#include <string>
+
+#include "core/result.hpp"
+
+namespace CLI {
+class App;
+}
+
+namespace shootdown::cli {
+
+struct RunOptions {
+  std::string culprit_cpu;
+  std::string victim_cpus;
+  std::string chunk_size = "4GiB";
+  std::string batch = "64KiB";
+  std::string report_every = "32MiB";
+  std::string pages = "4k";
+  std::string release = "free";
+  std::string trigger;  // "" = enter on a TTY, else after=2s
+  int repeat = 1;
+  std::string every = "500ms";
+  std::string baseline = "1s";
+  std::string settle = "1ms";
+  std::string after = "1s";
+  std::string trace = "auto";
+  std::string stall_threshold;  // "" = auto
+  double stall_factor = 8.0;
+  bool no_mlock = false;
+  bool json = false;
+  std::string out;
+  bool quiet = false;
+  bool chunk_size_given = false;
+};
+
+// Adds the run options to app (also used by `compare`, which runs many).
+void add_run_options(CLI::App& app, RunOptions& o, bool for_compare = false);
+
+// Facts the validation needs, read by the caller (sys/) so this stays testable.
+struct MachineFacts {
+  std::vector<int> online;
+  std::vector<int> default_cpus;       // sys::choose_cpus result (culprit first)
+  std::string default_cpus_why;        // why defaults are impossible, if so
+  std::vector<std::pair<int, int>> smt_pairs;  // sibling pairs among online CPUs
+  std::vector<int> isolated;
+  std::vector<int> cpu_node;           // node of each CPU, indexed by CPU number
+  std::int64_t mem_available = 0;
+  std::int64_t hugepages_free = 0;
+  std::int64_t hugepage_size = 2 << 20;
+  bool stdin_is_tty = false;
+};
+
+MachineFacts read_machine_facts();
+
+// Throws std::invalid_argument (one line) on bad input.
+Plan validate_run_options(const RunOptions& o, const MachineFacts& m, std::vector<std::string>* warnings);
+
+}  // namespace shootdown::cli

@@ -1,0 +1,67 @@
+#include "cmd/run_support.hpp"
+
+#include <cstdio>
+#include <fmt/format.h>
+
+#include "core/units.hpp"
+#include "sink/console.hpp"
+#include "sink/csv.hpp"
+#include "sink/json.hpp"
+#include "sys/fs.hpp"
+
+namespace shootdown::cmd {
+
+std::string read_cmdline_self() {
+  auto s = sys::read_file("/proc/self/cmdline");
+  if (!s) return {};
+  std::string out;
+  for (char c : *s) out += c == '\0' ? ' ' : c;
+  return sys::trim(out);
+}
+
+exp::Hooks make_run_hooks(const Plan& plan, bool progress, bool quiet) {
+  exp::Hooks h;
+  auto phase = std::make_shared<std::string>("preparing");
+  h.on_phase = [phase, progress, quiet](const std::string& p) {
+    *phase = p;
+    if (quiet) return;
+    if (progress)
+      std::fprintf(stderr, "\r\033[K[%s]", p.c_str());
+    else if (p.rfind("release", 0) != 0 && p != "baseline" && p != "after")
+      std::fprintf(stderr, "shootdown: %s\n", p.c_str());
+  };
+  if (progress) {
+    h.on_tick = [phase](std::int64_t elapsed, std::size_t samples) {
+      std::fprintf(stderr, "\r\033[K[%s] %.1f s, %zu samples", phase->c_str(), static_cast<double>(elapsed) / 1e9, samples);
+    };
+  }
+  h.prompt = [](const std::string& text) { std::fprintf(stderr, "\n%s\n", text.c_str()); };
+  (void)plan;
+  return h;
+}
+
+void write_result_files(const Result& r, const Analysis& a, sink::OutputDir& out) {
+  out.write("result.json", sink::result_to_string(r, a));
+  out.write("timeline.csv", sink::timeline_csv(r));
+}
+
+void finish_run_outputs(const Result& r, const Analysis& a, sink::OutputDir* out, bool json) {
+  std::string file_error;
+  if (out) {
+    try {
+      write_result_files(r, a, *out);
+    } catch (const std::exception& e) {
+      file_error = e.what();
+    }
+  }
+  if (json) {
+    std::fputs(sink::result_to_string(r, a).c_str(), stdout);
+  } else {
+    std::fputs(sink::console_summary(r, a).c_str(), stdout);
+    if (out && file_error.empty()) std::printf("results: %s/\n", out->path().c_str());
+  }
+  std::fflush(stdout);
+  if (!file_error.empty()) throw std::runtime_error("writing results: " + file_error);
+}
+
+}  // namespace shootdown::cmd

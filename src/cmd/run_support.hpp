@@ -1,0 +1,24 @@
+// Shared by run, compare and report: progress hooks, the kernel-trace hook,
+// and writing every output of a result (console/JSON on stdout, files).
+#pragma once
+
+#include <string>
+
+#include "cli/run_options.hpp"
+#include "core/analysis.hpp"
+#include "core/result.hpp"
+#include "experiment/experiment.hpp"
+#include "sink/atomic_writer.hpp"
+
+namespace shootdown::cmd {
+
+int execute_run(const cli::RunOptions& opts);
+exp::Hooks make_run_hooks(const Plan& plan, bool progress, bool quiet);
+// Files first (nothing measured is lost if stdout or a network sink fails),
+// then stdout: the console table or, with json, the result JSON.
+void finish_run_outputs(const Result& r, const Analysis& a, sink::OutputDir* out, bool json);
+// Writes every file of a result into out (result.json, timeline.csv, ...).
+void write_result_files(const Result& r, const Analysis& a, sink::OutputDir& out);
+std::string read_cmdline_self();
+
+}  // namespace shootdown::cmd

@@ -1,0 +1,96 @@
+#include "core/analysis.hpp"
+
+#include <algorithm>
+
+namespace shootdown {
+
+const char* to_string(Phase p) {
+  switch (p) {
+    case Phase::kBaseline: return "baseline";
+    case Phase::kRelease: return "release";
+    case Phase::kAfter: return "after";
+  }
+  return "?";
+}
+
+Phase phase_at(const Result& r, std::int64_t t) {
+  if (r.releases.empty() || t < r.releases.front().before_ns) return Phase::kBaseline;
+  for (const auto& rel : r.releases)
+    if (t >= rel.before_ns && t <= rel.after_ns + r.plan.settle_ns) return Phase::kRelease;
+  return Phase::kAfter;
+}
+
+std::vector<Phase> sample_phases(const Result& r, const VictimSamples& v) {
+  std::vector<Phase> out(v.size(), Phase::kBaseline);
+  // Samples and releases are both in time order: one merge pass.
+  std::size_t k = 0;
+  const auto& rels = r.releases;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const std::int64_t t = v.end_ns[i];
+    while (k < rels.size() && t > rels[k].after_ns + r.plan.settle_ns) ++k;
+    if (rels.empty() || t < rels.front().before_ns)
+      out[i] = Phase::kBaseline;
+    else if (k < rels.size() && t >= rels[k].before_ns)
+      out[i] = Phase::kRelease;
+    else
+      out[i] = Phase::kAfter;
+  }
+  return out;
+}
+
+void build_intervals(Result& r) {
+  r.intervals.clear();
+  const std::int64_t per_interval =
+      r.plan.batch > 0 ? std::max<std::int64_t>(1, r.plan.report_every / r.plan.batch) : 1;
+  for (const auto& v : r.victims) {
+    for (std::size_t i = 0; i < v.size(); i += static_cast<std::size_t>(per_interval)) {
+      const std::size_t j = std::min(v.size(), i + static_cast<std::size_t>(per_interval));
+      Interval iv;
+      iv.victim_cpu = v.cpu;
+      iv.start_ns = v.span_start(i);
+      iv.end_ns = v.end_ns[j - 1];
+      for (std::size_t k = i; k < j; ++k) iv.hist.record(v.lat_ns[k]);
+      Phase p = phase_at(r, iv.end_ns);
+      for (const auto& rel : r.releases)
+        if (iv.start_ns <= rel.after_ns + r.plan.settle_ns && iv.end_ns >= rel.before_ns) p = Phase::kRelease;
+      iv.phase = to_string(p);
+      r.intervals.push_back(std::move(iv));
+    }
+  }
+}
+
+VictimAnalysis analyze_victim(const Result& r, const VictimSamples& v, const std::vector<bool>* mask) {
+  VictimAnalysis a;
+  a.cpu = v.cpu;
+  a.pages_per_batch = v.pages_per_batch;
+  a.samples = static_cast<std::int64_t>(v.size());
+  std::vector<hdr::Histogram> hist(3, make_latency_histogram());
+  std::int64_t dur[3] = {0, 0, 0};
+  const auto phases = sample_phases(r, v);
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (mask && !(*mask)[i]) continue;
+    const auto p = static_cast<std::size_t>(phases[i]);
+    hist[p].record(v.lat_ns[i]);
+    dur[p] += v.lat_ns[i];
+  }
+  for (int p = 0; p < 3; ++p) {
+    PhaseStats ps;
+    ps.phase = static_cast<Phase>(p);
+    ps.per_batch = summarize(hist[static_cast<std::size_t>(p)]);
+    ps.per_page = ps.per_batch.scaled(static_cast<double>(std::max<std::int64_t>(1, v.pages_per_batch)));
+    ps.duration_ns = dur[p];
+    a.phases.push_back(ps);
+  }
+  return a;
+}
+
+Analysis analyze(const Result& r) {
+  Analysis a;
+  for (const auto& v : r.victims) a.victims.push_back(analyze_victim(r, v));
+  std::vector<std::int64_t> d;
+  for (const auto& rel : r.releases) d.push_back(rel.duration_ns());
+  a.release_duration = summarize_exact(d);
+  return a;
+}
+
+}  // namespace shootdown

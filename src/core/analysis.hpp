@@ -1,0 +1,51 @@
+// Pure analysis over a Result: phases, intervals, per-phase statistics.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/result.hpp"
+#include "core/stats.hpp"
+
+namespace shootdown {
+
+enum class Phase : std::uint8_t { kBaseline = 0, kRelease = 1, kAfter = 2 };
+const char* to_string(Phase p);
+
+// Phase of the instant t (a sample's span end): baseline before the first
+// release's "before" marker; release inside [before, after + settle] of any
+// release; after otherwise.
+Phase phase_at(const Result& r, std::int64_t t_ns);
+
+// Phase of every sample of a victim.
+std::vector<Phase> sample_phases(const Result& r, const VictimSamples& v);
+
+// Rebuilds r.intervals from r.victims: one interval per --report-every bytes
+// of writes per victim; an interval overlapping a release window is
+// "release", else the phase of its end.
+void build_intervals(Result& r);
+
+struct PhaseStats {
+  Phase phase;
+  Summary per_batch;  // ns per batch
+  Summary per_page;   // ns per page (per_batch / pages per batch)
+  std::int64_t duration_ns = 0;  // time covered by the samples of this phase
+};
+
+struct VictimAnalysis {
+  int cpu = -1;
+  std::int64_t pages_per_batch = 0;
+  std::vector<PhaseStats> phases;  // baseline, release, after (always 3)
+  std::int64_t samples = 0;
+};
+
+struct Analysis {
+  std::vector<VictimAnalysis> victims;
+  Summary release_duration;  // ns, over the releases
+};
+
+// mask (optional): only samples whose mask entry is true are counted.
+VictimAnalysis analyze_victim(const Result& r, const VictimSamples& v, const std::vector<bool>* mask = nullptr);
+Analysis analyze(const Result& r);
+
+}  // namespace shootdown

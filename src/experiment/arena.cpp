@@ -1,0 +1,127 @@
+#include "experiment/arena.hpp"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <numa.h>
+#include <stdexcept>
+#include <sys/mman.h>
+
+namespace shootdown::exp {
+
+PageMode parse_page_mode(const std::string& s) {
+  if (s == "4k") return PageMode::k4k;
+  if (s == "thp") return PageMode::kThp;
+  if (s == "hugetlb") return PageMode::kHugetlb;
+  throw std::invalid_argument("unknown page mode");
+}
+
+const char* to_string(PageMode m) {
+  switch (m) {
+    case PageMode::k4k: return "4k";
+    case PageMode::kThp: return "thp";
+    case PageMode::kHugetlb: return "hugetlb";
+  }
+  return "?";
+}
+
+namespace {
+constexpr std::size_t kHuge = 2u << 20;
+}
+
+Chunk::Chunk(std::size_t size, PageMode mode, Allocator alloc, int numa_node) : mode_(mode), alloc_(alloc) {
+  if (alloc == Allocator::kMalloc) {
+    // glibc serves blocks above M_MMAP_THRESHOLD (max 32 MiB) with mmap, so
+    // free() of this block is a munmap: the article's case.
+    void* p = std::malloc(size);
+    if (!p) throw std::runtime_error("malloc of " + std::to_string(size) + " bytes failed");
+    data_ = static_cast<char*>(p);
+    size_ = size;
+  } else {
+    int flags = MAP_PRIVATE | MAP_ANONYMOUS;
+    std::size_t len = size;
+    if (mode == PageMode::kHugetlb) {
+      flags |= MAP_HUGETLB;
+      len = (size + kHuge - 1) / kHuge * kHuge;
+    } else if (mode == PageMode::kThp) {
+      len = size + kHuge;  // room to align to 2 MiB
+    }
+    void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, flags, -1, 0);
+    if (p == MAP_FAILED) {
+      throw std::runtime_error(std::string("mmap of ") + std::to_string(len) + " bytes failed: " + std::strerror(errno) +
+                               (mode == PageMode::kHugetlb ? " (are enough huge pages reserved? see /proc/meminfo HugePages_Free)" : ""));
+    }
+    map_base_ = static_cast<char*>(p);
+    map_size_ = len;
+    data_ = map_base_;
+    size_ = size;
+    if (mode == PageMode::kThp) {
+      auto addr = reinterpret_cast<std::uintptr_t>(map_base_);
+      auto aligned = (addr + kHuge - 1) & ~(kHuge - 1);
+      data_ = reinterpret_cast<char*>(aligned);
+      // Trim the padding so the release strategy sees exactly one region.
+      if (aligned > addr) munmap(map_base_, aligned - addr);
+      const std::size_t tail = (addr + len) - (aligned + size);
+      if (tail > 0) munmap(data_ + size, tail);
+      map_base_ = data_;
+      map_size_ = size;
+      madvise(data_, size, MADV_HUGEPAGE);
+    }
+  }
+  if (numa_available() >= 0 && numa_node >= 0) numa_tonode_memory(data_, size_, numa_node);
+}
+
+Chunk::~Chunk() { release(); }
+
+Chunk::Chunk(Chunk&& o) noexcept { *this = std::move(o); }
+
+Chunk& Chunk::operator=(Chunk&& o) noexcept {
+  if (this != &o) {
+    release();
+    data_ = o.data_;
+    size_ = o.size_;
+    map_size_ = o.map_size_;
+    map_base_ = o.map_base_;
+    mode_ = o.mode_;
+    alloc_ = o.alloc_;
+    locked_ = o.locked_;
+    o.data_ = nullptr;
+    o.size_ = 0;
+    o.map_base_ = nullptr;
+    o.map_size_ = 0;
+    o.locked_ = false;
+  }
+  return *this;
+}
+
+bool Chunk::prefault(const volatile int* stop_flag) {
+  for (std::size_t off = 0; off < size_; off += kTouchStride) {
+    data_[off] = 1;
+    if (stop_flag && (off & ((64u << 20) - 1)) == 0 && *stop_flag) return false;
+  }
+  return true;
+}
+
+bool Chunk::lock(std::string* why) {
+  if (mlock(data_, size_) != 0) {
+    if (why) *why = std::strerror(errno);
+    return false;
+  }
+  locked_ = true;
+  return true;
+}
+
+void Chunk::release() noexcept {
+  if (!data_) return;
+  if (alloc_ == Allocator::kMalloc) {
+    std::free(data_);
+  } else {
+    munmap(map_base_, map_size_);
+  }
+  data_ = nullptr;
+  map_base_ = nullptr;
+  size_ = map_size_ = 0;
+  locked_ = false;
+}
+
+}  // namespace shootdown::exp

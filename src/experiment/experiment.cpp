@@ -1,0 +1,335 @@
+#include "experiment/experiment.hpp"
+
+#include <algorithm>
+#include <csignal>
+#include <poll.h>
+#include <pthread.h>
+#include <stdexcept>
+#include <thread>
+#include <unistd.h>
+
+#include "core/analysis.hpp"
+#include "experiment/arena.hpp"
+#include "experiment/culprit.hpp"
+#include "experiment/victim.hpp"
+#include "sys/affinity.hpp"
+#include "sys/interrupts.hpp"
+#include "sys/signals.hpp"
+#include "sys/tsc.hpp"
+
+namespace shootdown::exp {
+
+namespace {
+
+constexpr std::int64_t kMs = 1000000;
+constexpr std::int64_t kEnterMaxNs = 600LL * 1000 * kMs;  // --trigger enter waits at most 10 min
+
+void sleep_ns(std::int64_t ns) {
+  if (ns <= 0) return;
+  timespec ts{static_cast<time_t>(ns / 1000000000LL), static_cast<long>(ns % 1000000000LL)};
+  nanosleep(&ts, nullptr);
+}
+
+struct Waiter {
+  const Hooks& hooks;
+  const std::vector<std::unique_ptr<Victim>>& victims;
+  std::int64_t start_ns;
+  std::int64_t last_tick = 0;
+  std::string stop_reason;
+
+  bool victims_done() const {
+    for (const auto& v : victims)
+      if (v->output().ring_full) return true;
+    return false;
+  }
+  void tick() {
+    const std::int64_t now = sys::mono_now_ns();
+    if (hooks.on_tick && now - last_tick >= 100 * kMs) {
+      last_tick = now;
+      hooks.on_tick(now - start_ns, victims.empty() ? 0 : victims.front()->published_samples());
+    }
+  }
+  // false when interrupted (signal, ring full): stop_reason says why.
+  bool until(std::int64_t deadline) {
+    for (;;) {
+      if (int sig = sys::StopSignals::pending()) {
+        stop_reason = sig == SIGINT ? "interrupted by SIGINT" : "interrupted by SIGTERM";
+        return false;
+      }
+      if (victims_done()) {
+        stop_reason = "sample ring full";
+        return false;
+      }
+      tick();
+      const std::int64_t now = sys::mono_now_ns();
+      if (now >= deadline) return true;
+      sleep_ns(std::min<std::int64_t>(deadline - now, 5 * kMs));
+    }
+  }
+  // Waits for a line on stdin (the article's "Press enter to free chunkA").
+  bool enter(std::int64_t deadline) {
+    for (;;) {
+      if (!until(std::min(deadline, sys::mono_now_ns() + 0))) return false;
+      pollfd p{STDIN_FILENO, POLLIN, 0};
+      const int rc = poll(&p, 1, 50);
+      if (rc > 0) {
+        char buf[256];
+        const ssize_t n = read(STDIN_FILENO, buf, sizeof buf);
+        if (n <= 0) {
+          stop_reason = "stdin closed before Enter";
+          return false;
+        }
+        return true;
+      }
+      if (sys::mono_now_ns() >= deadline) {
+        stop_reason = "no Enter within 10 minutes";
+        return false;
+      }
+    }
+  }
+};
+
+void phase(const Hooks& h, const std::string& s) {
+  if (h.on_phase) h.on_phase(s);
+}
+
+VictimSamples convert(const Victim& v, const sys::TscClock& clock, std::int64_t pages_per_batch) {
+  VictimSamples s;
+  s.cpu = v.config().cpu;
+  s.pages_per_batch = pages_per_batch;
+  const std::size_t n = v.output().samples;
+  s.end_ns.resize(n);
+  s.lat_ns.resize(n);
+  const std::uint32_t* ring = v.ring();
+  std::uint64_t t = v.output().start_tsc;
+  s.start_ns = clock.to_mono(t);
+  std::int64_t prev = s.start_ns;
+  std::size_t of = 0;
+  const auto& overflow = v.overflow();
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint64_t d = ring[i];
+    if (d == UINT32_MAX) {
+      while (of < overflow.size() && overflow[of].index < i) ++of;
+      if (of < overflow.size() && overflow[of].index == i) d = overflow[of].ticks;
+    }
+    t += d;
+    const std::int64_t end = clock.to_mono(t);
+    s.end_ns[i] = end;
+    s.lat_ns[i] = end - prev;
+    prev = end;
+  }
+  return s;
+}
+
+}  // namespace
+
+Result run_experiment(const Plan& plan, const Hooks& hooks) {
+  Result r;
+  r.plan = plan;
+  const Strategy strategy = parse_strategy(plan.release);
+  const PageMode mode = parse_page_mode(plan.pages);
+  const auto size = static_cast<std::size_t>(plan.chunk_size);
+
+  std::string why;
+  if (!sys::pin_this_thread(plan.culprit_cpu, &why))
+    throw std::runtime_error("cannot pin the culprit to CPU " + std::to_string(plan.culprit_cpu) + ": " + why);
+  if (!prepare_strategy(strategy, &why)) throw std::runtime_error(why);
+
+  auto interrupted = [&](const std::string& reason) {
+    r.complete = false;
+    r.incomplete_reason = reason;
+    r.exit_signal = sys::StopSignals::pending();
+  };
+
+  phase(hooks, "allocating and pre-faulting chunk A (" + std::to_string(size >> 20) + " MiB)");
+  Chunk a(size, mode, allocator_for(strategy), plan.numa_node);
+  Control ctl;
+  if (!a.prefault(nullptr) || sys::StopSignals::pending()) {
+    interrupted(std::string("interrupted during preparation"));
+    return r;
+  }
+
+  phase(hooks, "calibrating TSC");
+  const sys::TscClock pre = sys::calibrate(50 * kMs);
+  r.env.tsc_hz_pre = pre.hz();
+
+  const std::int64_t trigger_ns = std::max(plan.trigger_after_ns, plan.baseline_ns);
+  std::int64_t planned = plan.trigger == "enter" ? kEnterMaxNs : trigger_ns;
+  planned += static_cast<std::int64_t>(std::max(plan.repeat, 1)) * (plan.every_ns + plan.settle_ns + 2000 * kMs) + plan.after_ns;
+
+  // Victims: signals blocked in their threads so no handler runs on a victim CPU.
+  std::vector<std::unique_ptr<Victim>> victims;
+  std::vector<std::thread> threads;
+  for (int cpu : plan.victim_cpus) {
+    VictimConfig vc;
+    vc.cpu = cpu;
+    vc.chunk_size = size;
+    vc.batch = static_cast<std::size_t>(plan.batch);
+    vc.mode = mode;
+    vc.numa_node = plan.numa_node;
+    vc.mlock = plan.mlock;
+    vc.chunk_a = &a;
+    vc.planned_ns = planned;
+    vc.ns_per_tick = pre.ns_per_tick;
+    victims.push_back(std::make_unique<Victim>(vc, ctl));
+  }
+  phase(hooks, "victims pre-faulting chunk B and filling their TLB from chunk A");
+  {
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &block, &old);
+    for (auto& v : victims) threads.emplace_back([p = v.get()] { p->run(); });
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  }
+  auto join_all = [&] {
+    for (auto& t : threads)
+      if (t.joinable()) t.join();
+  };
+
+  // Wait until every victim is prepared (or failed), honouring signals.
+  for (;;) {
+    bool all = true;
+    for (auto& v : victims) all = all && v->ready().load(std::memory_order_acquire);
+    if (all) break;
+    if (sys::StopSignals::pending()) {
+      ctl.abort.store(1);
+      join_all();
+      interrupted("interrupted during preparation");
+      return r;
+    }
+    sleep_ns(2 * kMs);
+  }
+  for (auto& v : victims) {
+    if (!v->output().ok) {
+      ctl.abort.store(1);
+      join_all();
+      throw std::runtime_error(v->output().error.empty() ? "victim preparation failed" : v->output().error);
+    }
+    for (const auto& w : v->output().warnings) r.warnings.push_back("victim cpu" + std::to_string(v->config().cpu) + ": " + w);
+  }
+
+  // Kernel evidence: everything opened and enabled before the baseline
+  // (enabling tracepoints itself sends IPIs).
+  std::unique_ptr<TraceSession> trace;
+  if (plan.trace == "off") {
+    r.trace.status = "off (--trace off)";
+  } else if (hooks.open_trace) {
+    std::string twhy;
+    trace = hooks.open_trace(plan, &twhy);
+    if (!trace) {
+      r.trace.status = "unavailable: " + twhy;
+      if (plan.trace == "on") {
+        ctl.abort.store(1);
+        join_all();
+        throw std::runtime_error("--trace on: kernel tracing unavailable: " + twhy);
+      }
+    }
+  } else {
+    r.trace.status = "unavailable: this build has no kernel tracer";
+  }
+  if (trace) trace->start();
+  sleep_ns(20 * kMs);  // let the IPIs sent by enabling tracepoints pass before the baseline
+
+  std::string iwhy;
+  auto irq_before = sys::read_interrupts(&iwhy);
+  const sys::TscPoint first = sys::tsc_point();
+
+  // Barrier: victims start measuring.
+  r.measure_start_ns = sys::mono_now_ns();
+  ctl.go.store(true, std::memory_order_release);
+  Waiter wait{hooks, victims, r.measure_start_ns, 0, {}};
+  bool ok = true;
+
+  phase(hooks, "baseline");
+  if (plan.trigger == "enter") {
+    if (hooks.prompt) hooks.prompt("Press Enter to release chunk A...");
+    ok = wait.until(r.measure_start_ns + plan.baseline_ns) && wait.enter(r.measure_start_ns + kEnterMaxNs);
+  } else {
+    ok = wait.until(r.measure_start_ns + trigger_ns);
+  }
+
+  const int repeat = std::max(plan.repeat, 1);
+  std::int64_t next = sys::mono_now_ns();
+  for (int i = 0; ok && i < repeat; ++i) {
+    if (i > 0) {
+      ok = wait.until(next);
+      if (!ok) break;
+    }
+    phase(hooks, repeat > 1 ? "release " + std::to_string(i + 1) + "/" + std::to_string(repeat) : "release");
+    Release rel;
+    rel.index = i;
+    rel.strategy = plan.release;
+    rel.bytes = plan.chunk_size;
+    rel.before_ns = sys::mono_now_ns();
+    std::string rwhy;
+    const bool released = release_chunk(strategy, a, &rwhy);
+    rel.after_ns = sys::mono_now_ns();
+    r.releases.push_back(rel);
+    if (!released) {
+      r.warnings.push_back("release " + std::to_string(i + 1) + " failed: " + rwhy);
+      break;
+    }
+    next = rel.before_ns + std::max<std::int64_t>(plan.every_ns, 1);
+    if (i + 1 < repeat) {
+      ok = wait.until(rel.after_ns + plan.settle_ns);
+      if (!ok) break;
+      if (!rearm_chunk(strategy, a, size, mode, plan.numa_node, &rwhy)) {
+        r.warnings.push_back("re-arming chunk A failed: " + rwhy);
+        break;
+      }
+      if (sys::mono_now_ns() > next) next = sys::mono_now_ns();
+    }
+  }
+  if (ok) {
+    phase(hooks, "after");
+    const std::int64_t last = r.releases.empty() ? sys::mono_now_ns() : r.releases.back().after_ns;
+    ok = wait.until(last + plan.settle_ns + plan.after_ns);
+  }
+
+  ctl.stop.store(true, std::memory_order_relaxed);
+  join_all();
+  r.measure_end_ns = sys::mono_now_ns();
+  const sys::TscPoint last = sys::tsc_point();
+  auto irq_after = sys::read_interrupts(&iwhy);
+  if (trace) {
+    auto t = trace->stop();
+    r.trace = std::move(t);
+  }
+  if (!ok) interrupted(wait.stop_reason);
+
+  // Convert samples to CLOCK_MONOTONIC with the fit over the whole run.
+  const sys::TscClock clock = sys::TscClock::from(first, last);
+  r.env.tsc_hz = clock.hz();
+  r.env.tsc_drift_ppm = clock.hz() > 0 ? (r.env.tsc_hz_pre - clock.hz()) / clock.hz() * 1e6 : 0;
+  const std::int64_t pages_per_batch = plan.batch / static_cast<std::int64_t>(kTouchStride);
+  for (const auto& v : victims) {
+    r.victims.push_back(convert(*v, clock, pages_per_batch));
+    if (v->output().ring_full) r.warnings.push_back("victim cpu" + std::to_string(v->config().cpu) + ": sample ring full, measurement ended early");
+    if (v->overflow_count() > 0)
+      r.warnings.push_back("victim cpu" + std::to_string(v->config().cpu) + ": " + std::to_string(v->overflow_count()) + " samples longer than 2^32 TSC ticks");
+  }
+
+  if (irq_before && irq_after) {
+    r.interrupts_span_ns = irq_after->mono_ns - irq_before->mono_ns;
+    for (int cpu : irq_after->cpus) {
+      CpuCounters c;
+      c.cpu = cpu;
+      c.role = cpu == plan.culprit_cpu ? "culprit"
+               : std::find(plan.victim_cpus.begin(), plan.victim_cpus.end(), cpu) != plan.victim_cpus.end() ? "victim"
+                                                                                                           : "other";
+      c.tlb = sys::interrupts_delta(*irq_before, *irq_after, "TLB", cpu);
+      c.cal = sys::interrupts_delta(*irq_before, *irq_after, "CAL", cpu);
+      c.loc = sys::interrupts_delta(*irq_before, *irq_after, "LOC", cpu);
+      c.res = sys::interrupts_delta(*irq_before, *irq_after, "RES", cpu);
+      r.counters.push_back(c);
+    }
+  } else {
+    r.warnings.push_back("/proc/interrupts unavailable: " + iwhy);
+  }
+  build_intervals(r);
+  return r;
+}
+
+}  // namespace shootdown::exp

@@ -1,0 +1,40 @@
+// Orchestration of one experiment: arena → victims (pinned, prepared) →
+// kernel tracing on → barrier → baseline → release(s) with markers → after
+// window → stop → build the Result (samples converted to CLOCK_MONOTONIC).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "core/result.hpp"
+
+namespace shootdown::exp {
+
+// Kernel evidence is collected by the caller's tracer (src/sys), kept out of
+// the experiment so it can run without privileges.
+class TraceSession {
+public:
+  virtual ~TraceSession() = default;
+  virtual void start() = 0;        // called before the baseline begins
+  virtual KernelTrace stop() = 0;  // called after the measurement ends
+};
+
+struct Hooks {
+  // Status lines ("preparing", "baseline", "release 1/3"...); may be empty.
+  std::function<void(const std::string& phase)> on_phase;
+  // Called ~10 times a second while measuring with the samples so far.
+  std::function<void(std::int64_t elapsed_ns, std::size_t samples)> on_tick;
+  // Opens kernel tracing for the plan's CPUs; nullptr = no tracing (the
+  // reason is then in *why and recorded in the result).
+  std::function<std::unique_ptr<TraceSession>(const Plan&, std::string* why)> open_trace;
+  // For --trigger enter: prompt text printed before waiting.
+  std::function<void(const std::string&)> prompt;
+};
+
+// Runs the experiment. Never throws for signals: a SIGINT/SIGTERM (see
+// sys::StopSignals) ends it early with Result::complete = false. Throws
+// std::runtime_error for failures that leave no result (e.g. cannot pin).
+Result run_experiment(const Plan& plan, const Hooks& hooks);
+
+}  // namespace shootdown::exp

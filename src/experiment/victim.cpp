@@ -1,0 +1,114 @@
+#include "experiment/victim.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "sys/affinity.hpp"
+#include "sys/tsc.hpp"
+
+namespace shootdown::exp {
+
+Victim::Victim(VictimConfig cfg, Control& ctl) : cfg_(std::move(cfg)), ctl_(ctl) {}
+
+void Victim::run() {
+  if (!prepare()) {
+    ready_.store(true, std::memory_order_release);
+    return;
+  }
+  out_.ok = true;
+  ready_.store(true, std::memory_order_release);
+  // Spin barrier: no futex wake-up latency, no syscall.
+  while (!ctl_.go.load(std::memory_order_acquire)) {
+    if (ctl_.abort.load(std::memory_order_relaxed) || ctl_.stop.load(std::memory_order_relaxed)) return;
+    __builtin_ia32_pause();
+  }
+  measure();
+}
+
+bool Victim::prepare() {
+  std::string why;
+  if (!sys::pin_this_thread(cfg_.cpu, &why)) {
+    out_.error = "cannot pin victim to CPU " + std::to_string(cfg_.cpu) + ": " + why;
+    return false;
+  }
+  try {
+    b_ = Chunk(cfg_.chunk_size, cfg_.mode, Allocator::kMmap, cfg_.numa_node);
+  } catch (const std::exception& e) {
+    out_.error = std::string("chunk B: ") + e.what();
+    return false;
+  }
+  const auto* abort_flag = reinterpret_cast<const volatile int*>(&ctl_.abort);
+  const std::int64_t t0 = sys::mono_now_ns();
+  if (!b_.prefault(abort_flag)) return false;
+  out_.prefault_ns = sys::mono_now_ns() - t0;
+  if (cfg_.mlock && !b_.lock(&why)) out_.warnings.push_back("mlock of chunk B failed (" + why + "): page faults may disturb the samples");
+
+  // Fill the TLB with A's translations, as the article's victim does.
+  if (cfg_.chunk_a && cfg_.chunk_a->mapped()) {
+    volatile char* a = cfg_.chunk_a->data();
+    for (std::size_t off = 0; off < cfg_.chunk_a->size(); off += kTouchStride) a[off] = a[off];
+  }
+
+  // Warm-up pass over B (untimed samples) to size the ring.
+  const std::size_t per_batch = cfg_.batch / kTouchStride;
+  const std::size_t batches = cfg_.chunk_size / cfg_.batch;
+  const std::int64_t w0 = sys::mono_now_ns();
+  volatile char* b = b_.data();
+  for (std::size_t i = 0; i < batches; ++i)
+    for (std::size_t k = 0; k < per_batch; ++k) b[i * cfg_.batch + k * kTouchStride] = 2;
+  const std::int64_t wdur = sys::mono_now_ns() - w0;
+  out_.warmup_batch_ns = std::max<std::int64_t>(1, wdur / static_cast<std::int64_t>(std::max<std::size_t>(1, batches)));
+
+  // Ring: planned duration at a quarter of the warm-up batch time, +64k.
+  const double expected = static_cast<double>(cfg_.planned_ns) / static_cast<double>(out_.warmup_batch_ns) * 4.0 + 65536.0;
+  ring_cap_ = static_cast<std::size_t>(std::min(expected, static_cast<double>(cfg_.max_ring_samples)));
+  try {
+    ring_ = Chunk(ring_cap_ * sizeof(std::uint32_t), PageMode::k4k, Allocator::kMmap, cfg_.numa_node);
+  } catch (const std::exception& e) {
+    out_.error = std::string("sample ring: ") + e.what();
+    return false;
+  }
+  ring_.prefault();
+  if (cfg_.mlock) ring_.lock(&why);
+  overflow_.assign(4096, Overflow{0, 0});
+  hist_.reset();
+  return true;
+}
+
+void Victim::measure() {
+  const std::size_t per_batch = cfg_.batch / kTouchStride;
+  const std::size_t batches = cfg_.chunk_size / cfg_.batch;
+  const std::size_t stride = cfg_.batch;
+  volatile char* b = b_.data();
+  const std::size_t cap = ring_cap_;
+  SampleSink sink{reinterpret_cast<std::uint32_t*>(ring_.data()),
+                  0,
+                  static_cast<u128>(std::llround(cfg_.ns_per_tick * 4294967296.0)),
+                  &hist_,
+                  overflow_.data(),
+                  overflow_.size(),
+                  0};
+  char val = 3;
+
+  std::uint64_t prev = sys::rdtsc_fenced();
+  out_.start_tsc = prev;
+  for (;;) {
+    for (std::size_t i = 0; i < batches; ++i) {
+      volatile char* p = b + i * stride;
+      for (std::size_t k = 0; k < per_batch; ++k) p[k * kTouchStride] = val;
+      const std::uint64_t now = sys::rdtsc_fenced();
+      sink.push(now - prev);
+      prev = now;
+      published_.store(sink.n, std::memory_order_relaxed);
+      if (sink.n == cap || ctl_.stop.load(std::memory_order_relaxed)) [[unlikely]] {
+        out_.ring_full = sink.n == cap;
+        out_.samples = sink.n;
+        overflow_n_ = sink.overflow_n;
+        return;
+      }
+    }
+    ++val;
+  }
+}
+
+}  // namespace shootdown::exp

@@ -1,0 +1,116 @@
+// The victim thread: pinned, fills its TLB with chunk A, pre-faults its own
+// chunk B, waits at a spin barrier, then writes one byte per 4 KiB page of B
+// in batches, timing each batch with one fenced TSC read (gapless: sample i =
+// t[i+1] - t[i]). The hot loop does no allocation, syscall, lock, logging or
+// page fault: the ring and histogram are allocated, pre-faulted and mlocked
+// before the barrier.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/hdr/histogram.hpp"
+#include "experiment/arena.hpp"
+
+namespace shootdown::exp {
+
+__extension__ using u128 = unsigned __int128;
+
+struct alignas(64) Control {
+  std::atomic<bool> go{false};     // barrier: the victims start measuring
+  alignas(64) std::atomic<bool> stop{false};
+  alignas(64) std::atomic<int> abort{0};  // stop preparation (signal)
+};
+
+struct VictimConfig {
+  int cpu = -1;
+  std::size_t chunk_size = 0;    // bytes of B
+  std::size_t batch = 0;         // bytes per timed batch
+  PageMode mode = PageMode::k4k;
+  int numa_node = 0;
+  bool mlock = true;
+  const Chunk* chunk_a = nullptr;      // touched once to fill the TLB
+  std::int64_t planned_ns = 0;         // measurement length, sizes the ring
+  std::size_t max_ring_samples = 256u << 20;
+  double ns_per_tick = 0;              // pre-run TSC calibration for histogram values
+};
+
+struct VictimOutput {
+  bool ok = false;
+  std::string error;                   // preparation failure
+  std::vector<std::string> warnings;
+  std::uint64_t start_tsc = 0;         // timestamp before the first batch
+  std::size_t samples = 0;
+  bool ring_full = false;
+  std::int64_t warmup_batch_ns = 0;    // mean batch time of the warm-up pass
+  std::int64_t prefault_ns = 0;
+};
+
+class Victim {
+public:
+  Victim(VictimConfig cfg, Control& ctl);
+  Victim(const Victim&) = delete;
+  Victim& operator=(const Victim&) = delete;
+
+  // Thread body. Sets ready when prepared (or failed).
+  void run();
+
+  std::atomic<bool>& ready() { return ready_; }
+  const VictimOutput& output() const { return out_; }
+  const VictimConfig& config() const { return cfg_; }
+  std::size_t published_samples() const { return published_.load(std::memory_order_relaxed); }
+  // After the thread joined: raw tick deltas (UINT32_MAX marks an entry in
+  // overflow()), and the whole-run histogram recorded in the loop (ns).
+  const std::uint32_t* ring() const { return reinterpret_cast<const std::uint32_t*>(ring_.data()); }
+  struct Overflow {
+    std::uint64_t index;
+    std::uint64_t ticks;
+  };
+  const std::vector<Overflow>& overflow() const { return overflow_; }
+  std::size_t overflow_count() const { return overflow_n_; }
+  const hdr::Histogram& histogram() const { return hist_; }
+
+private:
+  bool prepare();
+  void measure();
+
+  VictimConfig cfg_;
+  Control& ctl_;
+  VictimOutput out_;
+  Chunk b_;
+  Chunk ring_;
+  std::size_t ring_cap_ = 0;
+  std::vector<Overflow> overflow_;  // preallocated
+  std::size_t overflow_n_ = 0;
+  hdr::Histogram hist_{1, 3600LL * 1000000000LL, 3};
+  std::atomic<bool> ready_{false};
+  alignas(64) std::atomic<std::size_t> published_{0};
+};
+
+// Instrumentation of one batch, shared by the victim's loop and bench/ so the
+// benchmark measures exactly what the loop does: ring store + histogram record.
+struct SampleSink {
+  std::uint32_t* ring;
+  std::size_t n;
+  u128 mult;  // ns per tick, 32.32 fixed point
+  hdr::Histogram* hist;
+  Victim::Overflow* overflow;
+  std::size_t overflow_cap;
+  std::size_t overflow_n;
+
+  void push(std::uint64_t d) noexcept {
+    if (d >= UINT32_MAX) [[unlikely]] {
+      ring[n] = UINT32_MAX;
+      if (overflow_n < overflow_cap) overflow[overflow_n] = Victim::Overflow{n, d};
+      ++overflow_n;
+    } else {
+      ring[n] = static_cast<std::uint32_t>(d);
+    }
+    hist->record(static_cast<std::int64_t>((d * mult) >> 32));
+    ++n;
+  }
+};
+
+}  // namespace shootdown::exp

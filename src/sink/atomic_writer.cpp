@@ -1,0 +1,83 @@
+#include "sink/atomic_writer.hpp"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <stdexcept>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace shootdown::sink {
+
+namespace {
+
+bool mkdir_p(const std::string& path, std::string* why) {
+  if (path.empty()) return true;
+  struct stat st{};
+  if (::stat(path.c_str(), &st) == 0) {
+    if (!S_ISDIR(st.st_mode)) {
+      *why = "exists and is not a directory";
+      return false;
+    }
+    return true;
+  }
+  const auto slash = path.find_last_of('/');
+  if (slash != std::string::npos && slash > 0 && !mkdir_p(path.substr(0, slash), why)) return false;
+  if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
+    *why = std::strerror(errno);
+    return false;
+  }
+  return true;
+}
+
+void write_all(int fd, const std::string& content, const std::string& tmp) {
+  std::size_t off = 0;
+  while (off < content.size()) {
+    const ssize_t n = ::write(fd, content.data() + off, content.size() - off);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const std::string err = std::strerror(errno);
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      throw std::runtime_error("writing " + tmp + ": " + err);
+    }
+    off += static_cast<std::size_t>(n);
+  }
+}
+
+}  // namespace
+
+OutputDir::OutputDir(std::string path) : path_(std::move(path)) {
+  while (path_.size() > 1 && path_.back() == '/') path_.pop_back();
+  std::string why;
+  if (!mkdir_p(path_, &why)) throw std::invalid_argument("--out " + path_ + ": cannot create directory: " + why);
+  const std::string probe = path_ + "/.shootdown-probe." + std::to_string(::getpid());
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
+  if (fd < 0) throw std::invalid_argument("--out " + path_ + ": directory is not writable: " + std::strerror(errno));
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
+void write_file_atomic(const std::string& path, const std::string& content) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw std::runtime_error("cannot create " + tmp + ": " + std::strerror(errno));
+  write_all(fd, content, tmp);
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    ::unlink(tmp.c_str());
+    throw std::runtime_error("cannot flush " + tmp + ": " + std::strerror(errno));
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string err = std::strerror(errno);
+    ::unlink(tmp.c_str());
+    throw std::runtime_error("cannot rename " + tmp + " to " + path + ": " + err);
+  }
+}
+
+void OutputDir::write(const std::string& name, const std::string& content) {
+  write_file_atomic(path_ + "/" + name, content);
+  written_.push_back(path_ + "/" + name);
+}
+
+}  // namespace shootdown::sink

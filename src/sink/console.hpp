@@ -1,0 +1,16 @@
+// Console summary: the article's table (baseline / release window / after,
+// per batch and per page), release duration, /proc/interrupts deltas.
+// Under 80 columns.
+#pragma once
+
+#include <string>
+
+#include "core/analysis.hpp"
+#include "core/result.hpp"
+
+namespace shootdown::sink {
+
+std::string console_summary(const Result& r, const Analysis& a);
+std::string summary_table(const std::string& title, const VictimAnalysis& va, bool per_page);
+
+}  // namespace shootdown::sink

@@ -1,0 +1,172 @@
+#include "sink/json.hpp"
+
+#include <algorithm>
+
+namespace shootdown::sink {
+
+using nlohmann::json;
+
+json summary_json(const Summary& s) {
+  return json{{"count", s.count}, {"min", s.min},   {"mean", s.mean}, {"p50", s.p50},
+              {"p90", s.p90},     {"p99", s.p99},   {"p999", s.p999}, {"max", s.max}};
+}
+
+namespace {
+
+json env_json(const Environment& e) {
+  return json{{"hostname", e.hostname},
+              {"kernel", e.kernel},
+              {"kernel_version", e.kernel_version},
+              {"machine", e.machine},
+              {"cpu_model", e.cpu_model},
+              {"cmdline", e.cmdline},
+              {"thp_enabled", e.thp_enabled},
+              {"thp_defrag", e.thp_defrag},
+              {"virtualized", e.virtualized},
+              {"hypervisor", e.hypervisor},
+              {"constant_tsc", e.constant_tsc},
+              {"nonstop_tsc", e.nonstop_tsc},
+              {"pcid", e.pcid},
+              {"invpcid", e.invpcid},
+              {"clocksource", e.clocksource},
+              {"online_cpus", e.online_cpus},
+              {"numa_nodes", e.numa_nodes},
+              {"build_type", e.build_type},
+              {"version", e.version},
+              {"tsc_hz", e.tsc_hz},
+              {"tsc_hz_pre", e.tsc_hz_pre},
+              {"tsc_drift_ppm", e.tsc_drift_ppm},
+              {"warnings", e.warnings}};
+}
+
+json plan_json(const Plan& p) {
+  return json{{"culprit_cpu", p.culprit_cpu},
+              {"victim_cpus", p.victim_cpus},
+              {"cpu_choice", p.cpu_choice},
+              {"chunk_size", p.chunk_size},
+              {"chunk_size_requested", p.chunk_size_requested},
+              {"chunk_capped", p.chunk_capped},
+              {"batch", p.batch},
+              {"report_every", p.report_every},
+              {"pages", p.pages},
+              {"touch_stride", 4096},
+              {"release", p.release},
+              {"trigger", p.trigger},
+              {"trigger_after_ns", p.trigger_after_ns},
+              {"repeat", p.repeat},
+              {"every_ns", p.every_ns},
+              {"baseline_ns", p.baseline_ns},
+              {"settle_ns", p.settle_ns},
+              {"after_ns", p.after_ns},
+              {"trace", p.trace},
+              {"stall_threshold_ns", p.stall_threshold_ns},
+              {"stall_factor", p.stall_factor},
+              {"mlock", p.mlock},
+              {"numa_node", p.numa_node}};
+}
+
+json phase_json(const PhaseStats& ps) {
+  return json{{"per_batch_ns", summary_json(ps.per_batch)},
+              {"per_page_ns", summary_json(ps.per_page)},
+              {"duration_ns", ps.duration_ns}};
+}
+
+json raw_windows(const Result& r) {
+  json out = json::array();
+  for (const auto& v : r.victims) {
+    for (const auto& rel : r.releases) {
+      const std::int64_t from = rel.before_ns - kRawWindowPadNs;
+      const std::int64_t to = rel.after_ns + r.plan.settle_ns + kRawWindowPadNs;
+      auto lo = std::lower_bound(v.end_ns.begin(), v.end_ns.end(), from);
+      auto hi = std::upper_bound(lo, v.end_ns.end(), to);
+      auto i0 = static_cast<std::size_t>(lo - v.end_ns.begin());
+      auto i1 = static_cast<std::size_t>(hi - v.end_ns.begin());
+      const bool truncated = i1 - i0 > kRawWindowMaxSamples;
+      if (truncated) i1 = i0 + kRawWindowMaxSamples;
+      std::vector<std::int64_t> t, lat;
+      t.reserve(i1 - i0);
+      lat.reserve(i1 - i0);
+      for (std::size_t i = i0; i < i1; ++i) {
+        t.push_back(v.end_ns[i] - from);
+        lat.push_back(v.lat_ns[i]);
+      }
+      out.push_back(json{{"victim_cpu", v.cpu},
+                         {"release", rel.index},
+                         {"origin_ns", from},
+                         {"first_sample", i0},
+                         {"truncated", truncated},
+                         {"end_offset_ns", std::move(t)},
+                         {"latency_ns", std::move(lat)}});
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+json result_json(const Result& r, const Analysis& a) {
+  json j;
+  j["schema_version"] = r.schema_version;
+  j["tool"] = "shootdown";
+  j["run_id"] = r.run_id;
+  j["started_at"] = r.started_at;
+  j["command_line"] = r.command_line;
+  j["complete"] = r.complete;
+  j["incomplete_reason"] = r.incomplete_reason;
+  j["environment"] = env_json(r.env);
+  j["plan"] = plan_json(r.plan);
+  j["warnings"] = r.warnings;
+  j["measure"] = {{"start_ns", r.measure_start_ns}, {"end_ns", r.measure_end_ns}, {"clock", "CLOCK_MONOTONIC"}};
+  json rels = json::array();
+  for (const auto& rel : r.releases)
+    rels.push_back({{"index", rel.index},
+                    {"strategy", rel.strategy},
+                    {"bytes", rel.bytes},
+                    {"before_ns", rel.before_ns},
+                    {"after_ns", rel.after_ns},
+                    {"duration_ns", rel.duration_ns()}});
+  j["releases"] = rels;
+  j["release_duration_ns"] = summary_json(a.release_duration);
+  json vs = json::array();
+  for (const auto& va : a.victims) {
+    json v{{"cpu", va.cpu}, {"pages_per_batch", va.pages_per_batch}, {"samples", va.samples}};
+    json ph;
+    for (const auto& ps : va.phases) ph[to_string(ps.phase)] = phase_json(ps);
+    v["phases"] = ph;
+    vs.push_back(v);
+  }
+  j["victims"] = vs;
+  json ivs = json::array();
+  for (const auto& iv : r.intervals) {
+    const Summary s = summarize(iv.hist);
+    ivs.push_back({{"victim_cpu", iv.victim_cpu},
+                   {"start_ns", iv.start_ns},
+                   {"end_ns", iv.end_ns},
+                   {"phase", iv.phase},
+                   {"count", s.count},
+                   {"min", s.min},
+                   {"mean", s.mean},
+                   {"p50", s.p50},
+                   {"p90", s.p90},
+                   {"p99", s.p99},
+                   {"p999", s.p999},
+                   {"max", s.max}});
+  }
+  j["intervals"] = ivs;
+  j["raw_windows"] = raw_windows(r);
+  json cs = json::array();
+  for (const auto& c : r.counters)
+    cs.push_back({{"cpu", c.cpu}, {"role", c.role}, {"tlb", c.tlb}, {"cal", c.cal}, {"loc", c.loc}, {"res", c.res}});
+  j["interrupts"] = {{"source", "/proc/interrupts"}, {"span_ns", r.interrupts_span_ns}, {"deltas", cs}};
+  j["trace"] = {{"enabled", r.trace.enabled},
+                {"status", r.trace.status},
+                {"tracepoints", r.trace.tracepoints},
+                {"missing", r.trace.missing},
+                {"lost_events", r.trace.lost_events},
+                {"events", r.trace.events.size()}};
+  return j;
+}
+
+std::string result_to_string(const Result& r, const Analysis& a) { return result_json(r, a).dump(1) + "\n"; }
+
+}  // namespace shootdown::sink

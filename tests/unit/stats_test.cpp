@@ -1,0 +1,37 @@
+#include <gtest/gtest.h>
+
+#include "core/stats.hpp"
+
+using namespace shootdown;
+
+TEST(Stats, ExactNearestRank) {
+  std::vector<std::int64_t> v;
+  for (int i = 1; i <= 100; ++i) v.push_back(i);
+  const Summary s = summarize_exact(v);
+  EXPECT_EQ(s.count, 100);
+  EXPECT_EQ(s.min, 1);
+  EXPECT_EQ(s.max, 100);
+  EXPECT_EQ(s.p50, 50);
+  EXPECT_EQ(s.p90, 90);
+  EXPECT_EQ(s.p99, 99);
+  EXPECT_EQ(s.p999, 100);
+  EXPECT_DOUBLE_EQ(s.mean, 50.5);
+}
+
+TEST(Stats, HistogramSummaryAndScale) {
+  auto h = make_latency_histogram();
+  for (int i = 0; i < 99; ++i) h.record(1000);
+  h.record(50000);
+  const Summary s = summarize(h);
+  EXPECT_EQ(s.count, 100);
+  EXPECT_EQ(s.p50, h.highest_equivalent(1000));
+  EXPECT_EQ(s.max, h.highest_equivalent(50000));
+  const Summary p = s.scaled(16);
+  EXPECT_DOUBLE_EQ(p.p50, s.p50 / 16);
+  EXPECT_EQ(p.count, 100);
+}
+
+TEST(Stats, Empty) {
+  EXPECT_EQ(summarize_exact({}).count, 0);
+  EXPECT_EQ(summarize(make_latency_histogram()).max, 0);
+}

@@ -1,0 +1,88 @@
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "sys/cpus.hpp"
+#include "sys/interrupts.hpp"
+#include "sys/meminfo.hpp"
+
+using namespace shootdown::sys;
+
+namespace {
+std::string fixture(const std::string& name) {
+  std::ifstream in(std::string(SHOOTDOWN_FIXTURES) + "/" + name);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+}  // namespace
+
+TEST(Interrupts, ParsesRowsAndCpus) {
+  auto s = parse_interrupts(fixture("proc/interrupts.txt"));
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->cpus, (std::vector<int>{0, 1}));
+  EXPECT_EQ(s->get("TLB", 0), 587);
+  EXPECT_EQ(s->get("TLB", 1), 657);
+  EXPECT_EQ(s->get("CAL", 1), 18036);
+  EXPECT_EQ(s->get("36", 1), 6585);
+  EXPECT_EQ(s->get("ERR", 0), 0);
+  EXPECT_FALSE(s->get("ERR", 1));
+  EXPECT_FALSE(s->get("TLB", 5));
+  EXPECT_EQ(s->descriptions["TLB"], "TLB shootdowns");
+}
+
+TEST(Interrupts, Delta) {
+  auto a = parse_interrupts("  CPU0 CPU1\nTLB: 10 20 TLB shootdowns\n");
+  auto b = parse_interrupts("  CPU0 CPU1\nTLB: 15 90 TLB shootdowns\n");
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(interrupts_delta(*a, *b, "TLB", 1), 70);
+  EXPECT_EQ(interrupts_delta(*a, *b, "CAL", 1), 0);
+}
+
+TEST(Interrupts, RejectsGarbage) {
+  std::string why;
+  EXPECT_FALSE(parse_interrupts("", &why));
+  EXPECT_FALSE(parse_interrupts("hello world\n", &why));
+  EXPECT_NE(why.find("hello"), std::string::npos);
+}
+
+TEST(MemInfo, Parses) {
+  auto m = parse_meminfo("MemTotal:       24000000 kB\nMemAvailable:   1000 kB\nHugePages_Free:  7\nHugepagesize:    2048 kB\n");
+  EXPECT_EQ(m.mem_available(), 1000 * 1024);
+  EXPECT_EQ(m.hugepages_free(), 7);
+  EXPECT_EQ(m.hugepage_size(), 2048 * 1024);
+  EXPECT_EQ(parse_bracketed("always [madvise] never\n"), "madvise");
+}
+
+TEST(Cpus, ChooseAvoidsSmtSiblingsAndPrefersIsolated) {
+  Topology t;
+  auto add = [&](int cpu, int node, std::vector<int> sib, bool iso) {
+    CpuInfo c;
+    c.cpu = cpu;
+    c.online = true;
+    c.node = node;
+    c.siblings = std::move(sib);
+    c.isolated = iso;
+    t.cpus.push_back(c);
+    t.online.push_back(cpu);
+  };
+  add(0, 0, {0, 2}, false);
+  add(1, 0, {1, 3}, false);
+  add(2, 0, {0, 2}, false);
+  add(3, 0, {1, 3}, true);
+  add(4, 1, {4}, true);
+  add(5, 1, {5}, true);
+  auto c = choose_cpus(t, 2);
+  // Node 1 has two isolated non-sibling CPUs: preferred over node 0.
+  EXPECT_EQ(c, (std::vector<int>{4, 5}));
+  t.cpus.pop_back();
+  t.cpus.pop_back();
+  c = choose_cpus(t, 2);
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_FALSE(t.smt_siblings(c[0], c[1]));
+  EXPECT_EQ(c[0], 3);  // isolated first
+  std::string why;
+  EXPECT_TRUE(choose_cpus(t, 3, &why).empty());
+  EXPECT_FALSE(why.empty());
+}
