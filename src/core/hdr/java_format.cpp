@@ -24,69 +24,68 @@ std::string java_fixed(double value, int precision, int width) {
   const double magnitude = std::fabs(value);
 
   // Shortest round-trip digits d1.d2d3...e±X: value = 0.d1d2d3... * 10^(X+1).
-  std::string digits = "0";
+  // Kept in a fixed buffer (at most 17 significant digits, plus one carry).
+  std::array<char, 24> digits{};
+  int ndigits = 1;
   int point = 1;  // digits before the decimal point
+  digits[0] = '0';
   if (magnitude != 0.0) {
     std::array<char, 64> buf{};
     const auto res = std::to_chars(buf.data(), buf.data() + buf.size(), magnitude, std::chars_format::scientific);
-    const std::string sci(buf.data(), res.ptr);
-    const std::size_t e = sci.find('e');
-    digits.clear();
-    for (std::size_t i = 0; i < e; ++i)
-      if (sci[i] != '.') digits.push_back(sci[i]);
-    point = std::atoi(sci.c_str() + e + 1) + 1;
+    ndigits = 0;
+    const char* c = buf.data();
+    for (; c < res.ptr && *c != 'e'; ++c)
+      if (*c != '.' && ndigits < 20) digits[static_cast<std::size_t>(ndigits++)] = *c;
+    point = std::atoi(c + 1) + 1;
   }
 
   // Round half-up on the decimal digits, keeping `keep` of them.
   const long keep = static_cast<long>(point) + precision;
   if (keep < 0) {
-    digits = "0";
+    digits[0] = '0';
+    ndigits = 1;
     point = 1;
-  } else if (static_cast<std::size_t>(keep) < digits.size()) {
+  } else if (keep < ndigits) {
     const bool up = digits[static_cast<std::size_t>(keep)] >= '5';
-    digits.resize(static_cast<std::size_t>(keep));
+    ndigits = static_cast<int>(keep);
     if (up) {
-      long i = keep - 1;
+      int i = ndigits - 1;
       while (i >= 0 && digits[static_cast<std::size_t>(i)] == '9') digits[static_cast<std::size_t>(i--)] = '0';
       if (i >= 0) {
         ++digits[static_cast<std::size_t>(i)];
       } else {
-        digits.insert(digits.begin(), '1');
+        // All nines (or nothing kept): 1 followed by the zeros, one more integer digit.
+        for (int k = ndigits; k > 0; --k) digits[static_cast<std::size_t>(k)] = digits[static_cast<std::size_t>(k - 1)];
+        digits[0] = '1';
+        ++ndigits;
         ++point;
       }
     }
-    if (digits.empty()) {
-      digits = "0";
+    if (ndigits == 0) {
+      digits[0] = '0';
+      ndigits = 1;
       point = 1;
     }
   }
 
-  std::string integer;
-  std::string fraction;
-  if (point <= 0) {
-    integer = "0";
-    fraction.assign(static_cast<std::size_t>(-point), '0');
-    fraction += digits;
-  } else if (static_cast<std::size_t>(point) >= digits.size()) {
-    integer = digits;
-    integer.append(static_cast<std::size_t>(point) - digits.size(), '0');
-  } else {
-    integer = digits.substr(0, static_cast<std::size_t>(point));
-    fraction = digits.substr(static_cast<std::size_t>(point));
-  }
-  // Strip leading zeros of the integer part (digits may start with 0 after
-  // the keep < 0 collapse), but keep one.
-  const std::size_t nz = integer.find_first_not_of('0');
-  integer = nz == std::string::npos ? "0" : integer.substr(nz);
-  if (fraction.size() > static_cast<std::size_t>(precision)) fraction.resize(static_cast<std::size_t>(precision));
-  fraction.append(static_cast<std::size_t>(precision) - fraction.size(), '0');
-
+  // digit(k): k-th decimal digit counted from the first significant one, '0' outside.
+  auto digit = [&](long k) { return (k >= 0 && k < ndigits) ? digits[static_cast<std::size_t>(k)] : '0'; };
   std::string out;
   if (negative) out.push_back('-');
-  out += integer;
+  if (point <= 0) {
+    out.push_back('0');
+  } else {
+    bool leading = true;
+    for (long k = 0; k < point; ++k) {
+      const char d = digit(k);
+      if (leading && d == '0' && k + 1 < point) continue;
+      leading = false;
+      out.push_back(d);
+    }
+  }
   if (precision > 0) {
     out.push_back('.');
-    out += fraction;
+    for (long k = point; k < static_cast<long>(point) + precision; ++k) out.push_back(digit(k));
   }
   return pad_left(std::move(out), width);
 }
