@@ -11,13 +11,13 @@ base=(
   libcli11-dev libfmt-dev nlohmann-json3-dev libnuma-dev zlib1g-dev
   libcpp-httplib-dev libtraceevent-dev libdw-dev libelf-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  clang libclang-rt-14-dev ccache
+  clang libclang-rt-14-dev ccache jq
 )
 integration=(
   default-jre-headless default-jdk-headless libhdrhistogram-java
   influxdb
   chromium
-  curl procps
+  curl procps jq python3
 )
 
 want=("${base[@]}")

@@ -44,6 +44,8 @@ int cpu_opt(const char* name, const std::string& v, const MachineFacts& m) {
 }  // namespace
 
 void add_run_options(CLI::App& app, RunOptions& o, bool for_compare) {
+  // A later occurrence of an option overrides an earlier one (scripts append).
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_option("--culprit-cpu", o.culprit_cpu, "CPU of the culprit thread that releases memory (default: chosen)");
   app.add_option("--victim-cpus", o.victim_cpus, "CPU list of victim threads, e.g. 1 or 1,3-5 (default: chosen)");
   app.add_option("--chunk-size", o.chunk_size, "Size of chunk A and of each victim's chunk B (default 4GiB, capped to fit memory)")

@@ -23,8 +23,6 @@ Command stub(CLI::App& root, const char* name, const char* what) {
 Command add_trace(CLI::App& root) { return stub(root, "trace", "Live stream of the kernel events behind shootdowns"); }
 Command add_report(CLI::App& root) { return stub(root, "report", "Re-render every output from a saved result directory"); }
 Command add_compare(CLI::App& root) { return stub(root, "compare", "Compare release strategies over repeated trials with a verdict"); }
-Command add_monitor(CLI::App& root) { return stub(root, "monitor", "Live per-CPU TLB shootdown and IPI rates"); }
-Command add_doctor(CLI::App& root) { return stub(root, "doctor", "Check this machine against the low-latency tuning list"); }
 Command add_blame(CLI::App& root) { return stub(root, "blame", "Find the call sites in a process that cause shootdowns"); }
 Command add_probe(CLI::App& root) { return stub(root, "probe", "Run a victim thread inside another program"); }
 

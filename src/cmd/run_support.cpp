@@ -27,7 +27,7 @@ exp::Hooks make_run_hooks(const Plan& plan, bool progress, bool quiet) {
     if (quiet) return;
     if (progress)
       std::fprintf(stderr, "\r\033[K[%s]", p.c_str());
-    else if (p.rfind("release", 0) != 0 && p != "baseline" && p != "after")
+    else
       std::fprintf(stderr, "shootdown: %s\n", p.c_str());
   };
   if (progress) {

@@ -1,0 +1,53 @@
+# Front door. Two commands on a fresh Debian machine:
+#   make run    install what is missing, build Release, run the default experiment
+#   make test   install, build, run every test tier (+ sanitizer builds, fuzz smoke)
+BUILD      ?= build
+JOBS       ?= $(shell nproc)
+RUN_ARGS   ?=
+CTEST_ARGS ?=
+FUZZ_SECONDS ?= 20
+
+.PHONY: all deps deps-test build run test test-release test-asan test-tsan fuzz bench clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+deps-test:
+	@scripts/install-deps.sh --with-integration
+
+build: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@cmake --build $(BUILD) -j$(JOBS)
+
+run: build
+	$(BUILD)/src/shootdown run $(RUN_ARGS)
+
+test: deps-test test-release test-asan test-tsan fuzz
+	@echo "make test: all tiers passed"
+
+test-release: build
+	cd $(BUILD) && ctest --output-on-failure $(CTEST_ARGS)
+
+# Unit and CLI tiers under ASan+UBSan; unit tier under TSan (the victim/culprit
+# threads and the trace reader run in CLI tests, so ASan covers those too).
+test-asan: deps
+	@cmake -S . -B $(BUILD)-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSHOOTDOWN_SANITIZE=address -DSHOOTDOWN_BUILD_BENCH=OFF >/dev/null
+	@cmake --build $(BUILD)-asan -j$(JOBS)
+	cd $(BUILD)-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -L 'unit|cli' $(CTEST_ARGS)
+
+test-tsan: deps
+	@cmake -S . -B $(BUILD)-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSHOOTDOWN_SANITIZE=thread -DSHOOTDOWN_BUILD_BENCH=OFF >/dev/null
+	@cmake --build $(BUILD)-tsan -j$(JOBS)
+	cd $(BUILD)-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -L unit $(CTEST_ARGS)
+
+fuzz: deps
+	@if [ -x scripts/fuzz.sh ]; then scripts/fuzz.sh $(FUZZ_SECONDS); fi
+
+bench: build
+	$(BUILD)/bench/bench_victim
+	@if [ -x $(BUILD)/bench/bench_hdr ]; then $(BUILD)/bench/bench_hdr; fi
+
+clean:
+	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan build-fuzz
