@@ -20,7 +20,6 @@ Command stub(CLI::App& root, const char* name, const char* what) {
 }
 }  // namespace
 
-Command add_trace(CLI::App& root) { return stub(root, "trace", "Live stream of the kernel events behind shootdowns"); }
 Command add_report(CLI::App& root) { return stub(root, "report", "Re-render every output from a saved result directory"); }
 Command add_compare(CLI::App& root) { return stub(root, "compare", "Compare release strategies over repeated trials with a verdict"); }
 Command add_blame(CLI::App& root) { return stub(root, "blame", "Find the call sites in a process that cause shootdowns"); }
