@@ -1,0 +1,343 @@
+// Stall attribution on synthetic event streams (src/core/attribution.hpp).
+#include <gtest/gtest.h>
+
+#include "core/attribution.hpp"
+
+namespace shootdown {
+namespace {
+
+constexpr std::uint64_t kFlushTlbFunc = 0xffffffff8134aec0ULL;
+constexpr std::uint64_t kIpiMb = 0xffffffff813da600ULL;
+
+// n gapless samples of `lat` ns each starting at t0 on `cpu`.
+VictimSamples make_samples(int cpu, std::size_t n, std::int64_t lat = 1000, std::int64_t t0 = 1'000'000) {
+  VictimSamples v;
+  v.cpu = cpu;
+  v.start_ns = t0;
+  v.pages_per_batch = 16;
+  std::int64_t t = t0;
+  for (std::size_t i = 0; i < n; ++i) {
+    t += lat;
+    v.end_ns.push_back(t);
+    v.lat_ns.push_back(lat);
+  }
+  return v;
+}
+
+// Make sample i last `lat` ns, shifting every later sample (stays gapless).
+void stretch(VictimSamples& v, std::size_t i, std::int64_t lat) {
+  const std::int64_t d = lat - v.lat_ns[i];
+  v.lat_ns[i] = lat;
+  for (std::size_t j = i; j < v.size(); ++j) v.end_ns[j] += d;
+}
+
+// Midpoint of sample i's span.
+std::int64_t mid(const VictimSamples& v, std::size_t i) { return (v.span_start(i) + v.span_end(i)) / 2; }
+
+KernelEvent ev(std::int64_t t, int cpu, EventType type, std::int64_t a = 0, std::int64_t b = 0, std::int64_t c = 0) {
+  KernelEvent e;
+  e.mono_ns = t;
+  e.cpu = cpu;
+  e.type = type;
+  e.a = a;
+  e.b = b;
+  e.c = c;
+  return e;
+}
+
+KernelTrace make_trace(std::vector<KernelEvent> events) {
+  KernelTrace t;
+  t.enabled = true;
+  t.status = "on";
+  std::stable_sort(events.begin(), events.end(), [](auto& x, auto& y) { return x.mono_ns < y.mono_ns; });
+  t.events = std::move(events);
+  t.symbols[kFlushTlbFunc] = "flush_tlb_func+0x0";
+  t.symbols[kIpiMb] = "ipi_mb+0x0";
+  return t;
+}
+
+// A TLB-shootdown IPI on `cpu` starting at t: entry, csd flush_tlb_func, reason-1 flush, exit.
+void add_shootdown(std::vector<KernelEvent>& e, int cpu, std::int64_t t, std::int64_t dur = 400, bool single = true) {
+  e.push_back(ev(t, cpu, single ? EventType::kCallFunctionSingleEntry : EventType::kCallFunctionEntry, 251));
+  e.push_back(ev(t + 10, cpu, EventType::kCsdFunctionEntry, 0, static_cast<std::int64_t>(kFlushTlbFunc)));
+  e.push_back(ev(t + dur - 20, cpu, EventType::kTlbFlush, kTlbRemoteShootdown, -1));
+  e.push_back(ev(t + dur - 10, cpu, EventType::kCsdFunctionExit, 0, static_cast<std::int64_t>(kFlushTlbFunc)));
+  e.push_back(ev(t + dur, cpu, single ? EventType::kCallFunctionSingleExit : EventType::kCallFunctionExit, 251));
+}
+
+StallLabel label(const VictimAttribution& a, std::size_t i) { return static_cast<StallLabel>(a.labels.at(i)); }
+
+TEST(Attribution, ShootdownInsideCallFunctionSpanLabelsItsSample) {
+  auto v = make_samples(1, 100);
+  stretch(v, 40, 30'000);
+  std::vector<KernelEvent> e;
+  add_shootdown(e, 1, v.span_start(40) + 1000, 500);
+  const Attribution at = attribute({v}, make_trace(e), {});
+  ASSERT_TRUE(at.available);
+  ASSERT_EQ(at.victims.size(), 1u);
+  const auto& a = at.victims[0];
+  EXPECT_EQ(a.cpu, 1);
+  EXPECT_EQ(a.baseline_median_ns, 1000);
+  EXPECT_EQ(a.stall_threshold_ns, 8000);
+  EXPECT_EQ(label(a, 40), StallLabel::kTlbShootdown);
+  EXPECT_EQ(a.samples[static_cast<int>(StallLabel::kTlbShootdown)], 1);
+  EXPECT_EQ(a.samples[static_cast<int>(StallLabel::kClean)], 99);
+  EXPECT_EQ(a.shootdowns_received, 1);
+  EXPECT_EQ(a.shootdowns_matched, 1);
+  EXPECT_EQ(a.shootdowns_stalled, 1);
+  EXPECT_DOUBLE_EQ(a.recall, 1.0);
+  EXPECT_EQ(a.shootdown_ipis, 1);
+  EXPECT_EQ(a.other_ipis, 0);
+  EXPECT_EQ(a.stall_ns[static_cast<int>(StallLabel::kTlbShootdown)], 29'000);
+  EXPECT_EQ(a.stall_per_shootdown.count, 1);
+  EXPECT_EQ(a.stall_per_shootdown.max, 29'000);
+  EXPECT_EQ(a.handler_ns.count, 1);
+  EXPECT_EQ(a.handler_ns.p50, 500);
+}
+
+TEST(Attribution, CsdFlushTlbFuncAloneIsAShootdown) {
+  auto v = make_samples(1, 10);
+  std::vector<KernelEvent> e;
+  const std::int64_t t = mid(v, 3);
+  e.push_back(ev(t, 1, EventType::kCallFunctionEntry, 251));
+  e.push_back(ev(t + 5, 1, EventType::kCsdFunctionEntry, 0, static_cast<std::int64_t>(kFlushTlbFunc)));
+  e.push_back(ev(t + 50, 1, EventType::kCallFunctionExit, 251));
+  const auto a = attribute({v}, make_trace(e), {}).victims.at(0);
+  EXPECT_EQ(label(a, 3), StallLabel::kTlbShootdown);
+  EXPECT_EQ(a.shootdown_ipis, 1);
+  EXPECT_EQ(a.shootdowns_received, 0);  // the kernel count is reason-1 flushes (none here)
+  EXPECT_DOUBLE_EQ(a.recall, 1.0);
+}
+
+TEST(Attribution, MembarrierIpiIsOtherIpiAndNamed) {
+  auto v = make_samples(1, 50);
+  std::vector<KernelEvent> e;
+  for (std::size_t i : {5u, 15u, 25u}) {
+    const std::int64_t t = mid(v, i);
+    e.push_back(ev(t, 1, EventType::kCallFunctionSingleEntry, 251));
+    e.push_back(ev(t + 5, 1, EventType::kCsdFunctionEntry, 0, static_cast<std::int64_t>(kIpiMb)));
+    e.push_back(ev(t + 9, 1, EventType::kCsdFunctionExit, 0, static_cast<std::int64_t>(kIpiMb)));
+    e.push_back(ev(t + 100, 1, EventType::kCallFunctionSingleExit, 251));
+  }
+  const auto a = attribute({v}, make_trace(e), {}).victims.at(0);
+  EXPECT_EQ(label(a, 5), StallLabel::kOtherIpi);
+  EXPECT_EQ(label(a, 15), StallLabel::kOtherIpi);
+  EXPECT_EQ(label(a, 25), StallLabel::kOtherIpi);
+  EXPECT_EQ(a.samples[static_cast<int>(StallLabel::kOtherIpi)], 3);
+  EXPECT_EQ(a.other_ipis, 3);
+  EXPECT_EQ(a.shootdown_ipis, 0);
+  ASSERT_EQ(a.ipi_functions.size(), 1u);
+  EXPECT_EQ(a.ipi_functions[0].first, "ipi_mb");
+  EXPECT_EQ(a.ipi_functions[0].second, 3);
+  EXPECT_EQ(a.other_handler_ns.p50, 100);
+}
+
+TEST(Attribution, PriorityWhenEventsShareASample) {
+  auto v = make_samples(2, 10, 10'000);
+  std::vector<KernelEvent> e;
+  // sample 1: timer + irq -> irq
+  e.push_back(ev(mid(v, 1), 2, EventType::kLocalTimerEntry, 236));
+  e.push_back(ev(mid(v, 1) + 100, 2, EventType::kLocalTimerExit, 236));
+  e.push_back(ev(mid(v, 1) + 200, 2, EventType::kIrqHandlerEntry, 24));
+  e.push_back(ev(mid(v, 1) + 300, 2, EventType::kIrqHandlerExit, 24, 1));
+  // sample 2: irq + resched -> resched
+  e.push_back(ev(mid(v, 2), 2, EventType::kIrqHandlerEntry, 24));
+  e.push_back(ev(mid(v, 2) + 10, 2, EventType::kIrqHandlerExit, 24, 1));
+  e.push_back(ev(mid(v, 2) + 20, 2, EventType::kReschedEntry, 253));
+  e.push_back(ev(mid(v, 2) + 30, 2, EventType::kReschedExit, 253));
+  // sample 3: resched + other ipi + timer -> other-ipi
+  e.push_back(ev(mid(v, 3), 2, EventType::kReschedEntry, 253));
+  e.push_back(ev(mid(v, 3) + 10, 2, EventType::kReschedExit, 253));
+  e.push_back(ev(mid(v, 3) + 20, 2, EventType::kCallFunctionSingleEntry, 251));
+  e.push_back(ev(mid(v, 3) + 25, 2, EventType::kCsdFunctionEntry, 0, static_cast<std::int64_t>(kIpiMb)));
+  e.push_back(ev(mid(v, 3) + 30, 2, EventType::kCallFunctionSingleExit, 251));
+  e.push_back(ev(mid(v, 3) + 40, 2, EventType::kLocalTimerEntry, 236));
+  e.push_back(ev(mid(v, 3) + 50, 2, EventType::kLocalTimerExit, 236));
+  // sample 4: other ipi then shootdown -> tlb-shootdown
+  e.push_back(ev(mid(v, 4) - 1000, 2, EventType::kCallFunctionSingleEntry, 251));
+  e.push_back(ev(mid(v, 4) - 990, 2, EventType::kCsdFunctionEntry, 0, static_cast<std::int64_t>(kIpiMb)));
+  e.push_back(ev(mid(v, 4) - 900, 2, EventType::kCallFunctionSingleExit, 251));
+  add_shootdown(e, 2, mid(v, 4));
+  // sample 5: timer alone
+  e.push_back(ev(mid(v, 5), 2, EventType::kLocalTimerEntry, 236));
+  e.push_back(ev(mid(v, 5) + 100, 2, EventType::kLocalTimerExit, 236));
+  const auto a = attribute({v}, make_trace(e), {}).victims.at(0);
+  EXPECT_EQ(label(a, 0), StallLabel::kClean);
+  EXPECT_EQ(label(a, 1), StallLabel::kIrq);
+  EXPECT_EQ(label(a, 2), StallLabel::kResched);
+  EXPECT_EQ(label(a, 3), StallLabel::kOtherIpi);
+  EXPECT_EQ(label(a, 4), StallLabel::kTlbShootdown);
+  EXPECT_EQ(label(a, 5), StallLabel::kTimer);
+  EXPECT_GT(label_priority(StallLabel::kTlbShootdown), label_priority(StallLabel::kOtherIpi));
+  EXPECT_GT(label_priority(StallLabel::kOtherIpi), label_priority(StallLabel::kResched));
+  EXPECT_GT(label_priority(StallLabel::kResched), label_priority(StallLabel::kIrq));
+  EXPECT_GT(label_priority(StallLabel::kIrq), label_priority(StallLabel::kTimer));
+}
+
+TEST(Attribution, StallsWithoutEventsAreUnexplainedAboveTheThreshold) {
+  auto v = make_samples(1, 100);
+  stretch(v, 10, 8000);   // == threshold: not above
+  stretch(v, 20, 8001);   // above
+  stretch(v, 30, 250'000);
+  const auto a = attribute({v}, make_trace({}), {}).victims.at(0);
+  EXPECT_EQ(label(a, 10), StallLabel::kClean);
+  EXPECT_EQ(label(a, 20), StallLabel::kUnexplained);
+  EXPECT_EQ(label(a, 30), StallLabel::kUnexplained);
+  EXPECT_EQ(a.samples[static_cast<int>(StallLabel::kUnexplained)], 2);
+  EXPECT_EQ(a.stall_ns[static_cast<int>(StallLabel::kUnexplained)], 7001 + 249'000);
+  EXPECT_EQ(a.stall_ns[static_cast<int>(StallLabel::kClean)], 7000);
+}
+
+TEST(Attribution, ThresholdAndBaselineOptions) {
+  auto v = make_samples(1, 100);
+  for (std::size_t i = 50; i < 100; ++i) v.lat_ns[i] = 3000;  // only lat matters for the median
+  AttributionOptions o;
+  o.baseline_end_ns = v.span_end(49);
+  auto a = attribute({v}, make_trace({}), o).victims.at(0);
+  EXPECT_EQ(a.baseline_median_ns, 1000);
+  EXPECT_EQ(label(a, 60), StallLabel::kClean);  // 3000 < 8000
+  o.stall_factor = 2.0;
+  a = attribute({v}, make_trace({}), o).victims.at(0);
+  EXPECT_EQ(a.stall_threshold_ns, 2000);
+  EXPECT_EQ(label(a, 60), StallLabel::kUnexplained);
+  o.stall_threshold_ns = 5000;
+  o.baseline_median_ns = 500;
+  a = attribute({v}, make_trace({}), o).victims.at(0);
+  EXPECT_EQ(a.stall_threshold_ns, 5000);
+  EXPECT_EQ(a.baseline_median_ns, 500);
+  EXPECT_EQ(label(a, 60), StallLabel::kClean);
+}
+
+TEST(Attribution, RecallCountsShootdownsOutsideSamplesAndSpan) {
+  auto v = make_samples(1, 100);
+  std::vector<KernelEvent> e;
+  add_shootdown(e, 1, mid(v, 10));
+  add_shootdown(e, 1, mid(v, 20));
+  // Before the first sample but inside the given span: received, not matched.
+  add_shootdown(e, 1, v.start_ns - 5000);
+  // Outside the span: not counted at all.
+  add_shootdown(e, 1, v.start_ns - 1'000'000);
+  // Other CPU: ignored for this victim.
+  add_shootdown(e, 3, mid(v, 30));
+  AttributionOptions o;
+  o.span_start_ns = v.start_ns - 10'000;
+  o.span_end_ns = v.end_ns.back();
+  const auto a = attribute({v}, make_trace(e), o).victims.at(0);
+  EXPECT_EQ(a.shootdowns_received, 3);
+  EXPECT_EQ(a.shootdowns_matched, 2);
+  EXPECT_EQ(a.shootdowns_stalled, 0);  // samples at baseline latency
+  EXPECT_NEAR(a.recall, 2.0 / 3.0, 1e-12);
+  EXPECT_EQ(label(a, 30), StallLabel::kClean);
+}
+
+TEST(Attribution, TwoShootdownsInOneSampleShareItsStall) {
+  auto v = make_samples(1, 20);
+  stretch(v, 7, 41'000);
+  std::vector<KernelEvent> e;
+  add_shootdown(e, 1, v.span_start(7) + 100);
+  add_shootdown(e, 1, v.span_start(7) + 20'000);
+  const auto a = attribute({v}, make_trace(e), {}).victims.at(0);
+  EXPECT_EQ(a.shootdown_ipis, 2);
+  EXPECT_EQ(a.stall_per_shootdown.count, 2);
+  EXPECT_EQ(a.stall_per_shootdown.p50, 20'000);
+  EXPECT_EQ(a.stall_per_shootdown.max, 20'000);
+}
+
+TEST(Attribution, DeliveryLatencyPairsCulpritSendsWithEntries) {
+  auto v = make_samples(1, 200);
+  std::vector<KernelEvent> e;
+  const std::int64_t cb = 0xffffffff814512d0LL;  // generic_smp_call_function_single_interrupt
+  // cpu0 -> cpu1 three times, 20/25/30 us.
+  std::int64_t lat = 20'000;
+  for (std::size_t i : {10u, 80u, 150u}) {
+    const std::int64_t t = v.span_start(i);
+    e.push_back(ev(t, 0, EventType::kIpiSendCpu, 1, 0x1234, cb));
+    add_shootdown(e, 1, t + lat);
+    lat += 5000;
+  }
+  // A cpumask send from cpu0 with bit 1 set.
+  e.push_back(ev(v.span_start(190), 0, EventType::kIpiSendCpumask, 0b10, 0x1234, cb));
+  add_shootdown(e, 1, v.span_start(190) + 40'000, 400, false);
+  // Reschedule kicks (no callback) and sends to other CPUs are ignored.
+  e.push_back(ev(v.span_start(100), 0, EventType::kIpiSendCpu, 1, 0x99, 0));
+  e.push_back(ev(v.span_start(101), 0, EventType::kIpiSendCpu, 3, 0x99, cb));
+  AttributionOptions o;
+  o.culprit_cpu = 0;
+  const auto a = attribute({v}, make_trace(e), o).victims.at(0);
+  EXPECT_EQ(a.delivery_ns.count, 4);
+  EXPECT_EQ(a.delivery_ns.p50, 25'000);
+  EXPECT_EQ(a.delivery_ns.max, 40'000);
+  EXPECT_EQ(a.shootdown_ipis, 4);
+}
+
+TEST(Attribution, ShootdownFlushWithoutIpiTracepointsStillCounts) {
+  auto v = make_samples(1, 10);
+  std::vector<KernelEvent> e{ev(mid(v, 4), 1, EventType::kTlbFlush, kTlbRemoteShootdown, 12)};
+  const auto a = attribute({v}, make_trace(e), {}).victims.at(0);
+  EXPECT_EQ(label(a, 4), StallLabel::kTlbShootdown);
+  EXPECT_EQ(a.shootdowns_received, 1);
+  EXPECT_EQ(a.shootdowns_matched, 1);
+  EXPECT_EQ(a.shootdown_ipis, 0);  // no call-function span seen
+}
+
+TEST(Attribution, ReuseControlHasNoShootdowns) {
+  auto v = make_samples(1, 1000);
+  std::vector<KernelEvent> e;
+  for (std::size_t i = 0; i < 1000; i += 100) {
+    e.push_back(ev(mid(v, i), 1, EventType::kLocalTimerEntry, 236));
+    e.push_back(ev(mid(v, i) + 200, 1, EventType::kLocalTimerExit, 236));
+  }
+  e.push_back(ev(mid(v, 500), 1, EventType::kTlbFlush, kTlbLocalMmShootdown, 1));  // local flushes are not remote
+  e.push_back(ev(mid(v, 501), 1, EventType::kTlbFlush, kTlbRemoteSendIpi, 1));
+  const auto a = attribute({v}, make_trace(e), {}).victims.at(0);
+  EXPECT_EQ(a.shootdowns_received, 0);
+  EXPECT_EQ(a.samples[static_cast<int>(StallLabel::kTlbShootdown)], 0);
+  EXPECT_EQ(a.samples[static_cast<int>(StallLabel::kTimer)], 10);
+}
+
+TEST(Attribution, EventOnSpanBoundaryBelongsToTheEndingSample) {
+  auto v = make_samples(1, 3);
+  std::vector<KernelEvent> e{ev(v.span_end(0), 1, EventType::kLocalTimerEntry, 236),
+                             ev(v.span_end(0) + 1, 1, EventType::kLocalTimerExit, 236),
+                             ev(v.start_ns, 1, EventType::kIrqHandlerEntry, 1)};  // (start, end]: start excluded
+  const auto a = attribute({v}, make_trace(e), {}).victims.at(0);
+  EXPECT_EQ(label(a, 0), StallLabel::kTimer);
+  EXPECT_EQ(label(a, 1), StallLabel::kClean);
+}
+
+TEST(Attribution, UnavailableTraceGivesNoLabels) {
+  KernelTrace t;
+  t.status = "unavailable: not root";
+  const auto at = attribute({make_samples(1, 5)}, t, {});
+  EXPECT_FALSE(at.available);
+  EXPECT_EQ(at.note, "unavailable: not root");
+  EXPECT_TRUE(at.victims.empty());
+}
+
+TEST(Attribution, LabelNamesAndLatencyFilter) {
+  EXPECT_STREQ(label_name(StallLabel::kTlbShootdown), "tlb-shootdown");
+  EXPECT_STREQ(label_name(StallLabel::kOtherIpi), "other-ipi");
+  EXPECT_STREQ(label_name(StallLabel::kUnexplained), "unexplained");
+  EXPECT_STREQ(label_name(StallLabel::kClean), "clean");
+  auto v = make_samples(1, 10);
+  stretch(v, 2, 50'000);
+  const auto a = attribute({v}, make_trace({}), {}).victims.at(0);
+  const auto clean = latencies_with_label(v, a, StallLabel::kClean);
+  EXPECT_EQ(clean.size(), 9u);
+  EXPECT_EQ(latencies_with_label(v, a, StallLabel::kUnexplained), std::vector<std::int64_t>{50'000});
+}
+
+TEST(Quantiles, NearestRank) {
+  std::vector<std::int64_t> v;
+  for (int i = 1; i <= 10; ++i) v.push_back(11 - i);  // unsorted input
+  const Quantiles q = quantiles(v);
+  EXPECT_EQ(q.count, 10);
+  EXPECT_EQ(q.p50, 5);
+  EXPECT_EQ(q.p90, 9);
+  EXPECT_EQ(q.max, 10);
+  EXPECT_EQ(quantiles({}).count, 0);
+  EXPECT_EQ(quantiles({7}).p90, 7);
+}
+
+}  // namespace
+}  // namespace shootdown
