@@ -68,7 +68,14 @@ Chunk::Chunk(std::size_t size, PageMode mode, Allocator alloc, int numa_node) : 
       madvise(data_, size, MADV_HUGEPAGE);
     }
   }
-  if (numa_available() >= 0 && numa_node >= 0) numa_tonode_memory(data_, size_, numa_node);
+  // NUMA-local placement before the first touch. mbind needs page-aligned
+  // ranges; malloc'd blocks start 16 bytes into their mapping.
+  if (numa_available() >= 0 && numa_node >= 0 && numa_max_node() > 0) {
+    const auto page = static_cast<std::uintptr_t>(4096);
+    const auto start = (reinterpret_cast<std::uintptr_t>(data_) + page - 1) & ~(page - 1);
+    const auto end = (reinterpret_cast<std::uintptr_t>(data_) + size_) & ~(page - 1);
+    if (end > start) numa_tonode_memory(reinterpret_cast<void*>(start), end - start, numa_node);
+  }
 }
 
 Chunk::~Chunk() { release(); }
