@@ -117,7 +117,7 @@ DoctorFinding check_isolcpus(const DoctorFacts& f, const std::vector<int>& cpus)
 DoctorFinding check_nohz_full(const DoctorFacts& f, const std::vector<int>& cpus) {
   if (!f.nohz_full)
     return make(DoctorStatus::kWarn, "nohz_full", "kernel without NO_HZ_FULL",
-                "use a kernel with CONFIG_NO_HZ_FULL=y; the tick interrupts the victim", true);
+                "use a kernel with CONFIG_NO_HZ_FULL=y (the tick interrupts the victim)", true);
   auto missing = missing_from(cpus, *f.nohz_full);
   if (missing.empty()) return pass("nohz_full", plural_cpu(cpus) + " tickless");
   return make(DoctorStatus::kWarn, "nohz_full", plural_cpu(missing) + " not nohz_full",
@@ -426,7 +426,7 @@ std::string suggest_cmdline(const DoctorFacts& f, const std::vector<int>& cpus, 
   if (smt) s += " nosmt";
   if (note) {
     if (housekeeping.empty())
-      *note = "every online CPU would be isolated: keep one for housekeeping (e.g. isolate only the victims)";
+      *note = "every online CPU would be isolated: keep one for housekeeping, e.g. isolate only the victims";
     else
       *note = "then: systemctl stop irqbalance; sysctl vm.stat_interval=120. mitigations=off/nopti change what is measured";
   }
@@ -439,8 +439,11 @@ void wrap_into(std::ostringstream& out, const std::string& prefix, const std::st
   const std::size_t avail = width > static_cast<int>(prefix.size()) + 10 ? static_cast<std::size_t>(width) - prefix.size() : 40;
   std::istringstream words(text);
   std::string w, line;
+  bool first = true;
   auto flush = [&] {
-    if (!line.empty()) out << prefix << line << '\n';
+    if (line.empty()) return;
+    out << (first ? prefix : std::string(prefix.size(), ' ')) << line << '\n';
+    first = false;
     line.clear();
   };
   while (words >> w) {

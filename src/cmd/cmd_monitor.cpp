@@ -1,0 +1,335 @@
+// shootdown monitor: plan (validate) -> prepare (tracer, server) -> loop
+// (sample, print, export) -> restore (stop server, disable tracepoints).
+//
+// Kernel state: the tracer opens perf tracepoint events only (no ftrace
+// setting is written) and releases a tracefs mount it made as soon as the
+// events are open; closing the events at exit is the whole restore.
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <fmt/core.h>
+#include <httplib.h>
+#include <mutex>
+#include <thread>
+#include <unistd.h>
+
+#include "cmd/commands.hpp"
+#include "core/cpulist.hpp"
+#include "core/events.hpp"
+#include "core/monitor.hpp"
+#include "core/units.hpp"
+#include "sink/influx.hpp"
+#include "sink/monitor_out.hpp"
+#include "sys/cpus.hpp"
+#include "sys/fs.hpp"
+#include "sys/interrupts.hpp"
+#include "sys/net.hpp"
+#include "sys/perf_trace.hpp"
+#include "sys/signals.hpp"
+#include "sys/tsc.hpp"
+
+namespace shootdown::cmd {
+
+namespace {
+
+struct MonitorOptions {
+  std::string interval = "1s";
+  std::string count;
+  std::string cpus;
+  bool json = false;
+  std::string pid;
+  std::string listen;
+  std::string influx;
+  std::string trace = "auto";
+  int top = 5;
+};
+
+struct Plan {
+  std::int64_t interval_ns = 1000000000;
+  std::int64_t count = 0;  // 0 = forever
+  std::vector<int> cpus;   // shown; empty = all in /proc/interrupts
+  int pid = 0;
+  std::string listen_host;
+  int listen_port = -1;
+  std::optional<influx::Url> influx;
+  std::string trace;
+};
+
+std::int64_t wall_now_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
+}
+
+std::string clock_hms(std::int64_t wall_ns) {
+  const time_t t = static_cast<time_t>(wall_ns / 1000000000LL);
+  tm lt{};
+  localtime_r(&t, &lt);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%H:%M:%S", &lt);
+  return buf;
+}
+
+Plan make_plan(const MonitorOptions& o) {
+  Plan p;
+  std::string why;
+  auto iv = parse_duration_ns(o.interval, &why, 1000000000LL);
+  if (!iv || *iv < 10000000LL || *iv > 3600LL * 1000000000LL)
+    throw UsageError(fmt::format("interval value '{}' is {}; accepted: a duration from 10ms to 1h (bare number = seconds)",
+                                 o.interval, iv ? "out of range" : why));
+  p.interval_ns = *iv;
+  if (!o.count.empty()) {
+    auto c = parse_int(o.count, &why);
+    if (!c || *c < 1) throw UsageError(fmt::format("count value '{}' is not a positive integer; accepted: 1, 2, ...", o.count));
+    p.count = *c;
+  }
+  const sys::Topology topo = sys::read_topology();
+  if (!o.cpus.empty()) {
+    auto l = parse_cpulist(o.cpus, &why);
+    if (!l || l->empty())
+      throw UsageError(fmt::format("--cpus value '{}' is not a CPU list ({}); accepted: e.g. 0,1 or 0-3", o.cpus, why));
+    for (int c : *l)
+      if (!topo.online.empty() && !topo.is_online(c))
+        throw UsageError(fmt::format("--cpus value '{}': cpu {} is not online; accepted: {}", o.cpus, c,
+                                     format_cpulist(topo.online)));
+    p.cpus = *l;
+  }
+  if (o.trace != "auto" && o.trace != "on" && o.trace != "off")
+    throw UsageError(fmt::format("--trace value '{}' is not accepted; accepted: auto, on, off", o.trace));
+  p.trace = o.trace;
+  if (!o.pid.empty()) {
+    auto v = parse_int(o.pid, &why);
+    if (!v || *v < 1 || *v > 4194304)
+      throw UsageError(fmt::format("--pid value '{}' is not a process id; accepted: a PID in 1..4194304", o.pid));
+    if (!sys::path_exists("/proc/" + std::to_string(*v)))
+      throw UsageError(fmt::format("--pid value '{}': no such process", o.pid));
+    if (o.trace == "off")
+      throw UsageError(fmt::format("--pid value '{}' needs tracepoints; accepted only with --trace auto or on", o.pid));
+    p.pid = static_cast<int>(*v);
+  }
+  if (o.top < 0 || o.top > 100) throw UsageError(fmt::format("--top value '{}' is out of range; accepted: 0..100", o.top));
+  if (!o.listen.empty()) {
+    // HOST:PORT, [V6]:PORT or PORT alone (then loopback).
+    std::string host = "127.0.0.1", port = o.listen;
+    const auto colon = o.listen.rfind(':');
+    if (colon != std::string::npos) {
+      host = o.listen.substr(0, colon);
+      port = o.listen.substr(colon + 1);
+      if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+      if (host.empty()) host = "127.0.0.1";
+    }
+    auto pn = parse_int(port, &why);
+    if (!pn || *pn < 0 || *pn > 65535)
+      throw UsageError(fmt::format("--listen value '{}' is not HOST:PORT; accepted: 127.0.0.1:9100, :9100, 9100 (port 0..65535)",
+                                   o.listen));
+    p.listen_host = host;
+    p.listen_port = static_cast<int>(*pn);
+  }
+  if (!o.influx.empty()) {
+    auto u = influx::parse_url(o.influx, &why);
+    if (!u)
+      throw UsageError(fmt::format("--influx value '{}': {}; accepted: http://HOST:PORT/write?db=NAME or udp://HOST:PORT",
+                                   o.influx, why));
+    p.influx = *u;
+  }
+  return p;
+}
+
+// Shared between the loop and the /metrics handler: totals are refreshed on
+// every tick and on every scrape, so a scrape sees current counters.
+class Collector {
+public:
+  Collector(std::vector<int> cpus, sys::Tracer* tracer, int pid) : cpus_(std::move(cpus)), tracer_(tracer), pid_(pid) {
+    totals_.trace = tracer_ != nullptr;
+  }
+
+  MonitorTotals refresh() {
+    std::lock_guard<std::mutex> lk(mu_);
+    std::string why;
+    auto snap = sys::read_interrupts(&why);
+    if (!snap) throw RuntimeError(why);
+    totals_.mono_ns = snap->mono_ns;
+    totals_.wall_ns = wall_now_ns();
+    if (totals_.cpus.empty()) {
+      const auto& order = cpus_.empty() ? snap->cpus : cpus_;
+      for (int c : order) totals_.cpus.push_back(MonitorCpu{c, 0, 0, {}});
+    }
+    for (auto& c : totals_.cpus) {
+      c.tlb = snap->get("TLB", c.cpu).value_or(0);
+      c.cal = snap->get("CAL", c.cpu).value_or(0);
+    }
+    if (tracer_) {
+      for (const auto& ev : tracer_->take_events()) {
+        if (ev.type != EventType::kTlbFlush || ev.a < 0 || ev.a >= kTlbFlushReasons) continue;
+        if (pid_ > 0 && ev.pid != pid_) continue;
+        for (auto& c : totals_.cpus)
+          if (c.cpu == ev.cpu) ++c.flush[static_cast<std::size_t>(ev.a)];
+        if (ev.a == kTlbRemoteSendIpi && ev.pid > 0) {
+          auto& in = totals_.initiators[ev.pid];
+          if (in.pid == 0) {
+            in.pid = ev.pid;
+            in.comm = sys::trim(sys::read_file_or("/proc/" + std::to_string(ev.pid) + "/comm", "?"));
+          }
+          ++in.flushes;
+        }
+      }
+      totals_.lost_events = tracer_->lost_events();
+    }
+    return totals_;
+  }
+
+private:
+  std::mutex mu_;
+  std::vector<int> cpus_;
+  sys::Tracer* tracer_;
+  int pid_;
+  MonitorTotals totals_;
+};
+
+int run_monitor(const MonitorOptions& o) {
+  const Plan plan = make_plan(o);
+  sys::StopSignals stop_signals;
+
+  // Tracepoints on every online CPU: initiators can run anywhere.
+  std::unique_ptr<sys::Tracer> tracer;
+  std::string trace_status = "off (--trace off)";
+  if (plan.trace != "off") {
+    sys::TracerOptions topt;
+    topt.cpus = sys::read_topology().online;
+    topt.callchains = false;
+    std::string why;
+    tracer = sys::Tracer::open(topt, &why);
+    if (!tracer) {
+      if (plan.trace == "on" || plan.pid > 0)
+        throw RuntimeError(fmt::format("tracepoints unavailable: {}{}", why, plan.pid > 0 ? " (--pid needs them)" : ""));
+      trace_status = "unavailable: " + why;
+      std::fprintf(stderr, "shootdown monitor: tracepoints unavailable (%s); showing /proc/interrupts only\n", why.c_str());
+    } else {
+      tracer->start_reader();
+      trace_status = plan.pid > 0 ? fmt::format("on (pid {})", plan.pid) : "on";
+    }
+  }
+  Collector collector(plan.cpus, tracer.get(), plan.pid);
+
+  // Prometheus endpoint.
+  std::unique_ptr<httplib::Server> server;
+  std::thread server_thread;
+  if (plan.listen_port >= 0) {
+    server = std::make_unique<httplib::Server>();
+    server->Get("/metrics", [&collector](const httplib::Request&, httplib::Response& res) {
+      try {
+        res.set_content(monitor_exposition(collector.refresh()), prom::kContentType);
+      } catch (const std::exception& e) {
+        res.status = 500;
+        res.set_content(std::string(e.what()) + "\n", "text/plain");
+      }
+    });
+    int port = plan.listen_port;
+    bool bound = port == 0 ? (port = server->bind_to_any_port(plan.listen_host)) > 0 : server->bind_to_port(plan.listen_host, port);
+    if (!bound) throw RuntimeError(fmt::format("cannot listen on {}:{} (in use or not a local address)", plan.listen_host, plan.listen_port));
+    server_thread = std::thread([&server] { server->listen_after_bind(); });
+    std::fprintf(stderr, "shootdown monitor: serving http://%s:%d/metrics\n", plan.listen_host.c_str(), port);
+  }
+  auto stop_server = [&] {
+    if (server) server->stop();
+    if (server_thread.joinable()) server_thread.join();
+  };
+
+  const bool tty = !o.json && ::isatty(STDOUT_FILENO) == 1;
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  std::string last_influx_error;
+  int rc = kExitOk;
+  try {
+    MonitorTotals prev = collector.refresh();
+    if (!o.json && !tty) std::fputs(format_monitor_header(tracer != nullptr).c_str(), stdout);
+    std::fflush(stdout);
+    std::int64_t next = prev.mono_ns + plan.interval_ns;
+    for (std::int64_t n = 0; plan.count == 0 || n < plan.count; ++n) {
+      // Sleep in short slices so SIGINT/SIGTERM end the loop promptly.
+      while (!sys::StopSignals::stop_requested()) {
+        const std::int64_t left = next - sys::mono_now_ns();
+        if (left <= 0) break;
+        std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<std::int64_t>(left, 50000000)));
+      }
+      if (sys::StopSignals::stop_requested()) break;
+      next += plan.interval_ns;
+      MonitorTotals cur = collector.refresh();
+      const MonitorInterval iv = monitor_interval(prev, cur, static_cast<std::size_t>(o.top));
+      prev = cur;
+      if (o.json) {
+        std::fputs((monitor_json_line(iv, trace_status) + "\n").c_str(), stdout);
+      } else if (tty) {
+        const std::string title = fmt::format("shootdown monitor  {}  every {}  trace: {}", clock_hms(iv.wall_ns),
+                                              format_duration_ns(plan.interval_ns), trace_status);
+        std::fputs(("\033[H\033[2J" + format_monitor_screen(iv, title.substr(0, 79))).c_str(), stdout);
+      } else {
+        std::fputs(format_monitor_lines(iv, clock_hms(iv.wall_ns)).c_str(), stdout);
+      }
+      std::fflush(stdout);
+      if (plan.influx) {
+        const std::string body = influx::encode_lines(monitor_points(iv, host));
+        std::string err;
+        if (plan.influx->scheme == influx::Url::Scheme::kHttp) {
+          sys::RetryPolicy pol;
+          pol.max_attempts = 2;  // the next interval brings fresh totals anyway
+          pol.connect_timeout_ms = 500;
+          pol.read_timeout_ms = 2000;
+          auto r = sys::http_post(fmt::format("http://{}:{}{}", plan.influx->host.find(':') != std::string::npos
+                                                                    ? "[" + plan.influx->host + "]" : plan.influx->host,
+                                              plan.influx->port, plan.influx->target),
+                                  body, "text/plain; charset=utf-8", pol);
+          if (!r.ok) err = r.error;
+        } else {
+          std::size_t oversized = 0;
+          auto grams = influx::split_datagrams(body, influx::kUdpMaxPayload, &oversized);
+          if (!sys::udp_send(plan.influx->host, plan.influx->port, grams, &err) && err.empty()) err = "send failed";
+        }
+        // One warning per distinct failure, not one per interval.
+        if (!err.empty() && err != last_influx_error)
+          std::fprintf(stderr, "shootdown monitor: warning: --influx %s: %s (monitoring continues)\n", plan.influx->text.c_str(), err.c_str());
+        last_influx_error = err;
+      }
+    }
+  } catch (...) {
+    stop_server();
+    throw;
+  }
+  stop_server();
+  if (tracer) tracer->stop();  // disables and closes every event
+  if (tty) std::fputs("\n", stdout);
+  // A signal is the normal way to end `monitor` (forever by default): exit 0.
+  return rc;
+}
+
+}  // namespace
+
+Command add_monitor(CLI::App& root) {
+  auto o = std::make_shared<MonitorOptions>();
+  CLI::App* app = root.add_subcommand("monitor", "Live per-CPU TLB shootdown and IPI rates");
+  app->add_option("interval", o->interval, "Sampling interval (e.g. 1s, 500ms; bare number = seconds)")->capture_default_str();
+  app->add_option("count", o->count, "Number of intervals, then exit (default: until Ctrl-C)");
+  app->add_option("--cpus", o->cpus, "Show only these CPUs, e.g. 0,1 or 2-3 (default: all)");
+  app->add_flag("--json", o->json, "One JSON object per interval on stdout (JSON lines)");
+  app->add_option("--pid", o->pid, "Count only tlb_flush events of this process's threads (needs tracepoints)");
+  app->add_option("--listen", o->listen, "Serve Prometheus /metrics on HOST:PORT (PORT alone = 127.0.0.1)");
+  app->add_option("--influx", o->influx, "Send points each interval: http://HOST:PORT/write?db=NAME or udp://HOST:PORT");
+  app->add_option("--trace", o->trace, "tlb:tlb_flush tracepoints: auto (if permitted), on (required), off")->capture_default_str();
+  app->add_option("--top", o->top, "Top initiating processes to show (0..100)")->capture_default_str();
+  app->footer(
+      "TLB and CAL rates come from /proc/interrupts (no root needed). With tracepoints\n"
+      "(root) also tlb:tlb_flush by reason and the processes that send shootdowns\n"
+      "(reason 4). On a terminal a top-like screen, otherwise one line per CPU per\n"
+      "interval. Stops on Ctrl-C/SIGTERM with exit status 0. Fields: docs/monitor.md.\n\n"
+      "EXAMPLES:\n"
+      "  shootdown monitor                        every second until Ctrl-C\n"
+      "  shootdown monitor 250ms 40 --cpus 1      CPU 1, 40 intervals of 250 ms\n"
+      "  shootdown monitor --json 1 10 | jq -c '.cpus[] | {cpu, tlb_per_s}'\n"
+      "  shootdown monitor --listen 127.0.0.1:9177           Prometheus scrape target\n"
+      "  shootdown monitor --influx http://127.0.0.1:8086/write?db=shootdown\n"
+      "  sudo shootdown monitor --pid $(pidof myapp)          flushes myapp initiates");
+  return {app, [o]() { return run_monitor(*o); }};
+}
+
+}  // namespace shootdown::cmd
