@@ -1,0 +1,84 @@
+// monitor: interval deltas/rates, line and screen widths, and the three
+// export formats built from the same totals.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/monitor.hpp"
+#include "sink/monitor_out.hpp"
+
+using namespace shootdown;
+
+namespace {
+constexpr int kTlbRemoteShootdown = 1;
+constexpr int kTlbRemoteSendIpi = 4;
+MonitorTotals totals(std::int64_t t_ns, std::int64_t tlb1, std::int64_t flush1, std::int64_t sends) {
+  MonitorTotals t;
+  t.mono_ns = t_ns;
+  t.wall_ns = 1700000000000000000 + t_ns;
+  t.trace = true;
+  t.cpus = {MonitorCpu{0, 100, 1000, {}}, MonitorCpu{1, tlb1, 2000, {}}};
+  t.cpus[1].flush[kTlbRemoteShootdown] = flush1;
+  t.cpus[0].flush[kTlbRemoteSendIpi] = sends;
+  t.initiators[42] = MonitorInitiator{42, "munmap loop", sends};
+  t.initiators[7] = MonitorInitiator{7, "idle", 3};
+  return t;
+}
+}  // namespace
+
+TEST(Monitor, IntervalDeltasAndRates) {
+  auto a = totals(1000000000, 500, 10, 10);
+  auto b = totals(1500000000, 1500, 1010, 1010);
+  b.cpus[0].tlb = 90;  // counter went backwards (hotplug): clamped
+  auto iv = monitor_interval(a, b, 1);
+  EXPECT_DOUBLE_EQ(iv.seconds, 0.5);
+  ASSERT_EQ(iv.cpus.size(), 2u);
+  EXPECT_EQ(iv.cpus[1].tlb, 1000);
+  EXPECT_DOUBLE_EQ(iv.cpus[1].tlb_per_s, 2000.0);
+  EXPECT_EQ(iv.cpus[1].tlb_total, 1500);
+  EXPECT_EQ(iv.cpus[0].tlb, 0);
+  EXPECT_EQ(iv.cpus[1].flush[kTlbRemoteShootdown], 1000);
+  ASSERT_EQ(iv.top.size(), 1u);  // pid 7 made no new flushes; top_n = 1
+  EXPECT_EQ(iv.top[0].pid, 42);
+  EXPECT_EQ(iv.top[0].flushes, 1000);
+  EXPECT_STREQ(tlb_flush_reason_name(4), "remote_send_ipi");
+  EXPECT_STREQ(tlb_flush_reason_name(9), "unknown");
+}
+
+TEST(Monitor, TextFitsIn80Columns) {
+  auto iv = monitor_interval(totals(0, 0, 0, 0), totals(1000000000, 123456789, 99999999, 5000000), 5);
+  std::string all = format_monitor_header(true) + format_monitor_lines(iv, "12:00:00") + format_monitor_screen(iv, "title");
+  std::istringstream in(all);
+  std::string line;
+  while (std::getline(in, line)) EXPECT_LT(line.size(), 80u) << line;
+  EXPECT_NE(all.find("top pid 42 comm munmap loop"), std::string::npos);
+  EXPECT_NE(all.find("123.5M"), std::string::npos);
+}
+
+TEST(Monitor, PrometheusFamilies) {
+  auto t = totals(0, 7, 5, 3);
+  const std::string s = monitor_exposition(t);
+  EXPECT_NE(s.find("# TYPE shootdown_tlb_interrupts_total counter\n"), std::string::npos);
+  EXPECT_NE(s.find("shootdown_tlb_interrupts_total{cpu=\"1\"} 7\n"), std::string::npos);
+  EXPECT_NE(s.find("shootdown_call_function_interrupts_total{cpu=\"0\"} 1000\n"), std::string::npos);
+  EXPECT_NE(s.find("shootdown_tlb_flush_total{cpu=\"1\",reason=\"remote_shootdown\"} 5\n"), std::string::npos);
+  EXPECT_NE(s.find("shootdown_tlb_flush_total{cpu=\"0\",reason=\"remote_send_ipi\"} 3\n"), std::string::npos);
+  t.trace = false;
+  EXPECT_EQ(monitor_exposition(t).find("shootdown_tlb_flush_total"), std::string::npos);
+}
+
+TEST(Monitor, InfluxPointsAndJson) {
+  auto iv = monitor_interval(totals(0, 0, 0, 0), totals(2000000000, 10, 4, 4), 5);
+  auto pts = monitor_points(iv, "box");
+  ASSERT_EQ(pts.size(), 3u);  // 2 CPUs + 1 initiator
+  const std::string l = influx::encode_line(pts[1]);
+  EXPECT_EQ(l.rfind("shootdown_monitor,cpu=1,host=box tlb=10i,cal=0i,tlb_total=10i,cal_total=2000i,tlb_per_s=5,", 0), 0u) << l;
+  EXPECT_NE(l.find("flush_remote_shootdown=4i"), std::string::npos);
+  EXPECT_NE(l.find(" 1700000002000000000\n"), std::string::npos);
+  EXPECT_EQ(influx::encode_line(pts[2]).rfind("shootdown_monitor_initiator,comm=munmap\\ loop,host=box pid=42i,flushes=4i", 0), 0u);
+  auto j = nlohmann::json::parse(monitor_json_line(iv, "on"));
+  EXPECT_EQ(j["schema"], "shootdown.monitor/1");
+  EXPECT_EQ(j["cpus"][1]["flush"]["remote_shootdown"], 4);
+  EXPECT_EQ(j["top_initiators"][0]["comm"], "munmap loop");
+}
