@@ -1,6 +1,8 @@
 #include "sys/environment.hpp"
 
 #include <algorithm>
+#include <cpuid.h>
+#include <cstring>
 #include <sstream>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -12,6 +14,24 @@
 namespace shootdown::sys {
 
 namespace {
+// CPUID leaf 0x40000000: hypervisor vendor signature ("KVMKVMKVM", "VMwareVMware",
+// "Microsoft Hv", "XenVMMXenVMM", "TCGTCGTCGTCG") when the hypervisor bit is set.
+std::string cpuid_hypervisor() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  __cpuid(0x40000000, eax, ebx, ecx, edx);
+  char sig[13] = {};
+  std::memcpy(sig, &ebx, 4);
+  std::memcpy(sig + 4, &ecx, 4);
+  std::memcpy(sig + 8, &edx, 4);
+  std::string s(sig);
+  if (s.rfind("KVMKVMKVM", 0) == 0) return "KVM";
+  if (s == "VMwareVMware") return "VMware";
+  if (s == "Microsoft Hv") return "Hyper-V";
+  if (s == "XenVMMXenVMM") return "Xen";
+  if (s == "TCGTCGTCGTCG") return "QEMU TCG";
+  return s;
+}
+
 bool has_flag(const std::string& flags, const std::string& f) {
   std::istringstream in(flags);
   std::string tok;
@@ -47,6 +67,7 @@ Environment read_environment() {
   e.pcid = has_flag(flags, "pcid");
   e.invpcid = has_flag(flags, "invpcid");
   e.hypervisor = trim(read_file_or("/sys/hypervisor/type", ""));
+  if (e.hypervisor.empty() && e.virtualized) e.hypervisor = cpuid_hypervisor();
   if (e.hypervisor.empty() && e.virtualized) {
     const std::string vendor = trim(read_file_or("/sys/class/dmi/id/sys_vendor", ""));
     const std::string product = trim(read_file_or("/sys/class/dmi/id/product_name", ""));
