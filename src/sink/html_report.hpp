@@ -1,0 +1,32 @@
+// report.html: one self-contained page (inline CSS, inline SVG, a few lines
+// of inline JS for hover values; nothing fetched) that explains a run:
+// header, "what this means", phase tables, four charts (percentile time
+// series with release markers, raw samples around each release with kernel
+// events as ticks, latency distribution per phase, stall time by cause),
+// /proc/interrupts deltas and kernel backtraces. How to read it:
+// docs/report.md. Pure: builds a string; OutputDir writes it.
+//
+// Structure the integration test (tests/integration/html_report.sh) relies on:
+//   section#summary, table.phases tr.phase-row[data-phase][data-victim]
+//   svg[data-chart=timeseries][data-victim][data-scale=log|linear]
+//   svg[data-chart=raw][data-victim][data-release]
+//   svg[data-chart=distribution][data-victim]
+//   svg[data-chart=stalls][data-victim]
+//   body[data-releases][data-victims][data-kernel-evidence=yes|no]
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/analysis.hpp"
+#include "core/result.hpp"
+
+namespace shootdown::sink {
+
+// Raw-sample charts drawn per victim (the first releases; the page says how
+// many were left out).
+inline constexpr int kHtmlMaxReleaseCharts = 6;
+
+std::string html_report(const Result& r, const Analysis& a);
+
+}  // namespace shootdown::sink

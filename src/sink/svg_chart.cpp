@@ -1,0 +1,539 @@
+#include "sink/svg_chart.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <limits>
+#include <set>
+
+namespace shootdown::sink::svg {
+
+namespace {
+
+constexpr double kEps = 1e-9;
+
+// Pixel coordinates with one decimal and no trailing ".0": keeps big charts
+// small without visible rounding.
+std::string px(double v) {
+  if (!std::isfinite(v)) v = 0;
+  const double r = std::round(v * 10.0) / 10.0;
+  if (r == std::floor(r)) return fmt::format("{:.0f}", r);
+  return fmt::format("{:.1f}", r);
+}
+
+std::string trim_zeros(std::string s) {
+  if (s.find('.') == std::string::npos) return s;
+  while (!s.empty() && s.back() == '0') s.pop_back();
+  if (!s.empty() && s.back() == '.') s.pop_back();
+  return s;
+}
+
+// v rounded to `digits` significant digits.
+double round_sig(double v, int digits) {
+  if (v == 0 || !std::isfinite(v)) return v;
+  const double mag = std::floor(std::log10(std::fabs(v)));
+  const double f = std::pow(10.0, static_cast<double>(digits - 1) - mag);
+  return std::round(v * f) / f;
+}
+
+std::string fixed_sig(double v, int digits) {
+  if (v == 0) return "0";
+  const int mag = static_cast<int>(std::floor(std::log10(std::fabs(v))));
+  const int decimals = std::max(0, digits - 1 - mag);
+  return trim_zeros(fmt::format("{:.{}f}", v, decimals));
+}
+
+double nice_step(double range, int target) {
+  if (range <= 0 || !std::isfinite(range)) return 1;
+  const double raw = range / std::max(1, target);
+  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
+  const double f = raw / mag;
+  const double nice = f <= 1.0 ? 1 : f <= 2.0 ? 2 : f <= 5.0 ? 5 : 10;
+  return nice * mag;
+}
+
+struct Mapper {
+  double lo = 0, hi = 1;  // data range
+  double p0 = 0, p1 = 1;  // pixel range (p1 may be < p0 for y)
+  Scale scale = Scale::kLinear;
+
+  double t(double v) const {
+    if (scale == Scale::kLog) {
+      const double l = std::log10(std::max(v, lo));
+      return (l - std::log10(lo)) / (std::log10(hi) - std::log10(lo));
+    }
+    return (v - lo) / (hi - lo);
+  }
+  double operator()(double v) const {
+    double f = t(v);
+    if (!std::isfinite(f)) f = 0;
+    // Clamp slightly outside so out-of-range values sit on the frame.
+    f = std::clamp(f, -0.02, 1.02);
+    return p0 + f * (p1 - p0);
+  }
+};
+
+std::string attrs_of(const std::vector<std::pair<std::string, std::string>>& attrs) {
+  std::string out;
+  for (const auto& [k, v] : attrs) out += fmt::format(" data-{}=\"{}\"", escape(k), escape(v));
+  return out;
+}
+
+const char* scale_name(Scale s) { return s == Scale::kLog ? "log" : "linear"; }
+const char* format_name(Format f) {
+  switch (f) {
+    case Format::kDuration: return "duration";
+    case Format::kPercentile: return "percentile";
+    case Format::kNumber: return "number";
+  }
+  return "number";
+}
+
+// Data range of an axis: explicit bounds win; log axes ignore values <= 0.
+std::pair<double, double> data_range(const std::vector<double>& vals, const Axis& a) {
+  double lo = std::numeric_limits<double>::infinity();
+  double hi = -std::numeric_limits<double>::infinity();
+  for (double v : vals) {
+    if (!std::isfinite(v)) continue;
+    if (a.scale == Scale::kLog && v <= 0) continue;
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+  }
+  if (a.min) lo = *a.min;
+  if (a.max) hi = *a.max;
+  if (!std::isfinite(lo) || !std::isfinite(hi)) {
+    lo = a.scale == Scale::kLog ? 1 : 0;
+    hi = a.scale == Scale::kLog ? 10 : 1;
+  }
+  if (hi <= lo) {
+    if (a.scale == Scale::kLog) {
+      lo /= 2;
+      hi = hi * 2;
+    } else {
+      const double d = std::max(std::fabs(lo) * 0.1, 1.0);
+      lo -= d;
+      hi += d;
+    }
+  }
+  return {lo, hi};
+}
+
+}  // namespace
+
+std::string escape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string format_duration(double ns, int precision) {
+  if (!std::isfinite(ns)) return "-";
+  precision = std::max(1, precision);
+  const double r = round_sig(ns, precision);
+  const double a = std::fabs(r);
+  if (a == 0) return "0";
+  if (a < 1e3) return fixed_sig(r, precision) + " ns";
+  if (a < 1e6) return fixed_sig(r / 1e3, precision) + " µs";
+  if (a < 1e9) return fixed_sig(r / 1e6, precision) + " ms";
+  return fixed_sig(r / 1e9, precision) + " s";
+}
+
+std::string format_number(double v) {
+  if (!std::isfinite(v)) return "-";
+  const double r = round_sig(v, 3);
+  const double a = std::fabs(r);
+  if (a >= 1e9) return fixed_sig(r / 1e9, 3) + "G";
+  if (a >= 1e6) return fixed_sig(r / 1e6, 3) + "M";
+  if (a >= 1e4) return fixed_sig(r / 1e3, 3) + "k";
+  return fixed_sig(r, 4);
+}
+
+std::string format_percentile_axis(double x) {
+  if (x <= 0) return "0%";
+  const double p = 100.0 * (1.0 - std::pow(10.0, -x));
+  const int decimals = std::max(0, static_cast<int>(std::ceil(x - kEps)) - 2);
+  return trim_zeros(fmt::format("{:.{}f}", p, decimals)) + "%";
+}
+
+std::string format_value(Format f, double v) {
+  switch (f) {
+    case Format::kDuration: return format_duration(v);
+    case Format::kPercentile: return format_percentile_axis(v);
+    case Format::kNumber: return format_number(v);
+  }
+  return format_number(v);
+}
+
+std::vector<double> nice_ticks(double lo, double hi, Scale scale, int target) {
+  std::vector<double> out;
+  if (!(hi > lo) || !std::isfinite(lo) || !std::isfinite(hi)) return out;
+  const double slack = (hi - lo) * 1e-9;
+  if (scale == Scale::kLog) {
+    if (lo <= 0) return out;
+    const int d0 = static_cast<int>(std::floor(std::log10(lo) + 1e-9));
+    const int d1 = static_cast<int>(std::ceil(std::log10(hi) - 1e-9));
+    const bool fine = d1 - d0 < 3;
+    // Many decades: label every k-th power so labels do not collide.
+    const int every = std::max(1, (d1 - d0 + target - 1) / std::max(1, target));
+    for (int d = d0; d <= d1; ++d) {
+      const double base = std::pow(10.0, d);
+      if ((d - d0) % every == 0 && base >= lo * (1 - 1e-9) && base <= hi * (1 + 1e-9)) out.push_back(base);
+      if (fine)
+        for (double m : {2.0, 5.0}) {
+          const double v = base * m;
+          if (v >= lo * (1 - 1e-9) && v <= hi * (1 + 1e-9)) out.push_back(v);
+        }
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+  const double step = nice_step(hi - lo, target);
+  const double first = std::ceil((lo - slack) / step) * step;
+  for (int i = 0; i < 1000; ++i) {
+    double v = first + step * i;
+    if (v > hi + slack) break;
+    if (std::fabs(v) < step * 1e-9) v = 0;  // no "-0"
+    out.push_back(v);
+  }
+  return out;
+}
+
+std::pair<double, double> nice_range(double lo, double hi, Scale scale) {
+  if (scale == Scale::kLog) {
+    if (lo <= 0) lo = 1;
+    if (hi <= lo) hi = lo * 10;
+    return {std::pow(10.0, std::floor(std::log10(lo) + 1e-9)), std::pow(10.0, std::ceil(std::log10(hi) - 1e-9))};
+  }
+  if (hi <= lo) return {lo, lo + 1};
+  const double step = nice_step(hi - lo, 6);
+  return {std::floor(lo / step + 1e-9) * step, std::ceil(hi / step - 1e-9) * step};
+}
+
+std::vector<Point> downsample_minmax(const std::vector<Point>& pts, double x0, double x1, int columns) {
+  std::vector<Point> in;
+  in.reserve(pts.size());
+  for (const Point& p : pts)
+    if (p.x >= x0 && p.x <= x1) in.push_back(p);
+  if (columns <= 0 || in.size() <= static_cast<std::size_t>(columns) * 2 || !(x1 > x0)) return in;
+  std::vector<Point> out;
+  out.reserve(static_cast<std::size_t>(columns) * 2);
+  const double w = (x1 - x0) / columns;
+  std::size_t i = 0;
+  while (i < in.size()) {
+    const auto col = std::min<long>(columns - 1, static_cast<long>((in[i].x - x0) / w));
+    std::size_t lo = i, hi = i;
+    std::size_t j = i + 1;
+    for (; j < in.size(); ++j) {
+      const auto cj = std::min<long>(columns - 1, static_cast<long>((in[j].x - x0) / w));
+      if (cj != col) break;
+      if (in[j].y < in[lo].y) lo = j;
+      if (in[j].y > in[hi].y) hi = j;
+    }
+    if (lo == hi) {
+      out.push_back(in[lo]);
+    } else {
+      out.push_back(in[std::min(lo, hi)]);
+      out.push_back(in[std::max(lo, hi)]);
+    }
+    i = j;
+  }
+  return out;
+}
+
+double percentile_axis_x(double q) {
+  if (q <= 0) return 0;
+  if (q >= 1) return std::numeric_limits<double>::infinity();
+  return std::log10(1.0 / (1.0 - q));
+}
+
+std::vector<Point> percentile_curve(const hdr::Histogram& h) {
+  std::vector<Point> out;
+  const std::int64_t n = h.total_count();
+  if (n == 0) return out;
+  const double last_x = std::log10(static_cast<double>(n));
+  std::int64_t cum = 0;
+  double prev_x = 0;
+  const auto counts = h.counts();
+  for (std::int32_t i = 0; i < h.counts_length(); ++i) {
+    const std::int64_t c = counts[static_cast<std::size_t>(i)];
+    if (c == 0) continue;
+    cum += c;
+    const double v = static_cast<double>(h.highest_equivalent(h.value_from_index(i)));
+    const double x = cum >= n ? last_x : std::min(last_x, percentile_axis_x(static_cast<double>(cum) / static_cast<double>(n)));
+    out.push_back({prev_x, v});
+    out.push_back({x, v});
+    prev_x = x;
+  }
+  return out;
+}
+
+std::vector<Point> percentile_curve(const std::vector<std::pair<double, double>>& pct_values, std::int64_t count) {
+  std::vector<Point> out;
+  if (count <= 0) return out;
+  const double last_x = std::log10(static_cast<double>(std::max<std::int64_t>(count, 2)));
+  double prev_x = 0;
+  for (const auto& [p, v] : pct_values) {
+    const double x = p >= 100 ? last_x : std::min(last_x, percentile_axis_x(p / 100.0));
+    out.push_back({prev_x, v});
+    out.push_back({x, v});
+    prev_x = x;
+  }
+  return out;
+}
+
+std::string render(const LineChart& c) {
+  const double W = c.width, H = c.height;
+  const double L = 78, R = W - 16, T = 30;
+  const double tick_rows = static_cast<double>(c.ticks.size());
+  const double B = H - 40 - tick_rows * 11 - 22;  // x labels, axis label, tick rows, legend
+
+  // Ranges.
+  std::vector<double> xs, ys;
+  for (const auto& s : c.series)
+    for (const auto& p : s.points) {
+      xs.push_back(p.x);
+      ys.push_back(p.y);
+    }
+  for (const auto& m : c.markers) xs.push_back(m.x);
+  for (const auto& b : c.bands) {
+    xs.push_back(b.x0);
+    xs.push_back(b.x1);
+  }
+  for (const auto& t : c.ticks) xs.insert(xs.end(), t.x.begin(), t.x.end());
+  auto [x_lo, x_hi] = data_range(xs, c.x);
+  auto [y_lo, y_hi] = data_range(ys, c.y);
+  if (!c.y.min || !c.y.max) {
+    auto nr = nice_range(y_lo, y_hi, c.y.scale);
+    if (!c.y.min) y_lo = c.y.scale == Scale::kLinear && y_lo > 0 ? 0 : nr.first;
+    if (!c.y.max) y_hi = nr.second;
+  }
+  if (c.x.format == Format::kPercentile && !c.x.max) x_hi = std::max(1.0, std::ceil(x_hi - 1e-9));
+  const Mapper mx{x_lo, x_hi, L, R, c.x.scale};
+  const Mapper my{y_lo, y_hi, B, T, c.y.scale};
+
+  std::string o;
+  o.reserve(16384);
+  o += fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\" data-chart=\"{}\" data-scale=\"{}\"{} viewBox=\"0 0 {} {}\" "
+      "width=\"{}\" height=\"{}\" role=\"img\" aria-label=\"{}\">\n",
+      escape(c.id), scale_name(c.y.scale), attrs_of(c.attrs), c.width, c.height, c.width, c.height, escape(c.title));
+  o += fmt::format("<title>{}</title>\n", escape(c.title));
+  o += fmt::format("<text class=\"caption\" x=\"{}\" y=\"18\">{}</text>\n", px(L), escape(c.title));
+  // The plot area: its mapping is exposed for the hover script.
+  o += fmt::format(
+      "<g class=\"plot\" data-l=\"{}\" data-r=\"{}\" data-t=\"{}\" data-b=\"{}\" data-xmin=\"{}\" data-xmax=\"{}\" "
+      "data-ymin=\"{}\" data-ymax=\"{}\" data-xscale=\"{}\" data-yscale=\"{}\" data-xfmt=\"{}\" data-yfmt=\"{}\">\n",
+      px(L), px(R), px(T), px(B), x_lo, x_hi, y_lo, y_hi, scale_name(c.x.scale), scale_name(c.y.scale),
+      format_name(c.x.format), format_name(c.y.format));
+  o += fmt::format("<rect class=\"frame\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>\n", px(L), px(T), px(R - L), px(B - T));
+
+  // Bands under everything.
+  if (!c.bands.empty()) {
+    o += "<g class=\"bands\">\n";
+    for (const auto& b : c.bands) {
+      double a = mx(b.x0), z = mx(b.x1);
+      if (z - a < 1.5) {  // never invisible
+        const double mid = (a + z) / 2;
+        a = mid - 0.75;
+        z = mid + 0.75;
+      }
+      o += fmt::format(
+          "<rect class=\"band\" data-kind=\"{}\" data-index=\"{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" "
+          "fill=\"{}\"><title>{}</title></rect>\n",
+          escape(b.kind), b.index, px(a), px(T), px(z - a), px(B - T), escape(b.color.empty() ? "#f5c77e" : b.color),
+          escape(b.label));
+    }
+    o += "</g>\n";
+  }
+
+  // Grid and axes.
+  o += "<g class=\"grid\">\n";
+  std::vector<double> yt = nice_ticks(y_lo, y_hi, c.y.scale, 6);
+  for (double v : yt) {
+    const double y = my(v);
+    o += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\"/>\n", px(L), px(R), px(y), px(y));
+  }
+  std::vector<double> xt;
+  if (c.x.format == Format::kPercentile) {
+    for (double v = std::ceil(x_lo); v <= x_hi + 1e-9; v += 1) xt.push_back(v);
+  } else {
+    xt = nice_ticks(x_lo, x_hi, c.x.scale, 8);
+  }
+  for (double v : xt) {
+    const double x = mx(v);
+    o += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\"/>\n", px(x), px(x), px(T), px(B));
+  }
+  o += "</g>\n";
+  o += "<g class=\"axis y\">\n";
+  for (double v : yt)
+    o += fmt::format("<text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", px(L - 5), px(my(v) + 4),
+                     escape(format_value(c.y.format, v)));
+  o += fmt::format("<text class=\"axis-label\" transform=\"translate(14 {}) rotate(-90)\" text-anchor=\"middle\">{}</text>\n",
+                   px((T + B) / 2), escape(c.y.label));
+  o += "</g>\n";
+  const double xlab_y = B + tick_rows * 11 + 16;
+  o += "<g class=\"axis x\">\n";
+  for (double v : xt)
+    o += fmt::format("<text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", px(mx(v)), px(xlab_y),
+                     escape(format_value(c.x.format, v)));
+  o += fmt::format("<text class=\"axis-label\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", px((L + R) / 2),
+                   px(xlab_y + 16), escape(c.x.label));
+  o += "</g>\n";
+
+  // Series, downsampled to two points per pixel column.
+  const int columns = std::max(1, static_cast<int>(R - L));
+  o += "<g class=\"series-group\" fill=\"none\">\n";
+  for (const auto& s : c.series) {
+    const std::vector<Point> pts = downsample_minmax(s.points, x_lo, x_hi, columns);
+    std::string d;
+    d.reserve(pts.size() * 12);
+    for (std::size_t i = 0; i < pts.size(); ++i) {
+      const double x = mx(pts[i].x), y = my(pts[i].y);
+      if (i == 0) {
+        d += "M" + px(x) + " " + px(y);
+      } else if (s.step) {
+        d += "H" + px(x) + "V" + px(y);
+      } else {
+        d += (i == 1 ? "L" : " ") + px(x) + " " + px(y);
+      }
+    }
+    if (pts.size() == 1) d += "h1";  // a lone point stays visible
+    o += fmt::format("<path class=\"series\" data-series=\"{}\" data-points=\"{}\" stroke=\"{}\" stroke-width=\"{}\"{} d=\"{}\">"
+                     "<title>{}</title></path>\n",
+                     escape(s.name), s.points.size(), escape(s.color), px(s.width),
+                     s.dash.empty() ? "" : fmt::format(" stroke-dasharray=\"{}\"", escape(s.dash)), d, escape(s.name));
+  }
+  o += "</g>\n";
+
+  // Markers.
+  if (!c.markers.empty()) {
+    o += "<g class=\"markers\">\n";
+    for (const auto& m : c.markers) {
+      const double x = mx(m.x);
+      o += fmt::format(
+          "<line class=\"marker\" data-kind=\"{}\" data-index=\"{}\" x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"{}\">"
+          "<title>{}</title></line>\n",
+          escape(m.kind), m.index, px(x), px(x), px(T), px(B), escape(m.color.empty() ? "#333" : m.color), escape(m.label));
+    }
+    o += "</g>\n";
+  }
+
+  // Event ticks, one row per kind below the plot; ticks on the same pixel
+  // share one sub-path (data-count keeps the real number).
+  if (!c.ticks.empty()) {
+    o += "<g class=\"events\">\n";
+    for (std::size_t k = 0; k < c.ticks.size(); ++k) {
+      const auto& t = c.ticks[k];
+      const double y0 = B + 3 + static_cast<double>(k) * 11;
+      std::set<long> seen;
+      std::string d;
+      for (double v : t.x) {
+        const double x = mx(v);
+        if (!seen.insert(std::lround(x * 2)).second) continue;
+        d += "M" + px(x) + " " + px(y0) + "v8";
+      }
+      o += fmt::format("<text class=\"tick-label\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", px(L - 5), px(y0 + 8),
+                       escape(t.label));
+      o += fmt::format("<path class=\"ticks\" data-kind=\"{}\" data-count=\"{}\" stroke=\"{}\" d=\"{}\"><title>{}: {}</title></path>\n",
+                       escape(t.kind), t.x.size(), escape(t.color), d.empty() ? "M0 0" : d, escape(t.label), t.x.size());
+    }
+    o += "</g>\n";
+  }
+
+  // Notes: what is missing.
+  for (std::size_t i = 0; i < c.notes.size(); ++i)
+    o += fmt::format("<text class=\"note\" x=\"{}\" y=\"{}\">{}</text>\n", px(L + 8), px(T + 16 + 15 * static_cast<double>(i)),
+                     escape(c.notes[i]));
+  o += "<line class=\"cursor\" x1=\"0\" x2=\"0\" y1=\"0\" y2=\"0\" visibility=\"hidden\"/>\n";
+  o += "<text class=\"readout\" x=\"0\" y=\"0\" visibility=\"hidden\"></text>\n";
+  o += "</g>\n";
+
+  // Legend.
+  double lx = L;
+  const double ly = H - 8;
+  o += "<g class=\"legend\">\n";
+  auto item = [&](const std::string& kind, const std::string& name, const std::string& color, const std::string& dash,
+                  bool box) {
+    if (box)
+      o += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"14\" height=\"9\" fill=\"{}\"/>", px(lx), px(ly - 8), escape(color));
+    else
+      o += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"2\"{}/>", px(lx),
+                       px(lx + 16), px(ly - 4), px(ly - 4), escape(color),
+                       dash.empty() ? "" : fmt::format(" stroke-dasharray=\"{}\"", escape(dash)));
+    o += fmt::format("<text class=\"legend-item\" data-kind=\"{}\" x=\"{}\" y=\"{}\">{}</text>\n", escape(kind), px(lx + 20),
+                     px(ly), escape(name));
+    lx += 28 + 6.5 * static_cast<double>(name.size());
+  };
+  for (const auto& s : c.series) item("series", s.legend.empty() ? s.name : s.legend, s.color, s.dash, false);
+  std::set<std::string> done;
+  for (const auto& m : c.markers)
+    if (done.insert("m:" + m.kind).second) item("marker", m.kind, m.color.empty() ? "#333" : m.color, "4 3", false);
+  for (const auto& b : c.bands)
+    if (done.insert("b:" + b.kind).second) item("band", b.kind + " window", b.color.empty() ? "#f5c77e" : b.color, "", true);
+  o += "</g>\n";
+  o += "</svg>\n";
+  return o;
+}
+
+std::string render(const BarChart& c) {
+  const double label_w = 190;
+  const double L = label_w, R = c.width - 120.0, T = 30;
+  const double bh = c.bar_height;
+  const double B = T + bh * static_cast<double>(std::max<std::size_t>(1, c.bars.size()));
+  const double H = B + 30 + 15 * static_cast<double>(c.notes.size());
+  double hi = 0;
+  for (const auto& b : c.bars) hi = std::max(hi, b.value);
+  if (hi <= 0) hi = 1;
+  hi = nice_range(0, hi, Scale::kLinear).second;
+  const Mapper mx{0, hi, L, R, Scale::kLinear};
+
+  std::string o;
+  o += fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart bar-chart\" data-chart=\"{}\" data-scale=\"linear\"{} "
+      "viewBox=\"0 0 {} {}\" width=\"{}\" height=\"{}\" role=\"img\" aria-label=\"{}\">\n",
+      escape(c.id), attrs_of(c.attrs), c.width, px(H), c.width, px(H), escape(c.title));
+  o += fmt::format("<title>{}</title>\n", escape(c.title));
+  o += fmt::format("<text class=\"caption\" x=\"8\" y=\"18\">{}</text>\n", escape(c.title));
+  o += "<g class=\"grid\">\n";
+  const auto xt = nice_ticks(0, hi, Scale::kLinear, 6);
+  for (double v : xt)
+    o += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\"/>\n", px(mx(v)), px(mx(v)), px(T), px(B));
+  o += "</g>\n<g class=\"axis x\">\n";
+  for (double v : xt)
+    o += fmt::format("<text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", px(mx(v)), px(B + 16),
+                     escape(format_value(c.format, v)));
+  o += "</g>\n<g class=\"bars\">\n";
+  for (std::size_t i = 0; i < c.bars.size(); ++i) {
+    const auto& b = c.bars[i];
+    const double y = T + bh * static_cast<double>(i);
+    const double w = std::max(0.0, mx(b.value) - L);
+    const std::string val = format_value(c.format, b.value);
+    o += fmt::format("<text class=\"bar-label\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>", px(L - 6), px(y + bh * 0.65),
+                     escape(b.label));
+    o += fmt::format(
+        "<rect class=\"bar\" data-kind=\"{}\" data-value=\"{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\">"
+        "<title>{}: {}{}</title></rect>",
+        escape(b.kind), b.value, px(L), px(y + 3), px(w), px(bh - 6), escape(b.color.empty() ? "#4a7ab5" : b.color),
+        escape(b.label), escape(val), escape(b.detail.empty() ? "" : " (" + b.detail + ")"));
+    o += fmt::format("<text class=\"bar-value\" x=\"{}\" y=\"{}\">{}{}</text>\n", px(L + w + 6), px(y + bh * 0.65), escape(val),
+                     escape(b.detail.empty() ? "" : "  " + b.detail));
+  }
+  o += "</g>\n";
+  for (std::size_t i = 0; i < c.notes.size(); ++i)
+    o += fmt::format("<text class=\"note\" x=\"8\" y=\"{}\">{}</text>\n", px(B + 34 + 15 * static_cast<double>(i)),
+                     escape(c.notes[i]));
+  o += "</svg>\n";
+  return o;
+}
+
+}  // namespace shootdown::sink::svg
