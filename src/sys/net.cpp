@@ -75,7 +75,11 @@ HttpResult http_post(const std::string& url, const std::string& body, const std:
     } else {
       r.status = 0;
       r.body.clear();
-      r.error = httplib::to_string(res.error());
+      const auto e = res.error();
+      r.error = e == httplib::Error::Connection          ? "cannot connect (refused or unreachable)"
+                : e == httplib::Error::ConnectionTimeout ? "connect timeout"
+                : e == httplib::Error::Read              ? "no response (read failed or timed out)"
+                                                         : httplib::to_string(e);
     }
     if (i < attempts) {
       sleep_ms(backoff);
