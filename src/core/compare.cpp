@@ -28,6 +28,7 @@ constexpr MetricName kMetricNames[] = {
     {Metric::kShootdowns, "shootdowns", "shootdowns"},
     {Metric::kReleaseUs, "release_us", "release us"},
     {Metric::kUnexplainedUs, "unexplained_us", "unexpl. us"},
+    {Metric::kIpiStallUs, "ipi_stall_us", "IPI stall us"},
 };
 
 std::string trim(const std::string& s) {
@@ -113,7 +114,7 @@ TrialMetrics trial_metrics(const Result& r, const Attribution* attr, const Trial
 
   const bool traced = r.trace.enabled && attr && attr->available;
   std::vector<std::int64_t> window;  // pooled release-window latencies of every victim, ns
-  std::vector<double> stall_us, unexplained_us, shootdowns;
+  std::vector<double> stall_us, unexplained_us, ipi_stall_us, shootdowns;
   for (const auto& v : r.victims) {
     const std::vector<Phase> ph = sample_phases(r, v);
     std::vector<std::int64_t> base;
@@ -129,16 +130,20 @@ TrialMetrics trial_metrics(const Result& r, const Attribution* attr, const Trial
     if (traced)
       for (const auto& a : attr->victims)
         if (a.cpu == v.cpu && a.labels.size() == v.size()) va = &a;
-    double stall = 0, unexplained = 0;
+    double stall = 0, unexplained = 0, ipi = 0;
     for (std::size_t i = 0; i < v.size(); ++i) {
       if (ph[i] != Phase::kRelease) continue;
       window.push_back(v.lat_ns[i]);
       const std::int64_t excess = std::max<std::int64_t>(0, v.lat_ns[i] - med);
       stall += static_cast<double>(excess);
       if (va && va->labels[i] == static_cast<std::uint8_t>(StallLabel::kUnexplained)) unexplained += static_cast<double>(excess);
+      if (va && va->labels[i] == static_cast<std::uint8_t>(StallLabel::kTlbShootdown)) ipi += static_cast<double>(excess);
     }
     stall_us.push_back(stall / 1e3 / releases);
-    if (va) unexplained_us.push_back(unexplained / 1e3 / releases);
+    if (va) {
+      unexplained_us.push_back(unexplained / 1e3 / releases);
+      ipi_stall_us.push_back(ipi / 1e3 / releases);
+    }
 
     if (traced) {
       std::int64_t n = 0;
@@ -160,7 +165,10 @@ TrialMetrics trial_metrics(const Result& r, const Attribution* attr, const Trial
   t.shootdown_source = traced ? "trace" : "interrupts";
   t.set(Metric::kStallUs, mean_of(stall_us));
   t.set(Metric::kShootdowns, mean_of(shootdowns));
-  if (traced) t.set(Metric::kUnexplainedUs, mean_of(unexplained_us));
+  if (traced) {
+    t.set(Metric::kUnexplainedUs, mean_of(unexplained_us));
+    t.set(Metric::kIpiStallUs, mean_of(ipi_stall_us));
+  }
   if (!window.empty()) {
     std::sort(window.begin(), window.end());
     auto rank = [&](double p) {  // nearest rank, as core/stats

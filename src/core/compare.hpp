@@ -26,15 +26,16 @@ enum class Metric : int {
   kShootdowns = 4,    // shootdown IPIs received per victim CPU per release
   kReleaseUs = 5,     // culprit's release call duration, µs
   kUnexplainedUs = 6, // stall above the median in samples no kernel event explains, µs (needs the trace)
+  kIpiStallUs = 7,    // stall above the median in samples labelled tlb-shootdown, µs (needs the trace)
 };
-inline constexpr int kMetricCount = 7;
+inline constexpr int kMetricCount = 8;
 
 const char* metric_key(Metric m);   // "stall_us", "p99_us", ... (gate and CSV names)
 const char* metric_title(Metric m); // "stall µs/release", ... (console)
 std::optional<Metric> parse_metric(const std::string& key);
 inline constexpr std::array<Metric, kMetricCount> kAllMetrics = {
     Metric::kStallUs, Metric::kP99Us, Metric::kP999Us, Metric::kMaxUs,
-    Metric::kShootdowns, Metric::kReleaseUs, Metric::kUnexplainedUs};
+    Metric::kShootdowns, Metric::kReleaseUs, Metric::kUnexplainedUs, Metric::kIpiStallUs};
 
 struct TrialMetrics {
   std::string arm;                 // arm label ("munmap", "reuse#2" for a repeated name)

@@ -68,6 +68,9 @@ struct Plan {
   bool mlock = true;
   int numa_node = 0;
   std::int64_t seed = 0;
+  // --workload journal (compare): segment file size and directory ("" = /dev/shm, else /tmp).
+  std::int64_t segment_size = 0;
+  std::string journal_dir;
 };
 
 // One culprit release: markers bracket the release call.

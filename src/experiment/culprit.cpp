@@ -23,6 +23,8 @@ constexpr Name kNames[] = {
     {Strategy::kMprotect, "mprotect"},
     {Strategy::kReuse, "reuse"},
     {Strategy::kMembarrier, "membarrier"},
+    {Strategy::kJournalUnmap, "journal-unmap"},
+    {Strategy::kJournalRecycle, "journal-recycle"},
 };
 
 int membarrier(int cmd) { return static_cast<int>(syscall(__NR_membarrier, cmd, 0, 0)); }
@@ -88,6 +90,10 @@ bool release_chunk(Strategy s, Chunk& a, std::string* why) {
     case Strategy::kMembarrier:
       if (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0) return fail("membarrier(PRIVATE_EXPEDITED)");
       return true;
+    case Strategy::kJournalUnmap:
+    case Strategy::kJournalRecycle:
+      if (why) *why = "journal strategies are performed by exp::Journal, not on chunk A";
+      return false;
   }
   return true;
 }
@@ -112,6 +118,8 @@ bool rearm_chunk(Strategy s, Chunk& a, std::size_t size, PageMode mode, int node
         return true;
       case Strategy::kReuse:
       case Strategy::kMembarrier:
+      case Strategy::kJournalUnmap:
+      case Strategy::kJournalRecycle:
         return true;
     }
   } catch (const std::exception& e) {

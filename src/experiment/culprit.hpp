@@ -16,6 +16,8 @@ enum class Strategy {
   kMprotect,         // mprotect(A, PROT_READ), restored to RW after the marker
   kReuse,            // write A again instead of releasing it: the control arm
   kMembarrier,       // membarrier(PRIVATE_EXPEDITED): a controlled non-TLB IPI source (validation)
+  kJournalUnmap,     // journal writer: munmap + unlink each full segment, map a new one (experiment/journal.hpp)
+  kJournalRecycle,   // journal writer: pre-allocated pool of segments reused
 };
 
 // Throws std::invalid_argument for an unknown name.
@@ -32,5 +34,7 @@ bool release_chunk(Strategy s, Chunk& a, std::string* why);
 bool rearm_chunk(Strategy s, Chunk& a, std::size_t size, PageMode mode, int node, std::string* why);
 // Registers what a strategy needs once per process (membarrier registration).
 bool prepare_strategy(Strategy s, std::string* why);
+// The journal strategies release no chunk: the experiment drives a Journal.
+inline bool is_journal(Strategy s) { return s == Strategy::kJournalUnmap || s == Strategy::kJournalRecycle; }
 
 }  // namespace shootdown::exp

@@ -11,6 +11,7 @@
 #include "core/analysis.hpp"
 #include "experiment/arena.hpp"
 #include "experiment/culprit.hpp"
+#include "experiment/journal.hpp"
 #include "experiment/victim.hpp"
 #include "sys/affinity.hpp"
 #include "sys/interrupts.hpp"
@@ -141,8 +142,13 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
     r.exit_signal = sys::StopSignals::pending();
   };
 
-  phase(hooks, "allocating and pre-faulting chunk A (" + std::to_string(size >> 20) + " MiB)");
-  Chunk a(size, mode, allocator_for(strategy), plan.numa_node);
+  // Journal workload: the culprit appends to mmap-ed segment files instead of
+  // releasing A; A shrinks to a token (the victims still touch it).
+  std::unique_ptr<Journal> journal;
+  if (is_journal(strategy)) journal = std::make_unique<Journal>(journal_config(plan, strategy));
+  const std::size_t a_size = journal ? std::min<std::size_t>(size, 2u << 20) : size;
+  phase(hooks, "allocating and pre-faulting chunk A (" + std::to_string(a_size >> 20) + " MiB)");
+  Chunk a(a_size, mode, allocator_for(strategy), plan.numa_node);
   Control ctl;
   if (!a.prefault(nullptr) || sys::StopSignals::pending()) {
     interrupted(std::string("interrupted during preparation"));
@@ -169,6 +175,7 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
     vc.numa_node = plan.numa_node;
     vc.mlock = plan.mlock;
     vc.chunk_a = &a;
+    vc.chunk_b = hooks.victim_chunk ? hooks.victim_chunk(cpu, size, mode, plan.numa_node) : nullptr;
     vc.planned_ns = planned;
     vc.ns_per_tick = pre.ns_per_tick;
     victims.push_back(std::make_unique<Victim>(vc, ctl));
@@ -264,7 +271,7 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
     rel.bytes = plan.chunk_size;
     rel.before_ns = sys::mono_now_ns();
     std::string rwhy;
-    const bool released = release_chunk(strategy, a, &rwhy);
+    const bool released = journal ? journal->append(size, &rwhy) : release_chunk(strategy, a, &rwhy);
     rel.after_ns = sys::mono_now_ns();
     r.releases.push_back(rel);
     if (!released) {
@@ -275,7 +282,7 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
     if (i + 1 < repeat) {
       ok = wait.until(rel.after_ns + plan.settle_ns);
       if (!ok) break;
-      if (!rearm_chunk(strategy, a, size, mode, plan.numa_node, &rwhy)) {
+      if (!rearm_chunk(strategy, a, a_size, mode, plan.numa_node, &rwhy)) {
         r.warnings.push_back("re-arming chunk A failed: " + rwhy);
         break;
       }

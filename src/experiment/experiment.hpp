@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/result.hpp"
+#include "experiment/arena.hpp"
 
 namespace shootdown::exp {
 
@@ -30,6 +31,10 @@ struct Hooks {
   std::function<std::unique_ptr<TraceSession>(const Plan&, std::string* why)> open_trace;
   // For --trigger enter: prompt text printed before waiting.
   std::function<void(const std::string&)> prompt;
+  // Optional: the victim on `cpu` measures on this chunk B instead of a
+  // fresh one (compare keeps B across trials; chunk A is always fresh). The
+  // chunk must outlive the experiment; nullptr = allocate as usual.
+  std::function<Chunk*(int cpu, std::size_t size, PageMode mode, int node)> victim_chunk;
 };
 
 // Runs the experiment. Never throws for signals: a SIGINT/SIGTERM (see

@@ -32,6 +32,7 @@ struct VictimConfig {
   int numa_node = 0;
   bool mlock = true;
   const Chunk* chunk_a = nullptr;      // touched once to fill the TLB
+  Chunk* chunk_b = nullptr;            // borrowed B (Hooks::victim_chunk); nullptr = own a fresh one
   std::int64_t planned_ns = 0;         // measurement length, sizes the ring
   std::size_t max_ring_samples = 256u << 20;
   double ns_per_tick = 0;              // pre-run TSC calibration for histogram values
@@ -80,6 +81,7 @@ private:
   Control& ctl_;
   VictimOutput out_;
   Chunk b_;
+  Chunk* bp_ = &b_;  // b_ or the borrowed cfg_.chunk_b
   Chunk ring_;
   std::size_t ring_cap_ = 0;
   std::vector<Overflow> overflow_;  // preallocated

@@ -358,6 +358,7 @@ TEST(CompareTrial, MetricsFromASyntheticResult) {
   EXPECT_DOUBLE_EQ(m.get(Metric::kP99Us), 0.6);
   EXPECT_DOUBLE_EQ(m.get(Metric::kReleaseUs), 1.0);
   EXPECT_TRUE(std::isnan(m.get(Metric::kUnexplainedUs)));
+  EXPECT_TRUE(std::isnan(m.get(Metric::kIpiStallUs)));
 
   // With a trace: reason-1 flushes of this process (pid 42) in the window.
   r.trace.enabled = true;
@@ -380,13 +381,17 @@ TEST(CompareTrial, MetricsFromASyntheticResult) {
   at.available = true;
   VictimAttribution va;
   va.cpu = 1;
-  va.labels.assign(v.size(), 0);
-  va.labels[10] = static_cast<std::uint8_t>(StallLabel::kUnexplained);
+  // Sample 9 (600 ns) is a shootdown, sample 10 (400 ns) unexplained.
+  constexpr auto kS = static_cast<std::uint8_t>(StallLabel::kTlbShootdown);
+  constexpr auto kU = static_cast<std::uint8_t>(StallLabel::kUnexplained);
+  va.labels = {0, 0, 0, 0, 0, 0, 0, 0, 0, kS, kU, 0};
+  ASSERT_EQ(va.labels.size(), v.size());
   at.victims.push_back(va);
   m = trial_metrics(r, &at, TrialOptions{42});
   EXPECT_EQ(m.shootdown_source, "trace");
   EXPECT_DOUBLE_EQ(m.get(Metric::kShootdowns), 2);
   EXPECT_DOUBLE_EQ(m.get(Metric::kUnexplainedUs), 0.3);
+  EXPECT_DOUBLE_EQ(m.get(Metric::kIpiStallUs), 0.5);
   m = trial_metrics(r, &at, TrialOptions{0});
   EXPECT_DOUBLE_EQ(m.get(Metric::kShootdowns), 3);
 }

@@ -1,0 +1,191 @@
+#include "sink/compare_out.hpp"
+
+#include <cmath>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/units.hpp"
+
+namespace shootdown::sink {
+
+namespace {
+
+using compare::Metric;
+
+std::string num(double x) {
+  if (!std::isfinite(x)) return "-";
+  const double a = std::fabs(x);
+  if (a >= 10 || a == 0) return fmt::format("{:.0f}", x);
+  return fmt::format("{:.1f}", x);
+}
+std::string snum(double x) {
+  if (!std::isfinite(x)) return "-";
+  const double a = std::fabs(x);
+  if (a >= 10 || a == 0) return fmt::format("{:+.0f}", x);
+  return fmt::format("{:+.1f}", x);
+}
+std::string pval(double p) { return p < 0.001 ? "<0.001" : fmt::format("{:.3f}", p); }
+
+nlohmann::json jnum(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); }
+
+std::string cpus(const std::vector<int>& v) {
+  std::string s;
+  for (int c : v) s += (s.empty() ? "cpu" : ",cpu") + std::to_string(c);
+  return s;
+}
+
+const compare::Spread& sp(const compare::ArmSummary& a, Metric m) { return a.metrics[static_cast<std::size_t>(m)]; }
+
+}  // namespace
+
+std::string compare_console(const CompareReport& r) {
+  std::string o;
+  std::string names;
+  for (const auto& a : r.arms) names += (names.empty() ? "" : " vs ") + a.label;
+  o += fmt::format("shootdown compare: {}\n", names);
+  o += fmt::format("  {} trials per arm, seed {}, {:.1f} s{}\n", r.trials_per_arm, r.seed, r.duration_s,
+                   r.complete ? "" : " (INCOMPLETE: " + r.incomplete_reason + ")");
+  o += fmt::format("  workload {}, chunk {}, culprit cpu{}, victims {}\n", r.workload, format_size(r.plan.chunk_size),
+                   r.plan.culprit_cpu, cpus(r.plan.victim_cpus));
+  for (const auto& n : r.notes) o += "  " + n + "\n";
+  o += "\n";
+  // Per-arm table: medians (IQR for the headline metric).
+  o += fmt::format("{:<16} {:>19} {:>9} {:>9} {:>7} {:>10}\n", "arm", "stall us/release", "p99.9 us", "max us", "IPIs",
+                   "release us");
+  o += fmt::format("{:<16} {:>19} {:>9} {:>9} {:>7} {:>10}\n", "", "median (IQR)", "median", "median", "median", "median");
+  for (const auto& a : r.summary) {
+    const auto& st = sp(a, Metric::kStallUs);
+    const std::string stall = st.n ? fmt::format("{} ({}-{})", num(st.median), num(st.q1), num(st.q3)) : "-";
+    std::string label = a.arm.size() > 16 ? a.arm.substr(0, 15) + "~" : a.arm;
+    o += fmt::format("{:<16} {:>19} {:>9} {:>9} {:>7} {:>10}\n", label, stall, num(sp(a, Metric::kP999Us).median),
+                     num(sp(a, Metric::kMaxUs).median), num(sp(a, Metric::kShootdowns).median),
+                     num(sp(a, Metric::kReleaseUs).median));
+  }
+  if (r.summary.size() > 1) {
+    o += fmt::format("\nvs {} (difference of medians, bootstrap 95% CI, Mann-Whitney p)\n", r.summary[0].arm);
+    o += fmt::format("{:<16} {:<15} {:>10} {:>23} {:>8}\n", "arm", "metric", "diff", "95% CI", "p");
+    for (std::size_t k = 1; k < r.summary.size(); ++k) {
+      const auto& a = r.summary[k];
+      bool first = true;
+      for (Metric m : {Metric::kStallUs, Metric::kP999Us, Metric::kShootdowns, Metric::kIpiStallUs, Metric::kReleaseUs,
+                       Metric::kUnexplainedUs}) {
+        const auto& c = a.vs_control[static_cast<std::size_t>(m)];
+        if (!c.available) continue;
+        std::string label = first ? (a.arm.size() > 16 ? a.arm.substr(0, 15) + "~" : a.arm) : "";
+        first = false;
+        o += fmt::format("{:<16} {:<15} {:>10} {:>23} {:>8}\n", label, compare::metric_key(m), snum(c.diff),
+                         fmt::format("[{}, {}]", num(c.ci.lo), num(c.ci.hi)), pval(c.mw.p));
+      }
+    }
+    o += "\nverdict:\n";
+    for (std::size_t k = 1; k < r.summary.size(); ++k) o += "  " + r.summary[k].verdict + "\n";
+  }
+  for (const auto& g : r.gates)
+    o += fmt::format("gate {}: {} ({})\n", g.failed ? "FAILED" : "passed", g.text, g.detail);
+  return o;
+}
+
+std::string compare_json(const CompareReport& r) {
+  using nlohmann::json;
+  json j;
+  j["tool"] = "shootdown";
+  j["kind"] = "compare";
+  j["schema_version"] = kCompareSchemaVersion;
+  j["command_line"] = r.command_line;
+  j["started_at"] = r.started_at;
+  j["complete"] = r.complete;
+  if (!r.complete) j["incomplete_reason"] = r.incomplete_reason;
+  j["workload"] = r.workload;
+  j["seed"] = r.seed;
+  j["trials_per_arm"] = r.trials_per_arm;
+  j["bootstrap_resamples"] = r.bootstrap_resamples;
+  j["confidence"] = 0.95;
+  j["duration_s"] = r.duration_s;
+  j["notes"] = r.notes;
+  j["plan"] = {{"culprit_cpu", r.plan.culprit_cpu},  {"victim_cpus", r.plan.victim_cpus},
+               {"chunk_size", r.plan.chunk_size},    {"batch", r.plan.batch},
+               {"baseline_ns", r.plan.baseline_ns},  {"settle_ns", r.plan.settle_ns},
+               {"after_ns", r.plan.after_ns},        {"repeat", r.plan.repeat},
+               {"trace", r.plan.trace},              {"stall_factor", r.plan.stall_factor}};
+  j["environment"] = {{"kernel", r.env.kernel},       {"cpu_model", r.env.cpu_model}, {"virtualized", r.env.virtualized},
+                      {"hypervisor", r.env.hypervisor}, {"thp_enabled", r.env.thp_enabled},
+                      {"build_type", r.env.build_type}, {"version", r.env.version},   {"warnings", r.env.warnings}};
+  json metrics = json::array();
+  for (Metric m : compare::kAllMetrics) metrics.push_back(compare::metric_key(m));
+  j["metrics"] = metrics;
+  json arms = json::array();
+  for (std::size_t k = 0; k < r.summary.size(); ++k) {
+    const auto& a = r.summary[k];
+    json ja;
+    ja["label"] = a.arm;
+    if (k < r.arms.size()) {
+      ja["name"] = r.arms[k].name;
+      ja["strategy"] = r.arms[k].strategy;
+      ja["pages"] = r.arms[k].pages;
+    }
+    ja["control"] = k == 0;
+    ja["trials"] = a.trials;
+    ja["incomplete_trials"] = a.incomplete;
+    ja["shootdown_source"] = a.shootdown_source;
+    json jm;
+    for (Metric m : compare::kAllMetrics) {
+      const auto& s = sp(a, m);
+      jm[compare::metric_key(m)] = {{"n", s.n},        {"median", jnum(s.median)}, {"q1", jnum(s.q1)},
+                                    {"q3", jnum(s.q3)}, {"iqr", jnum(s.iqr())},     {"min", jnum(s.min)},
+                                    {"max", jnum(s.max)}};
+    }
+    ja["metrics"] = jm;
+    if (k > 0) {
+      json jc;
+      for (Metric m : compare::kAllMetrics) {
+        const auto& c = a.vs_control[static_cast<std::size_t>(m)];
+        if (!c.available) continue;
+        jc[compare::metric_key(m)] = {{"diff", jnum(c.diff)},
+                                      {"ci", {jnum(c.ci.lo), jnum(c.ci.hi)}},
+                                      {"mann_whitney_u", c.mw.u},
+                                      {"p", c.mw.p},
+                                      {"exact", c.mw.exact},
+                                      {"direction", c.direction}};
+      }
+      ja["vs_control"] = jc;
+    }
+    ja["verdict"] = a.verdict;
+    arms.push_back(ja);
+  }
+  j["arms"] = arms;
+  json trials = json::array();
+  for (const auto& t : r.trials) {
+    json jt = {{"order", t.order},       {"arm", t.arm},           {"trial", t.trial},
+               {"complete", t.complete}, {"releases", t.releases}, {"shootdown_source", t.shootdown_source}};
+    for (Metric m : compare::kAllMetrics) jt[compare::metric_key(m)] = jnum(t.get(m));
+    trials.push_back(jt);
+  }
+  j["trials"] = trials;
+  json gates = json::array();
+  for (const auto& g : r.gates) gates.push_back({{"expr", g.text}, {"failed", g.failed}, {"detail", g.detail}});
+  j["gates"] = gates;
+  j["gate_failed"] = r.gate_failed;
+  return j.dump(2) + "\n";
+}
+
+std::string compare_csv(const CompareReport& r) {
+  std::string o = "order,arm,trial,strategy,pages,complete,shootdown_source";
+  for (Metric m : compare::kAllMetrics) o += std::string(",") + compare::metric_key(m);
+  o += "\n";
+  for (const auto& t : r.trials) {
+    std::string strategy, pages;
+    if (t.arm_index >= 0 && static_cast<std::size_t>(t.arm_index) < r.arms.size()) {
+      strategy = r.arms[static_cast<std::size_t>(t.arm_index)].strategy;
+      pages = r.arms[static_cast<std::size_t>(t.arm_index)].pages;
+    }
+    o += fmt::format("{},{},{},{},{},{},{}", t.order, t.arm, t.trial, strategy, pages, t.complete ? 1 : 0, t.shootdown_source);
+    for (Metric m : compare::kAllMetrics) {
+      const double v = t.get(m);
+      o += std::isfinite(v) ? fmt::format(",{:.3f}", v) : std::string(",");
+    }
+    o += "\n";
+  }
+  return o;
+}
+
+}  // namespace shootdown::sink
