@@ -21,7 +21,6 @@ Command stub(CLI::App& root, const char* name, const char* what) {
 }  // namespace
 
 Command add_report(CLI::App& root) { return stub(root, "report", "Re-render every output from a saved result directory"); }
-Command add_blame(CLI::App& root) { return stub(root, "blame", "Find the call sites in a process that cause shootdowns"); }
 Command add_probe(CLI::App& root) { return stub(root, "probe", "Run a victim thread inside another program"); }
 
 }  // namespace shootdown::cmd

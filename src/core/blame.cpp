@@ -1,0 +1,234 @@
+#include "core/blame.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cstdio>
+#include <unordered_map>
+
+namespace shootdown {
+
+namespace {
+
+bool starts_with(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
+
+std::string hex(std::uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// "__GI___munmap" / "__munmap" / "munmap64" -> "munmap"
+std::string bare(std::string f) {
+  if (starts_with(f, "__GI_")) f = f.substr(5);
+  while (!f.empty() && f[0] == '_') f.erase(0, 1);
+  if (f.size() > 2 && f.compare(f.size() - 2, 2, "64") == 0) f.resize(f.size() - 2);
+  return f;
+}
+
+bool is_libc(const std::string& module) { return starts_with(module, "libc.so") || starts_with(module, "libc-"); }
+
+// The libc syscall stubs at the top of a user stack say nothing the syscall
+// column does not: drop them so the call site starts at the caller.
+std::vector<const UserFrame*> site_frames(const FlushSample& s, const std::string& sys, int max_frames) {
+  std::vector<const UserFrame*> out;
+  std::size_t i = 0;
+  while (i < s.user.size() && is_libc(s.user[i].module)) {
+    const std::string b = bare(s.user[i].function);
+    if (b != sys && b != "syscall" && b != "posix_madvise") break;
+    ++i;
+  }
+  if (i == s.user.size()) i = 0;  // only the stub: keep it rather than nothing
+  for (; i < s.user.size() && static_cast<int>(out.size()) < max_frames; ++i) out.push_back(&s.user[i]);
+  return out;
+}
+
+bool chain_has(const std::vector<std::string>& k, std::initializer_list<const char*> names) {
+  for (const auto& f : k)
+    for (const char* n : names)
+      if (f == n) return true;
+  return false;
+}
+
+}  // namespace
+
+std::string UserFrame::label() const {
+  if (!function.empty()) return function;
+  if (!module.empty()) return module + "+" + hex(offset);
+  return hex(ip);
+}
+
+std::string strip_parameters(const std::string& d) {
+  std::string s = d;
+  // trailing cv/ref qualifiers of member functions
+  for (const char* q : {" const", " volatile", " &&", " &", " noexcept"}) {
+    const std::string qs(q);
+    while (s.size() > qs.size() && s.compare(s.size() - qs.size(), qs.size(), qs) == 0) s.resize(s.size() - qs.size());
+  }
+  if (s.empty() || s.back() != ')') return s;
+  int depth = 0;
+  for (std::size_t i = s.size(); i-- > 0;) {
+    if (s[i] == ')') ++depth;
+    else if (s[i] == '(') {
+      if (--depth == 0) {
+        // "operator()(int)": the parameter list is the last group; keep "operator()"
+        return s.substr(0, i);
+      }
+    }
+  }
+  return s;
+}
+
+std::string syscall_from_kernel(const std::vector<std::string>& k) {
+  for (const auto& f : k) {
+    for (const char* p : {"__x64_sys_", "__ia32_sys_", "__do_sys_", "__se_sys_", "ksys_"}) {
+      if (starts_with(f, p)) return f.substr(std::char_traits<char>::length(p));
+    }
+  }
+  if (chain_has(k, {"exc_page_fault", "handle_mm_fault", "do_user_addr_fault"})) return "page fault";
+  if (chain_has(k, {"do_exit", "exit_mmap", "mmput"})) return "exit";
+  if (chain_has(k, {"task_numa_work", "change_prot_numa"})) return "numa balancing";
+  if (chain_has(k, {"migrate_pages"})) return "migration";
+  return k.empty() ? "kernel" : "kernel (" + k.back() + ")";
+}
+
+std::string advice_for(const std::string& sys, const std::vector<std::string>& frames) {
+  auto has = [&](std::initializer_list<const char*> names) {
+    for (const auto& f : frames)
+      for (const char* n : names)
+        if (f.find(n) != std::string::npos) return true;
+    return false;
+  };
+  if (sys == "munmap" && has({"free", "munmap_chunk", "_int_free", "operator delete"}))
+    return "glibc free() of an mmap-backed block: raise M_MMAP_THRESHOLD (mallopt, GLIBC_TUNABLES=glibc.malloc.mmap_threshold) or reuse the buffer";
+  if (sys == "madvise" && has({"je_", "jemalloc", "pages_purge", "arena_decay", "extent_"}))
+    return "jemalloc purging: raise dirty_decay_ms/muzzy_decay_ms (MALLOC_CONF) or disable background purging for this arena";
+  if (sys == "madvise" && has({"tcmalloc", "ReleaseToSystem", "SystemRelease", "ReleasePages"}))
+    return "tcmalloc releasing pages: lower the release rate (TCMALLOC_RELEASE_RATE / SetBackgroundReleaseRate)";
+  if (sys == "madvise" && has({"malloc_trim", "mtrim", "heap_trim", "shrink_heap"}))
+    return "glibc trimming its heap: raise M_TRIM_THRESHOLD or avoid malloc_trim on the hot path";
+  if (sys == "madvise")
+    return "madvise(DONTNEED/FREE) of memory other threads ran on: release less often, in larger batches, or keep and reuse it";
+  if (sys == "munmap")
+    return "munmap of touched memory: every call shoots down all CPUs running this process; batch unmaps or reuse the mapping";
+  if (sys == "mprotect" || sys == "pkey_mprotect")
+    return "mprotect toggling: each permission downgrade needs a shootdown; keep permissions stable or use separate mappings";
+  if (sys == "mremap") return "mremap moving/shrinking mappings: preallocate capacity instead of growing by remapping";
+  if (sys == "page fault") return "flushes from faults (COW after fork, THP/NUMA migration): avoid fork in a multithreaded process, check numa_balancing";
+  if (sys == "exit") return "address-space teardown: expected once at exit";
+  return "";
+}
+
+BlameReport blame(const BlameInput& in, const BlameOptions& opts) {
+  BlameReport r;
+  r.pid = in.pid;
+  r.command = in.command;
+  r.duration_ns = in.end_ns > in.start_ns ? in.end_ns - in.start_ns : 0;
+  r.received_by_target = in.received_by_target;
+  r.received_all = in.received_all;
+  r.interrupts_tlb = in.interrupts_tlb;
+  r.lost = in.lost;
+  r.processes = in.processes;
+  r.threads = in.threads;
+  r.notes = in.notes;
+  for (const auto& [cpu, n] : in.received_by_target) r.received += n;
+
+  std::unordered_map<std::string, std::size_t> index;  // site key -> r.sites
+  std::vector<std::size_t> site_of(in.flushes.size());
+  for (std::size_t i = 0; i < in.flushes.size(); ++i) {
+    const FlushSample& s = in.flushes[i];
+    const std::string sys = syscall_from_kernel(s.kernel);
+    const auto frames = site_frames(s, sys, std::max(1, opts.max_frames));
+    std::string key = sys;
+    for (const UserFrame* f : frames) key += "\n" + f->label();
+    auto [it, fresh] = index.emplace(key, r.sites.size());
+    if (fresh) {
+      CallSite c;
+      c.syscall = sys;
+      for (const UserFrame* f : frames) {
+        c.frames.push_back(f->label());
+        c.stack += (c.stack.empty() ? "" : " ← ") + f->label();
+        if (c.location.empty() && !f->file.empty()) c.location = f->file + ":" + std::to_string(f->line);
+      }
+      if (c.stack.empty()) c.stack = "[no user stack]";
+      c.advice = advice_for(sys, c.frames);
+      r.sites.push_back(std::move(c));
+    }
+    site_of[i] = it->second;
+    CallSite& c = r.sites[it->second];
+    ++c.flushes;
+    ++r.flushes;
+    if (s.pages < 0) {
+      ++c.full_flushes;
+      ++r.full_flushes;
+    } else {
+      c.pages += s.pages;
+      r.pages += s.pages;
+    }
+  }
+
+  // Pair TLB IPI sends with the same thread's latest reason-4 flush.
+  std::unordered_map<int, std::vector<std::size_t>> by_tid;  // tid -> flush indices in time order
+  for (std::size_t i = 0; i < in.flushes.size(); ++i) by_tid[in.flushes[i].tid].push_back(i);
+  for (auto& [tid, v] : by_tid)
+    std::stable_sort(v.begin(), v.end(), [&](std::size_t a, std::size_t b) { return in.flushes[a].mono_ns < in.flushes[b].mono_ns; });
+  auto paired_flush = [&](const IpiSend& ipi) -> std::ptrdiff_t {
+    auto it = by_tid.find(ipi.tid);
+    if (it == by_tid.end()) return -1;
+    const auto& v = it->second;
+    auto pos = std::upper_bound(v.begin(), v.end(), ipi.mono_ns, [&](std::int64_t t, std::size_t i) { return t < in.flushes[i].mono_ns; });
+    if (pos == v.begin()) return -1;
+    const std::size_t i = *std::prev(pos);
+    if (ipi.mono_ns - in.flushes[i].mono_ns > opts.pair_window_ns) return -1;
+    return static_cast<std::ptrdiff_t>(i);
+  };
+  for (const IpiSend& ipi : in.ipis) {
+    const auto n = static_cast<std::int64_t>(std::popcount(ipi.targets));
+    const std::ptrdiff_t f = paired_flush(ipi);
+    bool delivered = false;
+    if (ipi.queued) {
+      delivered = ipi.tlb;
+    } else if (f >= 0) {
+      r.ipi_sends += n;
+      delivered = !in.has_csd;
+    } else {
+      r.other_ipis += n;
+    }
+    if (!delivered) continue;
+    r.ipis += n;
+    for (int c = 0; c < 64; ++c)
+      if ((ipi.targets >> c) & 1u) ++r.ipi_cpus[c];
+    if (f < 0) {
+      r.ipis_unpaired += n;
+      continue;
+    }
+    CallSite& c = r.sites[site_of[static_cast<std::size_t>(f)]];
+    c.ipis += n;
+    for (int cpu = 0; cpu < 64; ++cpu)
+      if ((ipi.targets >> cpu) & 1u) ++c.receiving_cpus[cpu];
+  }
+  std::stable_sort(r.sites.begin(), r.sites.end(), [](const CallSite& a, const CallSite& b) { return a.flushes > b.flushes; });
+  return r;
+}
+
+std::string folded_stacks(const BlameInput& in, const BlameOptions& opts) {
+  std::map<std::string, std::int64_t> lines;
+  for (const FlushSample& s : in.flushes) {
+    std::string line;
+    const int max_user = std::max(opts.max_frames, 64);
+    const std::size_t nu = std::min<std::size_t>(s.user.size(), static_cast<std::size_t>(max_user));
+    for (std::size_t i = nu; i-- > 0;) {
+      std::string l = s.user[i].label();
+      std::replace(l.begin(), l.end(), ';', ':');
+      std::replace(l.begin(), l.end(), ' ', '_');
+      line += (line.empty() ? "" : ";") + l;
+    }
+    for (std::size_t i = s.kernel.size(); i-- > 0;) line += (line.empty() ? "" : ";") + s.kernel[i] + "_[k]";
+    if (line.empty()) line = "[unknown]";
+    ++lines[line];
+  }
+  std::string out;
+  for (const auto& [l, n] : lines) out += l + " " + std::to_string(n) + "\n";
+  return out;
+}
+
+}  // namespace shootdown

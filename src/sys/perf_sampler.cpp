@@ -1,0 +1,483 @@
+#include "sys/perf_sampler.hpp"
+
+#include <algorithm>
+#include <array>
+#include <asm/perf_regs.h>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <fmt/core.h>
+#include <linux/perf_event.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+extern "C" {
+#include <traceevent/event-parse.h>
+}
+
+#include "sys/perf_trace.hpp"
+#include "sys/tracefs.hpp"
+#include "sys/tsc.hpp"
+
+namespace shootdown::sys {
+
+namespace {
+
+struct Field {
+  int offset = -1;
+  int size = 0;
+  bool is_signed = false;
+  bool relative = false;  // __rel_loc
+};
+
+enum class Kind { kFlushSend, kFlushRecv, kIpiCpu, kIpiMask, kCsdQueue, kDummy };
+
+struct Slot {
+  int fd = -1;
+  int cpu = -1;
+  Kind kind = Kind::kDummy;
+  std::uint64_t id = 0;
+};
+
+struct Ring {
+  void* base = nullptr;
+  std::size_t map_len = 0;
+  std::uint8_t* data = nullptr;
+  std::uint64_t data_size = 0;
+};
+
+long perf_event_open(perf_event_attr* attr, pid_t pid, int cpu, int group_fd, unsigned long flags) {
+  return ::syscall(SYS_perf_event_open, attr, pid, cpu, group_fd, flags);
+}
+
+std::int64_t read_field(const std::uint8_t* raw, std::uint32_t n, const Field& f) {
+  if (f.offset < 0 || f.size <= 0 || f.size > 8 || static_cast<std::uint32_t>(f.offset + f.size) > n) return 0;
+  std::uint64_t v = 0;
+  std::memcpy(&v, raw + f.offset, static_cast<std::size_t>(f.size));
+  if (f.is_signed && f.size < 8) {
+    const unsigned shift = 64u - 8u * static_cast<unsigned>(f.size);
+    return static_cast<std::int64_t>(v << shift) >> shift;
+  }
+  return static_cast<std::int64_t>(v);
+}
+
+std::uint64_t read_mask_word(const std::uint8_t* raw, std::uint32_t n, const Field& f) {
+  if (f.offset < 0 || static_cast<std::uint32_t>(f.offset + 4) > n) return 0;
+  std::uint32_t loc = 0;
+  std::memcpy(&loc, raw + f.offset, 4);
+  std::uint32_t off = loc & 0xffffu;
+  const std::uint32_t len = loc >> 16;
+  if (f.relative) off += static_cast<std::uint32_t>(f.offset + 4);
+  if (off >= n) return 0;
+  std::uint64_t v = 0;
+  std::memcpy(&v, raw + off, std::min<std::size_t>({len, 8u, n - off}));
+  return v;
+}
+
+// Three user registers, in perf_regs bit order (BP < SP < IP).
+constexpr std::uint64_t kRegsMask = (1ULL << PERF_REG_X86_BP) | (1ULL << PERF_REG_X86_SP) | (1ULL << PERF_REG_X86_IP);
+
+}  // namespace
+
+struct FlushSampler::Impl {
+  SamplerOptions opts;
+  std::vector<Slot> slots;
+  std::vector<Ring> rings;
+  std::map<std::uint64_t, std::size_t> by_id;
+  Field f_reason, f_pages, f_cpu, f_mask, f_site_cpu, f_cb_cpu, f_site_mask, f_cb_mask, f_csd_cpu, f_csd_site, f_csd_func;
+  std::mutex mu;
+  SamplerData data;
+  std::vector<std::uint8_t> scratch = std::vector<std::uint8_t>(65536);
+  std::thread reader;
+  std::atomic<bool> stop_reader{false};
+  bool stopped = false;
+
+  void drain_all() {
+    std::lock_guard<std::mutex> lk(mu);
+    for (auto& r : rings) drain(r);
+  }
+
+  void drain(Ring& r) {
+    auto* meta = static_cast<perf_event_mmap_page*>(r.base);
+    const std::uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
+    std::uint64_t tail = meta->data_tail;
+    while (tail < head) {
+      const std::uint64_t pos = tail % r.data_size;
+      perf_event_header hdr{};
+      copy_out(r, pos, &hdr, sizeof hdr);
+      if (hdr.size < sizeof hdr) break;
+      const std::uint8_t* rec = r.data + pos;
+      if (pos + hdr.size > r.data_size) {
+        copy_out(r, pos, scratch.data(), hdr.size);
+        rec = scratch.data();
+      }
+      handle(rec, hdr);
+      tail += hdr.size;
+    }
+    __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+  }
+
+  static void copy_out(const Ring& r, std::uint64_t pos, void* dst, std::size_t n) {
+    const std::size_t first = static_cast<std::size_t>(std::min<std::uint64_t>(n, r.data_size - pos));
+    std::memcpy(dst, r.data + pos, first);
+    if (first < n) std::memcpy(static_cast<std::uint8_t*>(dst) + first, r.data, n - first);
+  }
+
+  void handle(const std::uint8_t* rec, const perf_event_header& hdr) {
+    const std::uint8_t* p = rec + sizeof hdr;
+    const std::uint8_t* end = rec + hdr.size;
+    auto u64 = [&](std::uint64_t& v) {
+      if (p + 8 > end) return false;
+      std::memcpy(&v, p, 8);
+      p += 8;
+      return true;
+    };
+    auto u32 = [&](std::uint32_t& v) {
+      if (p + 4 > end) return false;
+      std::memcpy(&v, p, 4);
+      p += 4;
+      return true;
+    };
+    // Dummy-event side records carry the sample_id trailer {pid,tid; time; identifier}.
+    auto trailer_time = [&]() -> std::int64_t {
+      if (hdr.size < sizeof hdr + 24) return 0;
+      std::uint64_t t = 0;
+      std::memcpy(&t, end - 16, 8);
+      return static_cast<std::int64_t>(t);
+    };
+    switch (hdr.type) {
+      case PERF_RECORD_LOST: {
+        std::uint64_t id = 0, lost = 0;
+        if (u64(id) && u64(lost)) data.lost += static_cast<std::int64_t>(lost);
+        return;
+      }
+      case PERF_RECORD_LOST_SAMPLES: {
+        std::uint64_t lost = 0;
+        if (u64(lost)) data.lost += static_cast<std::int64_t>(lost);
+        return;
+      }
+      case PERF_RECORD_MMAP2: {
+        MmapRecord m;
+        std::uint32_t pid = 0, tid = 0, maj = 0, min = 0, prot = 0, flags = 0;
+        std::uint64_t gen = 0;
+        if (!u32(pid) || !u32(tid) || !u64(m.start) || !u64(m.len) || !u64(m.pgoff) || !u32(maj) || !u32(min) || !u64(m.ino) ||
+            !u64(gen) || !u32(prot) || !u32(flags))
+          return;
+        const auto* name = reinterpret_cast<const char*>(p);
+        const std::size_t maxlen = static_cast<std::size_t>(end - p);
+        m.path.assign(name, strnlen(name, maxlen));
+        if (m.path.empty() || m.path[0] != '/' || (hdr.misc & PERF_RECORD_MISC_MMAP_BUILD_ID)) return;
+        m.pid = static_cast<int>(pid);
+        m.maj = maj;
+        m.min = min;
+        m.prot = prot;
+        m.mono_ns = trailer_time();
+        data.mmaps.push_back(std::move(m));
+        return;
+      }
+      case PERF_RECORD_FORK: {
+        std::uint32_t pid = 0, ppid = 0, tid = 0, ptid = 0;
+        std::uint64_t t = 0;
+        if (!u32(pid) || !u32(ppid) || !u32(tid) || !u32(ptid) || !u64(t)) return;
+        data.forks.push_back(ForkRecord{static_cast<std::int64_t>(t), static_cast<int>(pid), static_cast<int>(ppid), static_cast<int>(tid)});
+        return;
+      }
+      case PERF_RECORD_SAMPLE: break;
+      default: return;
+    }
+    // IDENTIFIER | TID | TIME | CPU [| CALLCHAIN] | RAW [| REGS_USER | STACK_USER]
+    std::uint64_t id = 0, pidtid = 0, time = 0, cpures = 0;
+    if (!u64(id)) return;
+    auto it = by_id.find(id);
+    if (it == by_id.end()) return;
+    const Slot& s = slots[it->second];
+    if (!u64(pidtid) || !u64(time) || !u64(cpures)) return;
+    const int pid = static_cast<int>(pidtid & 0xffffffffu);
+    const int tid = static_cast<int>(pidtid >> 32);
+    const int cpu = static_cast<int>(cpures & 0xffffffffu);
+    const std::uint8_t* chain = nullptr;
+    std::uint64_t nr = 0;
+    if (s.kind == Kind::kFlushSend) {
+      if (!u64(nr) || p + nr * 8 > end) return;
+      chain = p;
+      p += nr * 8;
+    }
+    std::uint32_t raw_size = 0;
+    if (!u32(raw_size) || p + raw_size > end) return;
+    const std::uint8_t* raw = p;
+    p += raw_size;
+    switch (s.kind) {
+      case Kind::kFlushRecv:
+        ++data.received[{cpu, pid}];
+        return;
+      case Kind::kCsdQueue: {
+        SampledIpi q;
+        q.mono_ns = static_cast<std::int64_t>(time);
+        q.cpu = cpu;
+        q.pid = pid;
+        q.tid = tid;
+        q.queued = true;
+        const auto c = read_field(raw, raw_size, f_csd_cpu);
+        q.targets = c >= 0 && c < 64 ? 1ULL << c : 0;
+        q.callsite = static_cast<std::uint64_t>(read_field(raw, raw_size, f_csd_site));
+        q.callback = static_cast<std::uint64_t>(read_field(raw, raw_size, f_csd_func));
+        data.ipis.push_back(q);
+        return;
+      }
+      case Kind::kIpiCpu:
+      case Kind::kIpiMask: {
+        SampledIpi ipi;
+        ipi.mono_ns = static_cast<std::int64_t>(time);
+        ipi.cpu = cpu;
+        ipi.pid = pid;
+        ipi.tid = tid;
+        ipi.single = s.kind == Kind::kIpiCpu;
+        if (ipi.single) {
+          const auto c = read_field(raw, raw_size, f_cpu);
+          ipi.targets = c >= 0 && c < 64 ? 1ULL << c : 0;
+          ipi.callsite = static_cast<std::uint64_t>(read_field(raw, raw_size, f_site_cpu));
+          ipi.callback = static_cast<std::uint64_t>(read_field(raw, raw_size, f_cb_cpu));
+        } else {
+          ipi.targets = read_mask_word(raw, raw_size, f_mask);
+          ipi.callsite = static_cast<std::uint64_t>(read_field(raw, raw_size, f_site_mask));
+          ipi.callback = static_cast<std::uint64_t>(read_field(raw, raw_size, f_cb_mask));
+        }
+        if (ipi.callback == 0) return;  // reschedule kicks (no function to run)
+        data.ipis.push_back(ipi);
+        return;
+      }
+      case Kind::kFlushSend: break;
+      case Kind::kDummy: return;
+    }
+    if (data.flushes.size() >= opts.max_flush_samples) {
+      ++data.dropped;
+      return;
+    }
+    SampledFlush f;
+    f.mono_ns = static_cast<std::int64_t>(time);
+    f.cpu = cpu;
+    f.pid = pid;
+    f.tid = tid;
+    f.pages = read_field(raw, raw_size, f_pages);
+    if (f.pages == static_cast<std::int64_t>(~0ULL >> 1) || static_cast<std::uint64_t>(f.pages) == ~0ULL) f.pages = -1;
+    bool user = false;
+    for (std::uint64_t i = 0; i < nr; ++i) {
+      std::uint64_t ip = 0;
+      std::memcpy(&ip, chain + 8 * i, 8);
+      if (ip >= static_cast<std::uint64_t>(PERF_CONTEXT_MAX)) {
+        user = ip == static_cast<std::uint64_t>(PERF_CONTEXT_USER);
+        continue;
+      }
+      (user ? f.user_ips : f.kernel_ips).push_back(ip);
+    }
+    std::uint64_t abi = 0;
+    if (u64(abi) && abi != PERF_SAMPLE_REGS_ABI_NONE) {
+      std::uint64_t bp = 0, sp = 0, ip = 0;
+      if (!u64(bp) || !u64(sp) || !u64(ip)) return;
+      f.user_sp = sp;
+    }
+    std::uint64_t size = 0;
+    if (u64(size) && size > 0 && p + size + 8 <= end) {
+      std::uint64_t dyn = 0;
+      std::memcpy(&dyn, p + size, 8);
+      if (dyn >= 8) {
+        std::memcpy(&f.sp_word, p, 8);
+        f.has_sp_word = true;
+      }
+    }
+    data.flushes.push_back(std::move(f));
+  }
+
+  void close_all() {
+    for (auto& r : rings)
+      if (r.base) ::munmap(r.base, r.map_len);
+    rings.clear();
+    for (auto& s : slots)
+      if (s.fd >= 0) ::close(s.fd);
+    slots.clear();
+  }
+};
+
+FlushSampler::FlushSampler() : impl_(std::make_unique<Impl>()) {}
+
+FlushSampler::~FlushSampler() {
+  if (!impl_) return;
+  impl_->stop_reader.store(true);
+  if (impl_->reader.joinable()) impl_->reader.join();
+  for (auto& s : impl_->slots) ::ioctl(s.fd, PERF_EVENT_IOC_DISABLE, 0);
+  impl_->close_all();
+}
+
+std::unique_ptr<FlushSampler> FlushSampler::open(const SamplerOptions& opts, std::string* why) {
+  auto fail = [&](std::string w) -> std::unique_ptr<FlushSampler> {
+    if (why) *why = std::move(w);
+    return nullptr;
+  };
+  if (opts.cpus.empty()) return fail("no CPUs to sample");
+  std::string perm;
+  if (!tracing_permitted(&perm)) return fail(perm);
+  std::unique_ptr<FlushSampler> s(new FlushSampler());
+  Impl& im = *s->impl_;
+  im.opts = opts;
+
+  int tlb_id = -1, ipi_cpu_id = -1, ipi_mask_id = -1, csd_id = -1;
+  {
+    std::string tw;
+    auto tfs = Tracefs::acquire(&tw);
+    if (!tfs) return fail(tw);
+    tep_handle* tep = tep_alloc();
+    if (!tep) return fail("libtraceevent: tep_alloc failed");
+    auto load = [&](const char* sys, const char* name, std::initializer_list<std::pair<const char*, Field*>> fields) -> int {
+      auto id = tfs->event_id(sys, name);
+      auto text = tfs->event_format(sys, name);
+      if (!id || !text) {
+        im.data.missing.push_back(fmt::format("{}:{}: not in this kernel", sys, name));
+        return -1;
+      }
+      if (tep_parse_event(tep, text->data(), text->size(), sys) != 0) {
+        im.data.missing.push_back(fmt::format("{}:{}: libtraceevent could not parse its format", sys, name));
+        return -1;
+      }
+      tep_event* ev = tep_find_event_by_name(tep, sys, name);
+      for (auto [fname, out] : fields) {
+        tep_format_field* tf = ev ? tep_find_field(ev, fname) : nullptr;
+        if (!tf) {
+          im.data.missing.push_back(fmt::format("{}:{}: field '{}' not in its format", sys, name, fname));
+          return -1;
+        }
+        out->offset = tf->offset;
+        out->size = tf->size;
+        out->is_signed = (tf->flags & TEP_FIELD_IS_SIGNED) != 0;
+        out->relative = (tf->flags & TEP_FIELD_IS_RELATIVE) != 0;
+      }
+      return *id;
+    };
+    tlb_id = load("tlb", "tlb_flush", {{"reason", &im.f_reason}, {"pages", &im.f_pages}});
+    ipi_cpu_id = load("ipi", "ipi_send_cpu", {{"cpu", &im.f_cpu}, {"callsite", &im.f_site_cpu}, {"callback", &im.f_cb_cpu}});
+    ipi_mask_id = load("ipi", "ipi_send_cpumask", {{"cpumask", &im.f_mask}, {"callsite", &im.f_site_mask}, {"callback", &im.f_cb_mask}});
+    csd_id = load("csd", "csd_queue_cpu", {{"cpu", &im.f_csd_cpu}, {"callsite", &im.f_csd_site}, {"func", &im.f_csd_func}});
+    tep_free(tep);
+  }
+  if (tlb_id < 0) return fail("tlb:tlb_flush is not available: " + (im.data.missing.empty() ? std::string("?") : im.data.missing.front()));
+
+  const long page = ::sysconf(_SC_PAGESIZE);
+  const std::size_t data_bytes = static_cast<std::size_t>(opts.ring_pages) * static_cast<std::size_t>(page);
+  std::vector<std::string> errors;
+  for (int cpu : opts.cpus) {
+    Ring ring;
+    int owner = -1;
+    auto add = [&](Kind kind, int tp_id, const char* filter) {
+      perf_event_attr a{};
+      a.size = sizeof a;
+      a.sample_period = 1;
+      a.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU;
+      a.disabled = 1;
+      a.sample_id_all = 1;
+      a.use_clockid = 1;
+      a.clockid = CLOCK_MONOTONIC;
+      a.watermark = 1;
+      a.wakeup_watermark = static_cast<std::uint32_t>(data_bytes);  // never wake: we poll
+      if (kind == Kind::kDummy) {
+        a.type = PERF_TYPE_SOFTWARE;
+        a.config = PERF_COUNT_SW_DUMMY;
+        a.mmap = 1;
+        a.mmap2 = 1;
+        a.mmap_data = 1;  // the r--p first segment too: module load bias needs the offset-0 mapping
+        a.task = 1;
+      } else {
+        a.type = PERF_TYPE_TRACEPOINT;
+        a.config = static_cast<std::uint64_t>(tp_id);
+        a.sample_type |= PERF_SAMPLE_RAW;
+      }
+      if (kind == Kind::kFlushSend) {
+        a.sample_type |= PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+        a.sample_regs_user = kRegsMask;
+        a.sample_stack_user = static_cast<std::uint32_t>(std::max(8, opts.stack_bytes / 8 * 8));
+      }
+      long fd = perf_event_open(&a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+      if (fd < 0) {
+        errors.push_back(fmt::format("cpu{} event {}: perf_event_open: {}", cpu, static_cast<int>(kind), std::strerror(errno)));
+        return;
+      }
+      Slot sl;
+      sl.fd = static_cast<int>(fd);
+      sl.cpu = cpu;
+      sl.kind = kind;
+      if (filter && ::ioctl(sl.fd, PERF_EVENT_IOC_SET_FILTER, filter) != 0) {
+        errors.push_back(fmt::format("cpu{}: filter '{}': {}", cpu, filter, std::strerror(errno)));
+        ::close(sl.fd);
+        return;
+      }
+      if (::ioctl(sl.fd, PERF_EVENT_IOC_ID, &sl.id) != 0) {
+        errors.push_back(fmt::format("cpu{}: PERF_EVENT_IOC_ID: {}", cpu, std::strerror(errno)));
+        ::close(sl.fd);
+        return;
+      }
+      if (owner < 0) {
+        ring.map_len = data_bytes + static_cast<std::size_t>(page);
+        void* base = ::mmap(nullptr, ring.map_len, PROT_READ | PROT_WRITE, MAP_SHARED, sl.fd, 0);
+        if (base == MAP_FAILED) {
+          errors.push_back(fmt::format("cpu{}: mmap of the ring: {}", cpu, std::strerror(errno)));
+          ::close(sl.fd);
+          return;
+        }
+        ring.base = base;
+        auto* meta = static_cast<perf_event_mmap_page*>(base);
+        ring.data = static_cast<std::uint8_t*>(base) + (meta->data_offset ? meta->data_offset : static_cast<std::uint64_t>(page));
+        ring.data_size = meta->data_size ? meta->data_size : data_bytes;
+        owner = sl.fd;
+      } else if (::ioctl(sl.fd, PERF_EVENT_IOC_SET_OUTPUT, owner) != 0) {
+        errors.push_back(fmt::format("cpu{}: SET_OUTPUT: {}", cpu, std::strerror(errno)));
+        ::close(sl.fd);
+        return;
+      }
+      im.by_id[sl.id] = im.slots.size();
+      im.slots.push_back(sl);
+    };
+    add(Kind::kFlushSend, tlb_id, "reason == 4");
+    if (owner < 0) continue;
+    add(Kind::kFlushRecv, tlb_id, "reason == 1");
+    if (ipi_cpu_id >= 0) add(Kind::kIpiCpu, ipi_cpu_id, nullptr);
+    if (ipi_mask_id >= 0) add(Kind::kIpiMask, ipi_mask_id, nullptr);
+    if (csd_id >= 0) add(Kind::kCsdQueue, csd_id, nullptr);
+    add(Kind::kDummy, -1, nullptr);
+    im.rings.push_back(ring);
+  }
+  if (im.rings.empty()) return fail(errors.empty() ? "nothing could be opened" : errors.front());
+  for (auto& e : errors) im.data.missing.push_back(e);
+  for (auto& sl : im.slots) ::ioctl(sl.fd, PERF_EVENT_IOC_ENABLE, 0);
+  im.data.start_ns = mono_now_ns();
+  return s;
+}
+
+void FlushSampler::start_reader() {
+  Impl& im = *impl_;
+  if (im.reader.joinable() || im.stopped) return;
+  im.reader = std::thread([&im] {
+    const auto period = std::chrono::microseconds(std::max(100, im.opts.poll_interval_us));
+    while (!im.stop_reader.load(std::memory_order_relaxed)) {
+      im.drain_all();
+      std::this_thread::sleep_for(period);
+    }
+  });
+}
+
+SamplerData FlushSampler::stop() {
+  Impl& im = *impl_;
+  if (im.stopped) return {};
+  for (auto& sl : im.slots) ::ioctl(sl.fd, PERF_EVENT_IOC_DISABLE, 0);
+  const std::int64_t stop_ns = mono_now_ns();
+  im.stop_reader.store(true);
+  if (im.reader.joinable()) im.reader.join();
+  im.drain_all();
+  im.stopped = true;
+  im.close_all();
+  SamplerData out = std::move(im.data);
+  out.stop_ns = stop_ns;
+  return out;
+}
+
+}  // namespace shootdown::sys
