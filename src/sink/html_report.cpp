@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <map>
 #include <set>
+#include <string_view>
 
 #include "core/attribution.hpp"
 #include "core/cpulist.hpp"
@@ -32,20 +33,44 @@ constexpr const char* kColorAfterPhase = "#868e96";
 constexpr const char* kColorLatency = "#343a40";
 
 struct CauseStyle {
-  StallLabel label;
-  const char* kind;
+  const char* kind;  // label_name() of the StallLabel
   const char* text;
   const char* color;
 };
-// Event-tick rows and stall bars share these.
+// Event-tick rows (the first five) and stall bars share these. Labels the
+// attribution adds later get a bar with their own name and a neutral color.
 constexpr CauseStyle kCauses[] = {
-    {StallLabel::kTlbShootdown, "tlb-shootdown", "TLB shootdown IPI", "#c92a2a"},
-    {StallLabel::kOtherIpi, "other-ipi", "other IPI", "#e67700"},
-    {StallLabel::kTimer, "timer", "timer tick", "#1c7ed6"},
-    {StallLabel::kIrq, "irq", "device IRQ", "#5f3dc4"},
-    {StallLabel::kResched, "resched", "reschedule IPI", "#2b8a3e"},
-    {StallLabel::kUnexplained, "unexplained", "unexplained (no kernel event)", "#495057"},
+    {"tlb-shootdown", "TLB shootdown", "#c92a2a"},
+    {"other-ipi", "other IPI", "#e67700"},
+    {"timer", "timer", "#1c7ed6"},
+    {"irq", "device IRQ", "#5f3dc4"},
+    {"resched", "resched IPI", "#2b8a3e"},
+    {"unexplained", "unexplained (no kernel event)", "#495057"},
+    {"preempted", "another task ran", "#a61e4d"},
 };
+
+CauseStyle cause_style(const char* kind) {
+  for (const auto& c : kCauses)
+    if (std::string_view(c.kind) == kind) return c;
+  return {kind, kind, "#868e96"};
+}
+
+// The run's attribution when the analysis carries one (issue 3 wiring: an
+// Analysis::attribution member), else computed here: it is pure, and the
+// report must explain stalls whenever kernel events were recorded.
+template <class A>
+const Attribution& attribution_for(const Result& r, const A& a, Attribution& storage) {
+  if constexpr (requires { a.attribution.available; }) {
+    if (a.attribution.available || !r.trace.enabled) return a.attribution;
+  }
+  AttributionOptions ao;
+  ao.stall_factor = r.plan.stall_factor > 0 ? r.plan.stall_factor : 8.0;
+  ao.stall_threshold_ns = r.plan.stall_threshold_ns;
+  ao.baseline_end_ns = r.releases.empty() ? 0 : r.releases.front().before_ns;
+  ao.culprit_cpu = r.plan.culprit_cpu;
+  storage = attribute(r.victims, r.trace, ao);
+  return storage;
+}
 
 std::string num(double v) {
   if (!std::isfinite(v)) return "-";
@@ -167,7 +192,7 @@ std::string header_section(const Result& r) {
   if (!r.complete)
     o += fmt::format("<p class=\"banner incomplete\">INCOMPLETE RESULT: {}</p>\n",
                      escape(r.incomplete_reason.empty() ? "the run did not finish" : r.incomplete_reason));
-  o += "<div class=\"facts\">\n<table class=\"facts\"><caption>what</caption>\n";
+  o += "<div class=\"facts-grid\">\n<table class=\"facts\"><caption>what</caption>\n";
   o += fact("release strategy", p.release);
   std::string chunk = format_size(p.chunk_size);
   if (p.chunk_capped) chunk += " (capped from " + format_size(p.chunk_size_requested) + ")";
@@ -175,13 +200,13 @@ std::string header_section(const Result& r) {
   o += fact("pages", fmt::format("{} ({} per page)", p.pages, format_size(p.page_size)));
   o += fact("batch", format_size(p.batch) + " of writes per timed sample");
   o += fact("report interval", format_size(p.report_every) + " of victim writes");
-  std::string trig = p.trigger == "after" ? "after " + format_duration_ns(p.trigger_after_ns) : p.trigger;
+  std::string trig = p.trigger == "after" ? "after " + dur(static_cast<double>(p.trigger_after_ns)) : p.trigger;
   o += fact("trigger", trig);
-  if (p.repeat > 1) o += fact("repeat", fmt::format("{} releases every {}", p.repeat, format_duration_ns(p.every_ns)));
+  if (p.repeat > 1) o += fact("repeat", fmt::format("{} releases every {}", p.repeat, dur(static_cast<double>(p.every_ns))));
   o += fact("releases performed", std::to_string(r.releases.size()));
-  o += fact("release window", "from the call to its return + " + format_duration_ns(p.settle_ns) + " settle");
+  o += fact("release window", "from the call to its return + " + dur(static_cast<double>(p.settle_ns)) + " settle");
   if (r.measure_end_ns > r.measure_start_ns)
-    o += fact("measured", format_duration_ns(r.measure_end_ns - r.measure_start_ns));
+    o += fact("measured", dur(static_cast<double>(r.measure_end_ns - r.measure_start_ns)));
   if (!r.command_line.empty()) o += fact("command", r.command_line);
   o += "</table>\n<table class=\"facts\"><caption>where</caption>\n";
   if (!e.hostname.empty()) o += fact("host", e.hostname);
@@ -217,14 +242,32 @@ std::string header_section(const Result& r) {
 }
 
 std::string compare_word(double before, double after) {
-  if (before <= 0 || after <= 0) return "was";
+  if (before <= 0 || after <= 0) return "not comparable";
   const double f = after / before;
-  if (f >= 1.5) return fmt::format("rose {:.1f}x", f);
-  if (f <= 1 / 1.5) return fmt::format("fell {:.1f}x", 1 / f);
-  return "stayed about the same";
+  if (f >= 1.5) return fmt::format("{:.1f}x higher", f);
+  if (f <= 1 / 1.5) return fmt::format("{:.1f}x lower", 1 / f);
+  return "about the same";
 }
 
-std::string meaning_section(const Result& r, const Analysis& a, const Attribution& at) {
+// Shootdown ticks on a CPU: all of them, or only inside release windows.
+std::int64_t shootdown_ticks(const Result& r, const std::map<int, std::vector<Tick>>& ticks, int cpu, bool in_windows) {
+  auto it = ticks.find(cpu);
+  if (it == ticks.end()) return 0;
+  std::int64_t n = 0;
+  if (!in_windows) {
+    for (const Tick& t : it->second) n += t.cause == 0;
+    return n;
+  }
+  for (const auto& rel : r.releases) {
+    auto lo = std::lower_bound(it->second.begin(), it->second.end(), rel.before_ns,
+                               [](const Tick& t, std::int64_t x) { return t.t < x; });
+    for (; lo != it->second.end() && lo->t <= rel.after_ns + r.plan.settle_ns; ++lo) n += lo->cause == 0;
+  }
+  return n;
+}
+
+std::string meaning_section(const Result& r, const Analysis& a, const Attribution& at,
+                            const std::map<int, std::vector<Tick>>& ticks) {
   const Plan& p = r.plan;
   std::vector<std::string> s;
   if (r.releases.empty()) {
@@ -242,12 +285,12 @@ std::string meaning_section(const Result& r, const Analysis& a, const Attributio
     const CpuCounters* c = counters_of(r, va.cpu);
     const VictimAttribution* va_at = attribution_of(at, va.cpu);
     std::string who = fmt::format("CPU {}", va.cpu);
-    if (va_at && va_at->shootdowns_received > 0) {
-      s.push_back(fmt::format("{} received {} TLB shootdown IPIs (kernel trace{}); {} of them landed in a victim sample, and each "
-                              "stalled the victim by ~{} (p90 {}, max {}) while the handler itself ran ~{}.",
-                              who, va_at->shootdowns_received,
-                              c ? fmt::format("; /proc/interrupts TLB delta {}", c->tlb) : std::string(),
-                              va_at->shootdowns_matched, dur(static_cast<double>(va_at->stall_per_shootdown.p50)),
+    const std::int64_t flush_ipis = shootdown_ticks(r, ticks, va.cpu, false);
+    if (va_at && flush_ipis > 0) {
+      s.push_back(fmt::format("{} received {} TLB shootdown IPIs (kernel trace{}), {} of them inside the release window{}; "
+                              "each stalled the victim by ~{} (p90 {}, max {}) while the handler itself ran ~{}.",
+                              who, flush_ipis, c ? fmt::format("; /proc/interrupts TLB delta {}", c->tlb) : std::string(),
+                              shootdown_ticks(r, ticks, va.cpu, true), r.releases.size() == 1 ? "" : "s", dur(static_cast<double>(va_at->stall_per_shootdown.p50)),
                               dur(static_cast<double>(va_at->stall_per_shootdown.p90)),
                               dur(static_cast<double>(va_at->stall_per_shootdown.max)),
                               dur(static_cast<double>(va_at->handler_ns.p50))));
@@ -260,11 +303,11 @@ std::string meaning_section(const Result& r, const Analysis& a, const Attributio
     const PhaseStats* base = phase_of(va, Phase::kBaseline);
     const PhaseStats* rel = phase_of(va, Phase::kRelease);
     if (base && rel && base->per_batch.count > 0 && rel->per_batch.count > 0) {
-      s.push_back(fmt::format("On {}, p99.9 per batch {} from {} in the baseline to {} in the release window (p50 {} → {}, "
-                              "max {} → {}).",
-                              who, compare_word(base->per_batch.p999, rel->per_batch.p999), dur(base->per_batch.p999),
-                              dur(rel->per_batch.p999), dur(base->per_batch.p50), dur(rel->per_batch.p50),
-                              dur(base->per_batch.max), dur(rel->per_batch.max)));
+      s.push_back(fmt::format("On {}, p99.9 per batch was {} in the baseline and {} in the release window ({}); p50 {} → {}, "
+                              "max {} → {}.",
+                              who, dur(base->per_batch.p999), dur(rel->per_batch.p999),
+                              compare_word(base->per_batch.p999, rel->per_batch.p999), dur(base->per_batch.p50),
+                              dur(rel->per_batch.p50), dur(base->per_batch.max), dur(rel->per_batch.max)));
       if (base->per_batch.max > rel->per_batch.max * 2)
         s.push_back(fmt::format("The largest stall on {} ({}) happened in the baseline, with no release running: the machine "
                                 "itself stalls the victim (host preemption on a VM, interrupts, SMIs), so compare the release "
@@ -351,7 +394,7 @@ void add_release_overlays(svg::LineChart& c, const Result& r, std::int64_t origi
     c.bands.push_back({static_cast<double>(rel->before_ns - origin),
                        static_cast<double>(rel->after_ns + r.plan.settle_ns - origin), "release", rel->index,
                        fmt::format("release {} window: {} + {} settle", rel->index, dur(static_cast<double>(rel->duration_ns())),
-                                   format_duration_ns(r.plan.settle_ns)),
+                                   dur(static_cast<double>(r.plan.settle_ns))),
                        kColorBand});
     c.markers.push_back({static_cast<double>(rel->before_ns - origin), "before", rel->index,
                          fmt::format("release {}: before {} (call)", rel->index, r.plan.release), kColorBefore});
@@ -420,7 +463,7 @@ std::string raw_section(const Result& r, const Analysis& a, const std::map<int, 
                    "as steps (each sample spans its own time; the highest sample of each pixel column is always kept). "
                    "Ticks below the plot are kernel events on the victim CPU, by type: a stall with a tick under it was "
                    "caused by that interrupt; a stall with none was not the kernel's doing.</p>\n",
-                   escape(format_duration_ns(kRawWindowPadNs)), escape(format_duration_ns(kRawWindowPadNs)));
+                   escape(dur(static_cast<double>(kRawWindowPadNs))), escape(dur(static_cast<double>(kRawWindowPadNs))));
   const std::string missing = evidence_missing(r);
   for (const auto& va : a.victims) {
     const VictimSamples* v = samples_of(r, va.cpu);
@@ -444,12 +487,13 @@ std::string raw_section(const Result& r, const Analysis& a, const std::map<int, 
       if (v) {
         auto lo = std::lower_bound(v->end_ns.begin(), v->end_ns.end(), from);
         auto hi = std::upper_bound(lo, v->end_ns.end(), to);
+        if (hi != v->end_ns.end()) ++hi;  // the sample that straddles the end (a long stall) is in the window too
         const auto i0 = static_cast<std::size_t>(lo - v->end_ns.begin());
         const auto i1 = static_cast<std::size_t>(hi - v->end_ns.begin());
         s.points.reserve(i1 - i0 + 1);
         for (std::size_t i = i0; i < i1; ++i)
           s.points.push_back({static_cast<double>(std::max(from, v->span_start(i)) - origin), static_cast<double>(v->lat_ns[i])});
-        if (i1 > i0) s.points.push_back({static_cast<double>(v->end_ns[i1 - 1] - origin), s.points.back().y});
+        if (i1 > i0) s.points.push_back({static_cast<double>(std::min(to, v->end_ns[i1 - 1]) - origin), s.points.back().y});
       }
       if (s.points.empty()) c.notes.push_back("no raw samples kept for this window");
       c.series.push_back(std::move(s));
@@ -542,10 +586,17 @@ std::string stalls_section(const Result& r, const Analysis& a, const Attribution
     c.attrs = {{"victim", std::to_string(va.cpu)}};
     const VictimAttribution* v_at = attribution_of(at, va.cpu);
     if (v_at) {
-      for (const auto& cs : kCauses) {
-        const auto l = static_cast<std::size_t>(cs.label);
+      std::vector<std::size_t> order;  // the causes in kCauses order, then any newer label
+      for (const auto& cs : kCauses)
+        for (std::size_t l = 0; l < v_at->stall_ns.size(); ++l)
+          if (std::string_view(label_name(static_cast<StallLabel>(l))) == cs.kind) order.push_back(l);
+      for (std::size_t l = 0; l < v_at->stall_ns.size(); ++l)
+        if (l != static_cast<std::size_t>(StallLabel::kClean) && std::find(order.begin(), order.end(), l) == order.end())
+          order.push_back(l);
+      for (std::size_t l : order) {
+        const CauseStyle cs = cause_style(label_name(static_cast<StallLabel>(l)));
         c.bars.push_back({cs.text, cs.kind, static_cast<double>(v_at->stall_ns[l]), cs.color,
-                          fmt::format("{} samples", v_at->samples[l])});
+                          fmt::format("· {} samples", v_at->samples[l])});
       }
       const auto cl = static_cast<std::size_t>(StallLabel::kClean);
       c.notes.push_back(fmt::format("threshold {} (stalls below it with no event are jitter: {} over {} clean samples, not shown)",
@@ -566,7 +617,7 @@ std::string stalls_section(const Result& r, const Analysis& a, const Attribution
             total += static_cast<double>(l) - median;
             ++n;
           }
-      c.bars.push_back({"unattributed (above threshold)", "unattributed", total, "#868e96", fmt::format("{} samples", n)});
+      c.bars.push_back({"unattributed (above threshold)", "unattributed", total, "#868e96", fmt::format("· {} samples", n)});
       c.notes.push_back(evidence_missing(r) + ": stalls cannot be attributed to a cause");
       c.notes.push_back(fmt::format("threshold {} = {} x baseline median", dur(thr), r.plan.stall_factor));
     }
@@ -607,7 +658,7 @@ std::string counters_section(const Result& r) {
     return o;
   }
   o += fmt::format("<table class=\"counters\"><caption>/proc/interrupts deltas over {}</caption>\n",
-                   escape(format_duration_ns(r.interrupts_span_ns)));
+                   escape(dur(static_cast<double>(r.interrupts_span_ns))));
   o += "<tr><th>CPU</th><th>role</th><th title=\"TLB shootdowns\">TLB</th><th title=\"function call interrupts\">CAL</th>"
        "<th title=\"local timer interrupts\">LOC</th><th title=\"rescheduling interrupts\">RES</th></tr>\n";
   for (const auto& c : r.counters) {
@@ -674,7 +725,7 @@ body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans
 h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid var(--line);padding-bottom:3px}
 .sub,.explain{color:var(--muted)}.explain{font-size:13px}
 .banner{background:#ffe3e3;border:1px solid #c92a2a;padding:6px 10px;font-weight:bold}
-.facts{display:flex;flex-wrap:wrap;gap:16px}
+.facts-grid{display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start}
 table{border-collapse:collapse;margin:8px 0;font-variant-numeric:tabular-nums}
 caption{text-align:left;font-weight:600;padding:2px 0}
 th,td{border-bottom:1px solid var(--line);padding:2px 8px;text-align:right}
@@ -736,14 +787,8 @@ document.querySelectorAll('svg.chart g.plot').forEach(function(g){
 }  // namespace
 
 std::string html_report(const Result& r, const Analysis& a) {
-  // Attribution is pure and cheap next to the run; computed here so the
-  // report can explain stalls whenever kernel events were recorded.
-  AttributionOptions ao;
-  ao.stall_factor = r.plan.stall_factor > 0 ? r.plan.stall_factor : 8.0;
-  ao.stall_threshold_ns = r.plan.stall_threshold_ns;
-  ao.baseline_end_ns = r.releases.empty() ? 0 : r.releases.front().before_ns;
-  ao.culprit_cpu = r.plan.culprit_cpu;
-  const Attribution at = attribute(r.victims, r.trace, ao);
+  Attribution storage;
+  const Attribution& at = attribution_for(r, a, storage);
 
   std::set<int> cpus;
   for (const auto& va : a.victims) cpus.insert(va.cpu);
@@ -761,7 +806,7 @@ std::string html_report(const Result& r, const Analysis& a) {
   o += fmt::format("<body data-releases=\"{}\" data-victims=\"{}\" data-kernel-evidence=\"{}\">\n", r.releases.size(),
                    a.victims.size(), r.trace.enabled ? "yes" : "no");
   o += header_section(r);
-  o += meaning_section(r, a, at);
+  o += meaning_section(r, a, at, ticks);
   o += phases_section(r, a);
   o += timeseries_section(r, a);
   o += raw_section(r, a, ticks);

@@ -293,9 +293,11 @@ std::vector<Point> percentile_curve(const std::vector<std::pair<double, double>>
 
 std::string render(const LineChart& c) {
   const double W = c.width, H = c.height;
-  const double L = 78, R = W - 16, T = 30;
   const double tick_rows = static_cast<double>(c.ticks.size());
-  const double B = H - 40 - tick_rows * 11 - 22;  // x labels, axis label, tick rows, legend
+  // Tick rows are labelled in the left margin: wider when there are some.
+  const double L = c.ticks.empty() ? 78 : 112, R = W - 16, T = 30;
+  const double kRowsTop = 9;  // below the lowest y label
+  const double B = H - 40 - (tick_rows > 0 ? kRowsTop + tick_rows * 11 : 0) - 22;  // x labels, axis label, tick rows, legend
 
   // Ranges.
   std::vector<double> xs, ys;
@@ -381,11 +383,14 @@ std::string render(const LineChart& c) {
   o += fmt::format("<text class=\"axis-label\" transform=\"translate(14 {}) rotate(-90)\" text-anchor=\"middle\">{}</text>\n",
                    px((T + B) / 2), escape(c.y.label));
   o += "</g>\n";
-  const double xlab_y = B + tick_rows * 11 + 16;
+  const double xlab_y = B + (tick_rows > 0 ? kRowsTop + tick_rows * 11 : 0) + 16;
   o += "<g class=\"axis x\">\n";
-  for (double v : xt)
-    o += fmt::format("<text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", px(mx(v)), px(xlab_y),
-                     escape(format_value(c.x.format, v)));
+  for (double v : xt) {
+    // Labels near the right edge end there instead of being cut off.
+    const double x = mx(v);
+    o += fmt::format("<text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"{}\">{}</text>\n", px(x), px(xlab_y),
+                     x > R - 30 ? "end" : "middle", escape(format_value(c.x.format, v)));
+  }
   o += fmt::format("<text class=\"axis-label\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", px((L + R) / 2),
                    px(xlab_y + 16), escape(c.x.label));
   o += "</g>\n";
@@ -434,7 +439,7 @@ std::string render(const LineChart& c) {
     o += "<g class=\"events\">\n";
     for (std::size_t k = 0; k < c.ticks.size(); ++k) {
       const auto& t = c.ticks[k];
-      const double y0 = B + 3 + static_cast<double>(k) * 11;
+      const double y0 = B + kRowsTop + static_cast<double>(k) * 11;
       std::set<long> seen;
       std::string d;
       for (double v : t.x) {
