@@ -1,5 +1,7 @@
 #include "cmd/run_support.hpp"
 
+#include "cmd/trace_session.hpp"
+
 #include <cstdio>
 #include <fmt/format.h>
 
@@ -36,6 +38,7 @@ exp::Hooks make_run_hooks(const Plan& plan, bool progress, bool quiet) {
     };
   }
   h.prompt = [](const std::string& text) { std::fprintf(stderr, "\n%s\n", text.c_str()); };
+  h.open_trace = open_kernel_trace;  // kernel evidence (issue 3), honours --trace
   (void)plan;
   return h;
 }

@@ -90,6 +90,15 @@ Analysis analyze(const Result& r) {
   std::vector<std::int64_t> d;
   for (const auto& rel : r.releases) d.push_back(rel.duration_ns());
   a.release_duration = summarize_exact(d);
+  a.attribution = attribute_result(r);
+  if (a.attribution.available && a.attribution.victims.size() == r.victims.size()) {
+    for (std::size_t i = 0; i < r.victims.size(); ++i) {
+      const auto& labels = a.attribution.victims[i].labels;
+      std::vector<bool> clean(labels.size());
+      for (std::size_t k = 0; k < labels.size(); ++k) clean[k] = labels[k] == static_cast<std::uint8_t>(StallLabel::kClean);
+      a.clean_victims.push_back(analyze_victim(r, r.victims[i], &clean));
+    }
+  }
   return a;
 }
 

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "core/attribution.hpp"
 #include "core/result.hpp"
 #include "core/stats.hpp"
 
@@ -42,6 +43,12 @@ struct VictimAnalysis {
 struct Analysis {
   std::vector<VictimAnalysis> victims;
   Summary release_duration;  // ns, over the releases
+  // Kernel-evidence labels per sample and per-victim summaries
+  // (core/attribution.hpp); available == false without a kernel trace.
+  Attribution attribution;
+  // The phase tables again over `clean` samples only (same order as victims;
+  // empty without attribution).
+  std::vector<VictimAnalysis> clean_victims;
 };
 
 // mask (optional): only samples whose mask entry is true are counted.

@@ -16,12 +16,14 @@ const char* label_name(StallLabel l) {
     case StallLabel::kIrq: return "irq";
     case StallLabel::kTimer: return "timer";
     case StallLabel::kUnexplained: return "unexplained";
+    case StallLabel::kPreempted: return "preempted";
   }
   return "?";
 }
 
 int label_priority(StallLabel l) {
   switch (l) {
+    case StallLabel::kPreempted: return 6;
     case StallLabel::kTlbShootdown: return 5;
     case StallLabel::kOtherIpi: return 4;
     case StallLabel::kResched: return 3;
@@ -51,7 +53,7 @@ Quantiles quantiles(std::vector<std::int64_t> v) {
 
 namespace {
 
-enum class Kind : std::uint8_t { kCallFunction, kTlbPoint, kCsdPoint, kTimer, kResched, kIrq };
+enum class Kind : std::uint8_t { kCallFunction, kTlbPoint, kTimer, kResched, kIrq, kPreempt };
 
 struct Incident {
   Kind kind;
@@ -95,7 +97,8 @@ bool targets(const KernelEvent& e, int cpu) {
   return false;
 }
 
-std::vector<Incident> build_incidents(const KernelTrace& t, int cpu, std::vector<std::int64_t>* remote_flushes,
+std::vector<Incident> build_incidents(const KernelTrace& t, int cpu, std::int32_t victim_tid,
+                                      std::vector<std::int64_t>* remote_flushes, std::vector<std::int64_t>* wrong_cpu,
                                       std::vector<std::int64_t>* cf_entries) {
   std::vector<Incident> out;
   // Open handler span per kind (interrupt handlers do not nest per kind).
@@ -108,8 +111,14 @@ std::vector<Incident> build_incidents(const KernelTrace& t, int cpu, std::vector
     if (slot >= 0) out[static_cast<std::size_t>(slot)].end_ns = ts;
     slot = -1;
   };
+  std::int64_t last_foreign = -1;
   for (const KernelEvent& e : t.events) {
     if (e.cpu != cpu) continue;
+    // Another task (not idle) running here: the victim was off its CPU.
+    if (victim_tid > 0 && e.tid > 0 && e.tid != victim_tid && e.mono_ns != last_foreign) {
+      out.push_back({Kind::kPreempt, e.mono_ns, e.mono_ns, false, {}});
+      last_foreign = e.mono_ns;
+    }
     switch (e.type) {
       case EventType::kCallFunctionEntry:
       case EventType::kCallFunctionSingleEntry:
@@ -125,6 +134,9 @@ std::vector<Incident> build_incidents(const KernelTrace& t, int cpu, std::vector
       case EventType::kIrqHandlerEntry: open(open_irq, Kind::kIrq, e.mono_ns); break;
       case EventType::kIrqHandlerExit: close(open_irq, e.mono_ns); break;
       case EventType::kTlbFlush:
+        if (e.a == kTlbFlushOnTaskSwitch) out.push_back({Kind::kPreempt, e.mono_ns, e.mono_ns, false, {}});
+        if (e.a == kTlbRemoteWrongCpu) wrong_cpu->push_back(e.mono_ns);
+        if (e.a == kTlbRemoteWrongCpu && open_cf >= 0) out[static_cast<std::size_t>(open_cf)].tlb = true;
         if (e.a != kTlbRemoteShootdown) break;
         remote_flushes->push_back(e.mono_ns);
         if (open_cf >= 0) out[static_cast<std::size_t>(open_cf)].tlb = true;
@@ -137,11 +149,10 @@ std::vector<Incident> build_incidents(const KernelTrace& t, int cpu, std::vector
           auto& inc = out[static_cast<std::size_t>(open_cf)];
           inc.funcs.push_back(fn);
           inc.tlb = inc.tlb || tlb;
-        } else {
-          // Ran without a call-function IPI (idle polling CPU, or the
-          // call_function tracepoints are missing): an incident of its own.
-          out.push_back({Kind::kCsdPoint, e.mono_ns, -1, tlb, {fn}});
         }
+        // Outside a call-function span: the initiator running the function
+        // locally (its own flush), not an IPI. A remote flush delivered
+        // without the vector (idle polling) still shows as reason 1 above.
         break;
       }
       default: break;
@@ -152,8 +163,8 @@ std::vector<Incident> build_incidents(const KernelTrace& t, int cpu, std::vector
 
 StallLabel label_of(const Incident& inc) {
   switch (inc.kind) {
-    case Kind::kCallFunction:
-    case Kind::kCsdPoint: return inc.tlb ? StallLabel::kTlbShootdown : StallLabel::kOtherIpi;
+    case Kind::kCallFunction: return inc.tlb ? StallLabel::kTlbShootdown : StallLabel::kOtherIpi;
+    case Kind::kPreempt: return StallLabel::kPreempted;
     case Kind::kTlbPoint: return StallLabel::kTlbShootdown;
     case Kind::kTimer: return StallLabel::kTimer;
     case Kind::kResched: return StallLabel::kResched;
@@ -189,9 +200,27 @@ Attribution attribute(const std::vector<VictimSamples>& victims, const KernelTra
                                ? opts.stall_threshold_ns
                                : static_cast<std::int64_t>(std::llround(opts.stall_factor * static_cast<double>(a.baseline_median_ns)));
 
-    std::vector<std::int64_t> flushes, cf_entries;
-    const std::vector<Incident> incidents = build_incidents(trace, v.cpu, &flushes, &cf_entries);
+    // The victim's tid: the most frequent tid of events on its CPU inside
+    // short samples (< kShortSampleNs). A sample in which another task ran
+    // lasts at least a scheduler slice, so short samples contain only
+    // interrupts of the victim itself, even when other tasks share its CPU.
+    if (n > 0) {
+      constexpr std::int64_t kShortSampleNs = 100'000;
+      std::map<std::int32_t, std::int64_t> tids;
+      for (const KernelEvent& e : trace.events) {
+        if (e.cpu != v.cpu || e.tid <= 0) continue;
+        const std::int64_t s = sample_at(v, e.mono_ns);
+        if (s >= 0 && v.lat_ns[static_cast<std::size_t>(s)] < kShortSampleNs) ++tids[e.tid];
+      }
+      std::int64_t best = 0;
+      for (const auto& [tid, c] : tids)
+        if (c > best) best = c, a.victim_tid = tid;
+    }
+    std::vector<std::int64_t> flushes, wrong_cpu, cf_entries;
+    const std::vector<Incident> incidents = build_incidents(trace, v.cpu, a.victim_tid, &flushes, &wrong_cpu, &cf_entries);
 
+    const std::int64_t lo = opts.span_start_ns > 0 ? opts.span_start_ns : v.start_ns;
+    const std::int64_t hi = opts.span_end_ns > 0 ? opts.span_end_ns : (n ? v.end_ns.back() : v.start_ns);
     // Label samples by their highest-priority incident.
     std::map<std::int64_t, int> tlb_per_sample;
     std::vector<std::int64_t> handler, other_handler;
@@ -199,7 +228,7 @@ Attribution attribute(const std::vector<VictimSamples>& victims, const KernelTra
     std::vector<std::int64_t> tlb_samples;  // sample index per shootdown incident
     for (const Incident& inc : incidents) {
       const StallLabel l = label_of(inc);
-      const bool call_function = inc.kind == Kind::kCallFunction || inc.kind == Kind::kCsdPoint;
+      const bool call_function = inc.kind == Kind::kCallFunction;
       if (call_function) {
         for (auto f : inc.funcs) ++funcs[function_of(trace, f)];
         if (l == StallLabel::kTlbShootdown) ++a.shootdown_ipis;
@@ -214,6 +243,7 @@ Attribution attribute(const std::vector<VictimSamples>& victims, const KernelTra
       if (l == StallLabel::kTlbShootdown) {
         ++tlb_per_sample[s];
         tlb_samples.push_back(s);
+        if (inc.kind == Kind::kCallFunction && inc.start_ns >= lo && inc.start_ns <= hi) ++a.flush_ipis;
       }
     }
 
@@ -228,8 +258,8 @@ Attribution attribute(const std::vector<VictimSamples>& victims, const KernelTra
     }
 
     // Kernel count of shootdowns received and how many the samples saw.
-    const std::int64_t lo = opts.span_start_ns > 0 ? opts.span_start_ns : v.start_ns;
-    const std::int64_t hi = opts.span_end_ns > 0 ? opts.span_end_ns : (n ? v.end_ns.back() : v.start_ns);
+    for (std::int64_t t : wrong_cpu)
+      if (t >= lo && t <= hi) ++a.wrong_cpu_flushes;
     for (std::int64_t t : flushes) {
       if (t < lo || t > hi) continue;
       ++a.shootdowns_received;
@@ -244,7 +274,8 @@ Attribution attribute(const std::vector<VictimSamples>& victims, const KernelTra
     // shootdowns in it.
     std::vector<std::int64_t> per_ipi;
     for (std::int64_t s : tlb_samples)
-      per_ipi.push_back(excess(static_cast<std::size_t>(s)) / std::max(1, tlb_per_sample[s]));
+      if (a.labels[static_cast<std::size_t>(s)] == static_cast<std::uint8_t>(StallLabel::kTlbShootdown))
+        per_ipi.push_back(excess(static_cast<std::size_t>(s)) / std::max(1, tlb_per_sample[s]));
     a.stall_per_shootdown = quantiles(std::move(per_ipi));
     a.handler_ns = quantiles(std::move(handler));
     a.other_handler_ns = quantiles(std::move(other_handler));
@@ -272,6 +303,28 @@ Attribution attribute(const std::vector<VictimSamples>& victims, const KernelTra
     a.ipi_functions.assign(funcs.begin(), funcs.end());
     std::sort(a.ipi_functions.begin(), a.ipi_functions.end(), [](auto& x, auto& y) { return x.second > y.second; });
     out.victims.push_back(std::move(a));
+  }
+  return out;
+}
+
+AttributionOptions attribution_options(const Result& r) {
+  AttributionOptions o;
+  if (r.plan.stall_factor > 0) o.stall_factor = r.plan.stall_factor;
+  o.stall_threshold_ns = r.plan.stall_threshold_ns;
+  o.baseline_end_ns = r.releases.empty() ? 0 : r.releases.front().before_ns;
+  o.span_start_ns = r.measure_start_ns;
+  o.span_end_ns = r.measure_end_ns;
+  o.culprit_cpu = r.plan.culprit_cpu;
+  return o;
+}
+
+Attribution attribute_result(const Result& r) { return attribute(r.victims, r.trace, attribution_options(r)); }
+
+std::vector<std::pair<std::uint8_t, std::int64_t>> label_runs(const std::vector<std::uint8_t>& labels) {
+  std::vector<std::pair<std::uint8_t, std::int64_t>> out;
+  for (auto l : labels) {
+    if (!out.empty() && out.back().first == l) ++out.back().second;
+    else out.emplace_back(l, 1);
   }
   return out;
 }

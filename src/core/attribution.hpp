@@ -11,9 +11,16 @@
 //  - An incident belongs to the sample whose span (start, end] contains its
 //    first event (the handler's entry).
 //  - A sample's label is the highest-priority incident in it:
-//    tlb-shootdown > other-ipi > resched > irq > timer. A sample with none is
-//    clean, or unexplained when its latency exceeds the stall threshold
-//    (default 8 x the victim's baseline median).
+//    preempted > tlb-shootdown > other-ipi > resched > irq > timer. A sample
+//    with none is clean, or unexplained when its latency exceeds the stall
+//    threshold (default 8 x the victim's baseline median). "preempted": an
+//    event on the victim CPU inside the sample ran in another task (tid other
+//    than the victim's: the dominant tid of events in short samples) or was a
+//    task-switch flush (reason 0): the scheduler, not the IPI, owns that
+//    stall (a busy shared machine).
+//  - A csd function run outside a call-function span is the initiator
+//    running its own flush locally (smp_call_function_many_cond), not an
+//    IPI: it is not an incident.
 #pragma once
 
 #include <array>
@@ -22,6 +29,7 @@
 #include <vector>
 
 #include "core/events.hpp"
+#include "core/result.hpp"
 #include "core/samples.hpp"
 
 namespace shootdown {
@@ -36,8 +44,9 @@ enum class StallLabel : std::uint8_t {
   kIrq = 4,
   kTimer = 5,
   kUnexplained = 6,
+  kPreempted = 7,  // another task ran on the victim CPU inside the sample
 };
-inline constexpr int kStallLabelCount = 7;
+inline constexpr int kStallLabelCount = 8;
 
 const char* label_name(StallLabel l);  // "clean", "tlb-shootdown", ...
 // Higher wins when several incidents share a sample (unexplained/clean: 0).
@@ -75,12 +84,15 @@ struct VictimAttribution {
   std::int64_t shootdowns_received = 0;            // reason-1 flushes on this CPU in the span (kernel count)
   std::int64_t shootdowns_matched = 0;             // ... that fall inside a sample span
   std::int64_t shootdowns_stalled = 0;             // ... whose sample exceeds the stall threshold
+  std::int64_t wrong_cpu_flushes = 0;              // reason-5 flushes in the span (IPI for another mm; counts in TLB)
+  std::int64_t flush_ipis = 0;                     // call-function spans that ran flush_tlb_func, in the span
+  std::int32_t victim_tid = 0;                     // the tid taken as the victim's (0 = unknown)
   double recall = 0;                               // matched / received (1 when none received)
-  std::int64_t shootdown_ipis = 0;                 // call-function incidents labelled tlb-shootdown
+  std::int64_t shootdown_ipis = 0;                 // call-function incidents that flushed the TLB
   std::int64_t other_ipis = 0;                     // call-function incidents of other functions
   std::array<std::int64_t, kStallLabelCount> samples{};   // per label
   std::array<std::int64_t, kStallLabelCount> stall_ns{};  // sum of max(0, latency - median) per label
-  Quantiles stall_per_shootdown;                   // victim excess per shootdown IPI
+  Quantiles stall_per_shootdown;                   // victim excess per shootdown IPI (tlb-shootdown samples only)
   Quantiles handler_ns;                            // shootdown IPI handler, entry -> exit
   Quantiles other_handler_ns;                      // other call-function IPIs
   Quantiles delivery_ns;                           // ipi_send on culprit -> call_function entry here
@@ -95,6 +107,16 @@ struct Attribution {
 };
 
 Attribution attribute(const std::vector<VictimSamples>& victims, const KernelTrace& trace, const AttributionOptions& opts);
+
+// Options for a run's Result: baseline = samples before the first release,
+// threshold from the plan (--stall-threshold / stall factor), shootdowns
+// counted over the measurement span, delivery measured from the culprit.
+AttributionOptions attribution_options(const Result& r);
+Attribution attribute_result(const Result& r);
+
+// Per-sample labels as runs: [(label, count), ...] in sample order (compact
+// for result.json: clean runs are long).
+std::vector<std::pair<std::uint8_t, std::int64_t>> label_runs(const std::vector<std::uint8_t>& labels);
 
 // Latencies of the samples carrying `label` (e.g. clean-only phase tables).
 std::vector<std::int64_t> latencies_with_label(const VictimSamples& v, const VictimAttribution& a, StallLabel label);

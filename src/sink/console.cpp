@@ -32,6 +32,55 @@ std::string summary_table(const std::string& title, const VictimAnalysis& va, bo
   return out;
 }
 
+std::string attribution_section(const Result& r, const Analysis& a) {
+  std::string out;
+  const KernelTrace& t = r.trace;
+  if (t.enabled)
+    out += fmt::format("  {} tracepoints, {} events, {} lost\n", t.tracepoints.size(), t.events.size(), t.lost_events);
+  for (const auto& m : t.missing) out += "  missing: " + m + "\n";
+  const Attribution& at = a.attribution;
+  if (!at.available) return out;
+  if (!at.note.empty()) out += "  note: " + at.note + "\n";
+  auto d = [](std::int64_t ns) { return format_duration_ns(ns); };
+  for (std::size_t i = 0; i < at.victims.size(); ++i) {
+    const VictimAttribution& v = at.victims[i];
+    out += fmt::format("\nstall attribution, victim cpu{} (stall > {} = {:g} x median {}):\n", v.cpu,
+                       d(v.stall_threshold_ns), r.plan.stall_threshold_ns > 0 ? 0.0 : r.plan.stall_factor,
+                       d(v.baseline_median_ns));
+    out += fmt::format("  shootdown IPIs: {} received (kernel), {} in samples ({:.1f}%), {} stalls\n",
+                       v.shootdowns_received, v.shootdowns_matched, 100.0 * v.recall, v.shootdowns_stalled);
+    out += fmt::format("  TLB IPIs: {} ran flush_tlb_func; reason 1 (this mm) {}, reason 5 (other mm) {}\n",
+                       v.flush_ipis, v.shootdowns_received, v.wrong_cpu_flushes);
+    out += fmt::format("  {:<22}{:>12}{:>12}{:>12}{:>8}\n", "per shootdown IPI", "p50", "p90", "max", "n");
+    auto row = [&](const char* name, const Quantiles& q) {
+      if (q.count == 0) return fmt::format("  {:<22}{:>12}{:>12}{:>12}{:>8}\n", name, "-", "-", "-", 0);
+      return fmt::format("  {:<22}{:>12}{:>12}{:>12}{:>8}\n", name, d(q.p50), d(q.p90), d(q.max), q.count);
+    };
+    out += row("victim stall", v.stall_per_shootdown);
+    out += row("IPI handler", v.handler_ns);
+    out += row("send -> handler entry", v.delivery_ns);
+    out += row("other IPI handler", v.other_handler_ns);
+    out += fmt::format("  {:<22}{:>12}{:>14}\n", "label", "samples", "stall lost");
+    for (int l = 0; l < kStallLabelCount; ++l)
+      out += fmt::format("  {:<22}{:>12}{:>14}\n", label_name(static_cast<StallLabel>(l)), v.samples[l], d(v.stall_ns[l]));
+    if (!v.ipi_functions.empty()) {
+      std::string f = "  function-call IPIs:";
+      for (const auto& [name, n] : v.ipi_functions) {
+        std::string item = fmt::format(" {}={}", name, n);
+        if (f.size() + item.size() > 78) {
+          out += f + "\n";
+          f = "   ";
+        }
+        f += item;
+      }
+      out += f + "\n";
+    }
+    if (i < a.clean_victims.size())
+      out += summary_table(fmt::format("victim cpu{}: clean samples only, ns per batch", v.cpu), a.clean_victims[i], false);
+  }
+  return out;
+}
+
 std::string console_summary(const Result& r, const Analysis& a) {
   std::string out;
   const Plan& p = r.plan;
@@ -68,6 +117,7 @@ std::string console_summary(const Result& r, const Analysis& a) {
     }
   }
   out += fmt::format("kernel trace: {}\n", r.trace.status.empty() ? "off" : r.trace.status);
+  out += attribution_section(r, a);
   for (const auto& w : r.env.warnings) out += "warning: " + w + "\n";
   for (const auto& w : r.warnings) out += "warning: " + w + "\n";
   return out;

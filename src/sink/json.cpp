@@ -1,6 +1,7 @@
 #include "sink/json.hpp"
 
 #include <algorithm>
+#include <map>
 
 namespace shootdown::sink {
 
@@ -104,6 +105,78 @@ json raw_windows(const Result& r) {
 
 }  // namespace
 
+namespace {
+
+json quantiles_json(const Quantiles& q) { return {{"count", q.count}, {"p50", q.p50}, {"p90", q.p90}, {"max", q.max}}; }
+
+// Kernel backtraces of the culprit's reason-4 flushes and IPI sends, grouped
+// by identical symbolized chains, most frequent first (the article's tables).
+json callchains_json(const KernelTrace& t) {
+  std::map<std::pair<std::string, std::vector<std::string>>, std::int64_t> groups;
+  for (const auto& e : t.events) {
+    if (e.callchain < 0 || static_cast<std::size_t>(e.callchain) >= t.callchains.size()) continue;
+    groups[{event_type_name(e.type), t.callchains[static_cast<std::size_t>(e.callchain)].symbols}]++;
+  }
+  std::vector<std::pair<std::int64_t, const std::pair<std::string, std::vector<std::string>>*>> order;
+  for (const auto& g : groups) order.emplace_back(g.second, &g.first);
+  std::stable_sort(order.begin(), order.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+  json out = json::array();
+  for (std::size_t i = 0; i < order.size() && i < 32; ++i)
+    out.push_back({{"event", order[i].second->first}, {"count", order[i].first}, {"frames", order[i].second->second}});
+  return out;
+}
+
+json attribution_json(const Analysis& a) {
+  const Attribution& at = a.attribution;
+  json j{{"available", at.available}, {"note", at.note}};
+  json codes = json::array();
+  for (int l = 0; l < kStallLabelCount; ++l) codes.push_back(label_name(static_cast<StallLabel>(l)));
+  j["label_codes"] = codes;
+  json vs = json::array();
+  for (std::size_t i = 0; i < at.victims.size(); ++i) {
+    const VictimAttribution& v = at.victims[i];
+    json samples, stall;
+    for (int l = 0; l < kStallLabelCount; ++l) {
+      samples[label_name(static_cast<StallLabel>(l))] = v.samples[l];
+      stall[label_name(static_cast<StallLabel>(l))] = v.stall_ns[l];
+    }
+    json funcs = json::object();
+    for (const auto& [name, n] : v.ipi_functions) funcs[name] = n;
+    json runs = json::array();
+    for (const auto& [code, n] : label_runs(v.labels)) runs.push_back({code, n});
+    json jv{{"cpu", v.cpu},
+            {"victim_tid", v.victim_tid},
+            {"baseline_median_ns", v.baseline_median_ns},
+            {"stall_threshold_ns", v.stall_threshold_ns},
+            {"shootdowns", {{"received", v.shootdowns_received},
+                            {"matched", v.shootdowns_matched},
+                            {"stalled", v.shootdowns_stalled},
+                            {"wrong_cpu", v.wrong_cpu_flushes},
+                            {"flush_ipis", v.flush_ipis},
+                            {"recall", v.recall}}},
+            {"shootdown_ipis", v.shootdown_ipis},
+            {"other_ipis", v.other_ipis},
+            {"samples", samples},
+            {"stall_ns", stall},
+            {"stall_per_shootdown_ns", quantiles_json(v.stall_per_shootdown)},
+            {"ipi_handler_ns", quantiles_json(v.handler_ns)},
+            {"other_ipi_handler_ns", quantiles_json(v.other_handler_ns)},
+            {"delivery_ns", quantiles_json(v.delivery_ns)},
+            {"ipi_functions", funcs},
+            {"label_runs", runs}};
+    if (i < a.clean_victims.size()) {
+      json ph;
+      for (const auto& ps : a.clean_victims[i].phases) ph[to_string(ps.phase)] = phase_json(ps);
+      jv["clean_phases"] = ph;
+    }
+    vs.push_back(jv);
+  }
+  j["victims"] = vs;
+  return j;
+}
+
+}  // namespace
+
 json result_json(const Result& r, const Analysis& a) {
   json j;
   j["schema_version"] = r.schema_version;
@@ -164,6 +237,8 @@ json result_json(const Result& r, const Analysis& a) {
                 {"missing", r.trace.missing},
                 {"lost_events", r.trace.lost_events},
                 {"events", r.trace.events.size()}};
+  j["trace"]["callchains"] = callchains_json(r.trace);
+  j["attribution"] = attribution_json(a);
   return j;
 }
 

@@ -450,8 +450,12 @@ std::unique_ptr<Tracer> Tracer::open(const TracerOptions& opts, std::string* why
         continue;
       }
       if (ring.owner_fd < 0) {
-        ring.map_len = data_bytes + static_cast<std::size_t>(page);
-        void* base = ::mmap(nullptr, ring.map_len, PROT_READ | PROT_WRITE, MAP_SHARED, s.fd, 0);
+        void* base = MAP_FAILED;
+        for (std::size_t bytes = data_bytes; bytes >= static_cast<std::size_t>(page); bytes /= 2) {
+          ring.map_len = bytes + static_cast<std::size_t>(page);
+          base = ::mmap(nullptr, ring.map_len, PROT_READ | PROT_WRITE, MAP_SHARED, s.fd, 0);
+          if (base != MAP_FAILED || (errno != EPERM && errno != ENOMEM)) break;  // perf_event_mlock_kb
+        }
         if (base == MAP_FAILED) {
           open_errors.push_back(fmt::format("cpu{}: mmap of the ring ({} pages): {}", cpu, opts.ring_pages, std::strerror(errno)));
           ::close(s.fd);
@@ -461,7 +465,7 @@ std::unique_ptr<Tracer> Tracer::open(const TracerOptions& opts, std::string* why
         ring.owner_fd = s.fd;
         auto* meta = static_cast<perf_event_mmap_page*>(base);
         ring.data = static_cast<std::uint8_t*>(base) + (meta->data_offset ? meta->data_offset : static_cast<std::uint64_t>(page));
-        ring.data_size = meta->data_size ? meta->data_size : data_bytes;
+        ring.data_size = meta->data_size ? meta->data_size : ring.map_len - static_cast<std::size_t>(page);
       } else if (::ioctl(s.fd, PERF_EVENT_IOC_SET_OUTPUT, ring.owner_fd) != 0) {
         open_errors.push_back(fmt::format("{}:{} on cpu{}: SET_OUTPUT: {}", r.spec->system, r.spec->name, cpu, std::strerror(errno)));
         ::close(s.fd);

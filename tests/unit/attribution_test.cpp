@@ -327,6 +327,58 @@ TEST(Attribution, LabelNamesAndLatencyFilter) {
   EXPECT_EQ(latencies_with_label(v, a, StallLabel::kUnexplained), std::vector<std::int64_t>{50'000});
 }
 
+TEST(Attribution, ForeignTaskOrTaskSwitchMeansPreempted) {
+  auto v = make_samples(1, 20);
+  stretch(v, 5, 2'000'000);
+  stretch(v, 9, 900'000);
+  std::vector<KernelEvent> e;
+  for (std::size_t i = 0; i < 20; i += 2) {  // the victim's own timer ticks: tid 77
+    e.push_back(ev(mid(v, i), 1, EventType::kLocalTimerEntry, 236));
+    e.back().tid = 77;
+    e.push_back(ev(mid(v, i) + 100, 1, EventType::kLocalTimerExit, 236));
+    e.back().tid = 77;
+  }
+  // Sample 5: a shootdown, but another task (tid 500) ran here too.
+  add_shootdown(e, 1, mid(v, 5));
+  for (auto& x : e)
+    if (x.mono_ns >= mid(v, 5) && x.mono_ns <= mid(v, 5) + 400) x.tid = 77;
+  e.push_back(ev(mid(v, 5) + 1000, 1, EventType::kReschedEntry, 253));
+  e.back().tid = 500;
+  // Sample 9: a task-switch flush (reason 0).
+  e.push_back(ev(mid(v, 9), 1, EventType::kTlbFlush, kTlbFlushOnTaskSwitch, -1));
+  e.back().tid = 77;
+  const auto a = attribute({v}, make_trace(e), {}).victims.at(0);
+  EXPECT_EQ(a.victim_tid, 77);
+  EXPECT_EQ(label(a, 5), StallLabel::kPreempted);
+  EXPECT_EQ(label(a, 9), StallLabel::kPreempted);
+  EXPECT_EQ(label(a, 0), StallLabel::kTimer);
+  EXPECT_EQ(a.shootdowns_matched, 1);           // still seen by the samples
+  EXPECT_EQ(a.stall_per_shootdown.count, 0);    // but its stall belongs to the scheduler
+  EXPECT_STREQ(label_name(StallLabel::kPreempted), "preempted");
+}
+
+TEST(Attribution, LocalCsdRunIsNotAnIpiAndWrongCpuFlushesAreCounted) {
+  auto v = make_samples(1, 20);
+  std::vector<KernelEvent> e;
+  // The victim CPU initiating its own flush: csd_do_func runs flush_tlb_func locally.
+  e.push_back(ev(mid(v, 3), 1, EventType::kCsdFunctionEntry, 0, static_cast<std::int64_t>(kFlushTlbFunc)));
+  e.push_back(ev(mid(v, 3) + 5, 1, EventType::kTlbFlush, kTlbLocalMmShootdown, 1));
+  e.push_back(ev(mid(v, 3) + 9, 1, EventType::kCsdFunctionExit, 0, static_cast<std::int64_t>(kFlushTlbFunc)));
+  // An IPI for another mm that last ran here: reason 5 inside a call-function span.
+  const std::int64_t t = mid(v, 8);
+  e.push_back(ev(t, 1, EventType::kCallFunctionSingleEntry, 251));
+  e.push_back(ev(t + 5, 1, EventType::kCsdFunctionEntry, 0, static_cast<std::int64_t>(kFlushTlbFunc)));
+  e.push_back(ev(t + 8, 1, EventType::kTlbFlush, kTlbRemoteWrongCpu, 0));
+  e.push_back(ev(t + 20, 1, EventType::kCallFunctionSingleExit, 251));
+  const auto a = attribute({v}, make_trace(e), {}).victims.at(0);
+  EXPECT_EQ(label(a, 3), StallLabel::kClean);
+  EXPECT_EQ(label(a, 8), StallLabel::kTlbShootdown);  // a TLB IPI all the same: it interrupted the victim
+  EXPECT_EQ(a.shootdowns_received, 0);                // reason 1 only
+  EXPECT_EQ(a.wrong_cpu_flushes, 1);
+  EXPECT_EQ(a.flush_ipis, 1);
+  EXPECT_EQ(a.shootdown_ipis, 1);
+}
+
 TEST(Quantiles, NearestRank) {
   std::vector<std::int64_t> v;
   for (int i = 1; i <= 10; ++i) v.push_back(11 - i);  // unsorted input

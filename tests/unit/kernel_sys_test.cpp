@@ -2,6 +2,8 @@
 // skips without root/tracefs.
 #include <gtest/gtest.h>
 #include <linux/membarrier.h>
+#include <pthread.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -67,6 +69,11 @@ TEST(TracerLive, SeesMembarrierIpisWithMonotonicTimestamps) {
   std::atomic<bool> stop{false}, ready{false};
   std::thread spinner([&] {
     pin_this_thread(1);
+    // SCHED_FIFO: membarrier only IPIs CPUs currently running this mm, and a
+    // loaded machine would otherwise preempt the spinner (short: < 1 s).
+    sched_param sp{};
+    sp.sched_priority = 10;
+    pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
     ready = true;
     while (!stop.load(std::memory_order_relaxed)) {
     }
