@@ -9,7 +9,7 @@
 namespace shootdown::cmd {
 
 namespace {
-Command stub(CLI::App& root, const char* name, const char* what) {
+[[maybe_unused]] Command stub(CLI::App& root, const char* name, const char* what) {  // unused once every subcommand landed
   CLI::App* app = root.add_subcommand(name, what);
   app->allow_extras();
   app->prefix_command();
@@ -21,6 +21,5 @@ Command stub(CLI::App& root, const char* name, const char* what) {
 }  // namespace
 
 Command add_report(CLI::App& root) { return stub(root, "report", "Re-render every output from a saved result directory"); }
-Command add_probe(CLI::App& root) { return stub(root, "probe", "Run a victim thread inside another program"); }
 
 }  // namespace shootdown::cmd

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# shootdown probe (issue 8): a probe thread preloaded into blame_fixture.
+#  - the fixture's worker (CPU W) does N munmaps and M madvises of 16 touched
+#    pages; the probe thread (CPU P, --rt, no fixture helper there) is the only
+#    thread of that mm on P, so every release sends P one flush IPI;
+#  - the probe's tlb-shootdown samples must match N + M: at least 90% (a
+#    vCPU the host has preempted is skipped by KVM's paravirtual flush, and
+#    a flush queued behind a pending IPI rides in it), at most N + M + 10
+#    (thread start/exit and the probe's own setup add a few, and two flush
+#    IPIs inside one ~5 us sample count once);
+#  - the kernel count (reason-1 on P) equals the matched count (recall 1);
+#  - --out writes the run's files; result.json carries the attribution;
+#  - reuse: N = M = 0 gives no tlb-shootdown sample;
+#  - the probe changes nothing else: the fixture's output and exit code are
+#    its own; bad input exits 2.
+source "$TEST_LIB"
+need_root "perf tracepoints; SCHED_FIFO probe thread"
+FIX="$SHOOTDOWN_BUILD/tests/integration/blame_fixture"
+[[ -x "$FIX" ]] || skip "blame_fixture not built ($FIX)"
+[[ -f "$SHOOTDOWN_BUILD/src/probe/libshootdown_probe.so" ]] || skip "libshootdown_probe.so not built"
+mapfile -t CPUS < <(awk -F, '{for(i=1;i<=NF;i++){n=split($i,r,"-"); if(n==1)print r[1]; else for(c=r[1];c<=r[2];c++)print c}}' /sys/devices/system/cpu/online)
+((${#CPUS[@]} >= 2)) || skip "needs 2 online CPUs"
+W=${CPUS[0]}
+P=${CPUS[1]}
+N=600
+M=400
+
+run_cmd "$SHOOTDOWN" probe --rt --cpu "$P" --out "$TMP/pout" -- "$FIX" "$N" "$M" --worker-cpu "$W" --helper-cpu none
+expect_rc 0 "probe --rt --cpu $P -- blame_fixture $N $M"
+expect_out "munmaps=$N madvises=$M" "the fixture ran normally under the probe"
+expect_file "$TMP/pout/result.json" "--out: result.json"
+expect_file "$TMP/pout/timeline.csv" "--out: timeline.csv"
+J="$TMP/pout/result.json"
+A='.attribution.victims[0]'
+TS=$(jq -r "$A.samples[\"tlb-shootdown\"]" "$J")
+RECV=$(jq -r "$A.shootdowns.received" "$J")
+MATCHED=$(jq -r "$A.shootdowns.matched" "$J")
+SAMPLES=$(jq -r '.victims[0].samples // 0' "$J")
+P50=$(jq -r "$A.stall_per_shootdown_ns.p50" "$J")
+MED=$(jq -r "$A.baseline_median_ns" "$J")
+grep -E '^(probe|  )' <<<"$OUT" | tail -5 | sed 's/^/# /'
+echo "# expected $((N + M)) flushes; probe: tlb-shootdown samples=$TS, reason-1 on cpu$P=$RECV, matched=$MATCHED, median sample ${MED} ns, stall per shootdown p50 ${P50} ns"
+if ((TS * 10 >= (N + M) * 9)); then ok "tlb-shootdown samples $TS >= 90% of $((N + M)) releases"; else not_ok "tlb-shootdown samples $TS < 90% of $((N + M))"; fi
+if ((TS <= N + M + 10)); then ok "tlb-shootdown samples $TS <= $((N + M)) + 10"; else not_ok "tlb-shootdown samples $TS > $((N + M)) + 10"; fi
+if [[ "$RECV" == "$MATCHED" ]]; then ok "every reason-1 flush on cpu$P ($RECV) lies in a probe sample"; else not_ok "received $RECV, matched $MATCHED"; fi
+if ((P50 > 0)); then ok "stall per shootdown p50 ${P50} ns"; else not_ok "no stall per shootdown measured"; fi
+
+# Control: nothing released, nothing shot down.
+run_cmd "$SHOOTDOWN" probe --rt --cpu "$P" --json -- "$FIX" 0 0 --worker-cpu "$W" --helper-cpu none
+expect_rc 0 "probe -- blame_fixture 0 0 (reuse only)"
+TS0=$(sed -n '/^{/,$p' <<<"$OUT" | jq -r "$A.samples[\"tlb-shootdown\"]")
+if ((TS0 <= 3)); then ok "reuse only: $TS0 tlb-shootdown samples (<= 3: thread start/exit)"; else not_ok "reuse only: $TS0 tlb-shootdown samples"; fi
+
+# The command's exit status is reported, not changed.
+run_cmd "$SHOOTDOWN" probe --cpu "$P" -- sh -c 'exit 3'
+expect_rc 0 "probe -- sh -c 'exit 3': the tool succeeded"
+expect_out 'command exited with status 3' "the command's status is in the warnings"
+
+# Bad input.
+run_cmd "$SHOOTDOWN" probe --cpu 4096 -- true
+expect_rc 2 "probe --cpu 4096"
+expect_err_lines 1 "bad CPU: one line"
+run_cmd "$SHOOTDOWN" probe
+expect_rc 2 "probe without a command"
+finish
