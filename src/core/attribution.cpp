@@ -59,7 +59,9 @@ struct Incident {
   Kind kind;
   std::int64_t start_ns;
   std::int64_t end_ns = -1;  // -1: no exit seen
-  bool tlb = false;          // a TLB flush ran in it
+  bool tlb = false;          // a TLB flush for the victim's mm ran in it (reason 1)
+  bool foreign = false;      // a flush for another mm ran in it (reason 5, or reason 1 in another task)
+  bool flush_func = false;   // csd ran flush_tlb_func (the flush itself may be foreign)
   std::vector<std::uint64_t> funcs;  // csd functions run in it
 };
 
@@ -105,7 +107,7 @@ std::vector<Incident> build_incidents(const KernelTrace& t, int cpu, std::int32_
   std::int64_t open_cf = -1, open_timer = -1, open_resched = -1, open_irq = -1;
   auto open = [&](std::int64_t& slot, Kind k, std::int64_t ts) {
     slot = static_cast<std::int64_t>(out.size());
-    out.push_back({k, ts, -1, false, {}});
+    out.push_back({k, ts, -1, false, false, false, {}});
   };
   auto close = [&](std::int64_t& slot, std::int64_t ts) {
     if (slot >= 0) out[static_cast<std::size_t>(slot)].end_ns = ts;
@@ -116,7 +118,7 @@ std::vector<Incident> build_incidents(const KernelTrace& t, int cpu, std::int32_
     if (e.cpu != cpu) continue;
     // Another task (not idle) running here: the victim was off its CPU.
     if (victim_tid > 0 && e.tid > 0 && e.tid != victim_tid && e.mono_ns != last_foreign) {
-      out.push_back({Kind::kPreempt, e.mono_ns, e.mono_ns, false, {}});
+      out.push_back({Kind::kPreempt, e.mono_ns, e.mono_ns, false, false, false, {}});
       last_foreign = e.mono_ns;
     }
     switch (e.type) {
@@ -134,13 +136,22 @@ std::vector<Incident> build_incidents(const KernelTrace& t, int cpu, std::int32_
       case EventType::kIrqHandlerEntry: open(open_irq, Kind::kIrq, e.mono_ns); break;
       case EventType::kIrqHandlerExit: close(open_irq, e.mono_ns); break;
       case EventType::kTlbFlush:
-        if (e.a == kTlbFlushOnTaskSwitch) out.push_back({Kind::kPreempt, e.mono_ns, e.mono_ns, false, {}});
+        if (e.a == kTlbFlushOnTaskSwitch) out.push_back({Kind::kPreempt, e.mono_ns, e.mono_ns, false, false, false, {}});
         if (e.a == kTlbRemoteWrongCpu) wrong_cpu->push_back(e.mono_ns);
-        if (e.a == kTlbRemoteWrongCpu && open_cf >= 0) out[static_cast<std::size_t>(open_cf)].tlb = true;
+        // Reason 5: the IPI flushed for an mm this CPU no longer runs (another
+        // process): it interrupts the victim but our culprit did not send it.
+        if (e.a == kTlbRemoteWrongCpu && open_cf >= 0) out[static_cast<std::size_t>(open_cf)].foreign = true;
         if (e.a != kTlbRemoteShootdown) break;
+        if (victim_tid > 0 && e.tid > 0 && e.tid != victim_tid) {
+          // Reason 1 while another task ran here: a shootdown of that task's
+          // mm, counted with the foreign flushes.
+          wrong_cpu->push_back(e.mono_ns);
+          if (open_cf >= 0) out[static_cast<std::size_t>(open_cf)].foreign = true;
+          break;
+        }
         remote_flushes->push_back(e.mono_ns);
         if (open_cf >= 0) out[static_cast<std::size_t>(open_cf)].tlb = true;
-        else out.push_back({Kind::kTlbPoint, e.mono_ns, e.mono_ns, true, {}});
+        else out.push_back({Kind::kTlbPoint, e.mono_ns, e.mono_ns, true, false, false, {}});
         break;
       case EventType::kCsdFunctionEntry: {
         const auto fn = static_cast<std::uint64_t>(e.b);
@@ -148,7 +159,7 @@ std::vector<Incident> build_incidents(const KernelTrace& t, int cpu, std::int32_
         if (open_cf >= 0) {
           auto& inc = out[static_cast<std::size_t>(open_cf)];
           inc.funcs.push_back(fn);
-          inc.tlb = inc.tlb || tlb;
+          inc.flush_func = inc.flush_func || tlb;
         }
         // Outside a call-function span: the initiator running the function
         // locally (its own flush), not an IPI. A remote flush delivered
@@ -163,7 +174,10 @@ std::vector<Incident> build_incidents(const KernelTrace& t, int cpu, std::int32_
 
 StallLabel label_of(const Incident& inc) {
   switch (inc.kind) {
-    case Kind::kCallFunction: return inc.tlb ? StallLabel::kTlbShootdown : StallLabel::kOtherIpi;
+    // flush_tlb_func without a traced flush (e.g. tlb_flush missing) still
+    // counts as ours unless the span shows it flushed another mm.
+    case Kind::kCallFunction:
+      return inc.tlb || (inc.flush_func && !inc.foreign) ? StallLabel::kTlbShootdown : StallLabel::kOtherIpi;
     case Kind::kPreempt: return StallLabel::kPreempted;
     case Kind::kTlbPoint: return StallLabel::kTlbShootdown;
     case Kind::kTimer: return StallLabel::kTimer;

@@ -4,8 +4,10 @@
 //  - Kernel events on a victim CPU are grouped into incidents: an IPI handler
 //    span (call_function[_single]_entry .. exit), a timer, reschedule or
 //    device-IRQ handler span. A call-function span is a TLB shootdown when a
-//    tlb_flush with reason 1 (remote shootdown) or a csd_function_entry of
-//    flush_tlb_func lies inside it; otherwise it is another IPI. A reason-1
+//    tlb_flush with reason 1 (remote shootdown) in the victim's task, or a
+//    csd_function_entry of flush_tlb_func, lies inside it — unless the flush
+//    was for another mm (reason 5 "wrong CPU", or reason 1 while another
+//    task ran): that IPI was not sent for this process and is another IPI. A reason-1
 //    flush outside any span (call_function tracepoints missing) is a
 //    shootdown incident of its own.
 //  - An incident belongs to the sample whose span (start, end] contains its
@@ -84,7 +86,7 @@ struct VictimAttribution {
   std::int64_t shootdowns_received = 0;            // reason-1 flushes on this CPU in the span (kernel count)
   std::int64_t shootdowns_matched = 0;             // ... that fall inside a sample span
   std::int64_t shootdowns_stalled = 0;             // ... whose sample exceeds the stall threshold
-  std::int64_t wrong_cpu_flushes = 0;              // reason-5 flushes in the span (IPI for another mm; counts in TLB)
+  std::int64_t wrong_cpu_flushes = 0;              // flushes for another mm in the span: reason 5, or reason 1 while another task ran (count in TLB, not ours)
   std::int64_t flush_ipis = 0;                     // call-function spans that ran flush_tlb_func, in the span
   std::int32_t victim_tid = 0;                     // the tid taken as the victim's (0 = unknown)
   double recall = 0;                               // matched / received (1 when none received)

@@ -1,6 +1,8 @@
 // Stall attribution on synthetic event streams (src/core/attribution.hpp).
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "core/attribution.hpp"
 
 namespace shootdown {
@@ -372,11 +374,38 @@ TEST(Attribution, LocalCsdRunIsNotAnIpiAndWrongCpuFlushesAreCounted) {
   e.push_back(ev(t + 20, 1, EventType::kCallFunctionSingleExit, 251));
   const auto a = attribute({v}, make_trace(e), {}).victims.at(0);
   EXPECT_EQ(label(a, 3), StallLabel::kClean);
-  EXPECT_EQ(label(a, 8), StallLabel::kTlbShootdown);  // a TLB IPI all the same: it interrupted the victim
+  // It interrupted the victim, but it flushed another process's mm: not a
+  // shootdown our culprit caused (the reuse control arm must show none).
+  EXPECT_EQ(label(a, 8), StallLabel::kOtherIpi);
   EXPECT_EQ(a.shootdowns_received, 0);                // reason 1 only
   EXPECT_EQ(a.wrong_cpu_flushes, 1);
-  EXPECT_EQ(a.flush_ipis, 1);
-  EXPECT_EQ(a.shootdown_ipis, 1);
+  EXPECT_EQ(a.flush_ipis, 0);
+  EXPECT_EQ(a.shootdown_ipis, 0);
+  EXPECT_EQ(a.other_ipis, 1);
+}
+
+TEST(Attribution, ReasonOneInAnotherTaskIsForeign) {
+  auto v = make_samples(1, 20);
+  std::vector<KernelEvent> e;
+  // The victim's own interrupts (tid 77) in short samples identify it.
+  for (int i = 0; i < 5; ++i) {
+    auto x = ev(mid(v, static_cast<std::size_t>(i)), 1, EventType::kLocalTimerEntry);
+    x.tid = 77;
+    e.push_back(x);
+  }
+  // A shootdown IPI that arrived while task 99 ran on the victim CPU.
+  const std::int64_t t = mid(v, 12);
+  for (auto [dt, type, a] : {std::tuple{0, EventType::kCallFunctionEntry, 0}, std::tuple{4, EventType::kTlbFlush, kTlbRemoteShootdown},
+                             std::tuple{9, EventType::kCallFunctionExit, 0}}) {
+    auto x = ev(t + dt, 1, type, a);
+    x.tid = 99;
+    e.push_back(x);
+  }
+  const auto a = attribute({v}, make_trace(e), {}).victims.at(0);
+  EXPECT_EQ(a.victim_tid, 77);
+  EXPECT_EQ(a.shootdowns_received, 0);
+  EXPECT_EQ(a.wrong_cpu_flushes, 1);
+  EXPECT_EQ(label(a, 12), StallLabel::kPreempted);
 }
 
 TEST(Quantiles, NearestRank) {
