@@ -90,13 +90,6 @@ std::string find_library() {
   return {};
 }
 
-std::int64_t realtime_offset() {
-  timespec rt{}, mo{};
-  clock_gettime(CLOCK_REALTIME, &rt);
-  clock_gettime(CLOCK_MONOTONIC, &mo);
-  return (rt.tv_sec - mo.tv_sec) * 1'000'000'000LL + (rt.tv_nsec - mo.tv_nsec);
-}
-
 int execute_probe(const ProbeOpts& o) {
   // --- plan -----------------------------------------------------------------
   if (o.command.empty()) throw UsageError("nothing to probe: give -- CMD ARGS");
@@ -174,7 +167,6 @@ int execute_probe(const ProbeOpts& o) {
   r.run_id = fmt::format("probe-{}-{}", ::getpid(), std::time(nullptr));
   r.started_at = iso_now();
   r.command_line = read_cmdline_self();
-  r.realtime_offset_ns = realtime_offset();
   r.env = sys::read_environment();
   r.plan.culprit_cpu = -1;
   r.plan.victim_cpus = {cpu};
