@@ -23,6 +23,8 @@ integration=(
 want=("${base[@]}")
 if [[ "${1:-}" == "--with-integration" ]]; then
   want+=("${integration[@]}")
+  # npm for playwright-core (HTML report test); a nodejs from elsewhere brings its own.
+  command -v npm >/dev/null 2>&1 || want+=(npm)
 fi
 
 missing=()

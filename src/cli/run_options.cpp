@@ -70,6 +70,7 @@ void add_run_options(CLI::App& app, RunOptions& o, bool for_compare) {
   if (!for_compare) {
     app.add_flag("--json", o.json, "Print the full result as JSON on stdout instead of the table");
     app.add_option("--out", o.out, "Write result.json, timeline.csv and the other files to this directory");
+    app.add_flag("--open", o.open, "Print the file:// URL of DIR/report.html when done (needs --out; starts no browser)");
   }
   app.add_flag("-q,--quiet", o.quiet, "No progress output on stderr");
 }
@@ -197,6 +198,7 @@ Plan validate_run_options(const RunOptions& o, const MachineFacts& m, std::vecto
     bad(fmt::format("--stall-factor {}: out of range [1, 1000]", o.stall_factor));
   p.stall_factor = o.stall_factor;
   p.mlock = !o.no_mlock;
+  if (o.open && o.out.empty()) bad("--open: needs --out DIR (the report is written to DIR/report.html)");
 
   // Sizes.
   p.batch = size_opt("--batch", o.batch);

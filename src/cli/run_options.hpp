@@ -33,6 +33,7 @@ struct RunOptions {
   bool no_mlock = false;
   bool json = false;
   std::string out;
+  bool open = false;  // --open: print the report's file:// URL (no browser is started)
   bool quiet = false;
   bool chunk_size_given = false;
 };

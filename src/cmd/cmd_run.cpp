@@ -105,6 +105,7 @@ int execute_run(const cli::RunOptions& opts) {
 
   const Analysis a = analyze(r);
   finish_run_outputs(r, a, out.get(), opts.json);
+  if (opts.open && out) std::fprintf(opts.json ? stderr : stdout, "report: %s\n", report_file_url(out->path()).c_str());
   if (!r.complete && r.exit_signal != 0) return sys::exit_code_for_signal(r.exit_signal);
   if (!r.complete) return kExitError;
   return kExitOk;

@@ -2,16 +2,32 @@
 
 #include "cmd/trace_session.hpp"
 
+#include <cctype>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fmt/format.h>
 
 #include "core/units.hpp"
 #include "sink/console.hpp"
 #include "sink/csv.hpp"
+#include "sink/html_report.hpp"
 #include "sink/json.hpp"
 #include "sys/fs.hpp"
 
 namespace shootdown::cmd {
+
+std::string report_file_url(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::absolute(std::filesystem::path(dir) / "report.html", ec);
+  if (ec) p = std::filesystem::path(dir) / "report.html";
+  std::string url = "file://";
+  for (unsigned char c : p.lexically_normal().string()) {
+    if (std::isalnum(c) || std::strchr("/-._~", c)) url += static_cast<char>(c);
+    else url += fmt::format("%{:02X}", c);
+  }
+  return url;
+}
 
 std::string read_cmdline_self() {
   auto s = sys::read_file("/proc/self/cmdline");
@@ -46,6 +62,7 @@ exp::Hooks make_run_hooks(const Plan& plan, bool progress, bool quiet) {
 void write_result_files(const Result& r, const Analysis& a, sink::OutputDir& out) {
   out.write("result.json", sink::result_to_string(r, a));
   out.write("timeline.csv", sink::timeline_csv(r));
+  out.write("report.html", sink::html_report(r, a));
 }
 
 void finish_run_outputs(const Result& r, const Analysis& a, sink::OutputDir* out, bool json) {

@@ -20,5 +20,7 @@ void finish_run_outputs(const Result& r, const Analysis& a, sink::OutputDir* out
 // Writes every file of a result into out (result.json, timeline.csv, ...).
 void write_result_files(const Result& r, const Analysis& a, sink::OutputDir& out);
 std::string read_cmdline_self();
+// file:// URL of dir/report.html (absolute, percent-encoded), for --open.
+std::string report_file_url(const std::string& dir);
 
 }  // namespace shootdown::cmd

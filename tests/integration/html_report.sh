@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Integration (issue 5): a real `shootdown run --release munmap` writes
+# report.html; headless Chromium (Debian's chromium, driven by playwright-core
+# from npm with executablePath /usr/bin/chromium: no browser download) renders
+# it offline and html_report_check.js checks it by DOM/SVG structure: no
+# console errors, no network requests, every chart with its series, markers ==
+# releases x 2, phase table rows. The PNG screenshot is kept as an artifact:
+# $SHOOTDOWN_BUILD/artifacts/html_report.png.
+set -euo pipefail
+source "$TEST_LIB"
+: "${SHOOTDOWN_SRC:?}" "${SHOOTDOWN_BUILD:?}"
+
+"$SHOOTDOWN_SRC"/scripts/install-deps.sh --with-integration >/dev/null 2>&1 || true
+[[ -x /usr/bin/chromium ]] || skip "chromium not installed (scripts/install-deps.sh --with-integration installs it)"
+command -v node >/dev/null && command -v npm >/dev/null || skip "node/npm not installed (needed for playwright-core)"
+
+# playwright-core only (no bundled browser), cached inside the build tree.
+NPM_DIR="$SHOOTDOWN_BUILD/npm"
+PW="$NPM_DIR/node_modules/playwright-core"
+if [[ ! -f "$PW/package.json" ]]; then
+  mkdir -p "$NPM_DIR"
+  if ! npm install --prefix "$NPM_DIR" --no-audit --no-fund --loglevel=error playwright-core@1 >"$TMP/npm.log" 2>&1; then
+    sed 's/^/# /' "$TMP/npm.log" | tail -5
+    skip "npm could not install playwright-core (registry unreachable?)"
+  fi
+fi
+export PLAYWRIGHT_CORE="$PW"
+
+ARTIFACTS="$SHOOTDOWN_BUILD/artifacts"
+mkdir -p "$ARTIFACTS"
+OUTDIR="$TMP/run"
+
+# Kernel evidence when permitted (auto); the report must be complete either way.
+run_cmd "$SHOOTDOWN" run --release munmap --chunk-size 256MiB --trigger after=1s --baseline 1s --after 1s \
+  --out "$OUTDIR" --open -q
+expect_rc 0 "shootdown run --release munmap --chunk-size 256MiB --out DIR"
+expect_file "$OUTDIR/report.html" "report.html written next to result.json"
+expect_out "^report: file://$OUTDIR/report.html$" "--open prints the report's file:// URL"
+size=$(stat -c %s "$OUTDIR/report.html" 2>/dev/null || echo 0)
+if ((size > 0 && size < 5 * 1024 * 1024)); then ok "report.html is $size bytes (< 5 MB)"; else not_ok "report.html size $size"; fi
+if grep -Eq '<(script|link|img)[^>]+(src|href)="(https?:)?//' "$OUTDIR/report.html"; then
+  not_ok "report references external resources"
+else
+  ok "no external resources referenced"
+fi
+cp "$OUTDIR/report.html" "$ARTIFACTS/html_report.html"
+
+# tlb-shootdown ticks are only expected when the tracer ran.
+if grep -q 'data-kernel-evidence="yes"' "$OUTDIR/report.html"; then export EXPECT_SHOOTDOWNS=1; fi
+set +e
+timeout 240 node "$SHOOTDOWN_SRC/tests/integration/html_report_check.js" "$OUTDIR/report.html" "$ARTIFACTS/html_report.png" \
+  >"$TMP/check.log" 2>&1
+rc=$?
+set -e
+sed -e 's/^\(ok\|not ok\) [0-9]* - /  \1 - /' -e '/^1\.\./d' "$TMP/check.log"
+if ((rc == 0)); then ok "Chromium render and structure checks"; else not_ok "Chromium checks (rc=$rc)"; fi
+expect_file "$ARTIFACTS/html_report.png" "screenshot saved: $ARTIFACTS/html_report.png"
+
+# --open without --out is bad input (exit 2, nothing written).
+run_cmd "$SHOOTDOWN" run --open --trace off -q
+expect_rc 2 "--open without --out"
+expect_err "--open: needs --out" "--open error names the option"
+finish
