@@ -405,6 +405,9 @@ std::string verdict_line(const ArmSummary& arm, const ArmSummary& control) {
   if (!c.available) return s + "not enough trials to compare with " + control.arm;
   s += fmt_num(c.diff, true) + " µs stall per release [CI " + fmt_num(c.ci.lo) + ", " + fmt_num(c.ci.hi) + "]";
   if (sa.n > 0 && sc.n > 0) s += ", " + fmt_num(sa.median) + " shootdowns/release vs " + fmt_num(sc.median);
+  const MetricComparison& ipi = arm.vs_control[static_cast<std::size_t>(Metric::kIpiStallUs)];
+  if (ipi.available && (ipi.arm.median != 0 || ipi.control.median != 0))
+    s += " (IPI stall " + fmt_num(ipi.diff, true) + " µs [CI " + fmt_num(ipi.ci.lo) + ", " + fmt_num(ipi.ci.hi) + "])";
   s += " — ";
   if (c.direction > 0)
     s += "worse than " + control.arm;

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# shootdown compare end to end: a small real compare (reuse vs munmap, 5
+# trials, 256 MiB) must say munmap is worse, count 0 shootdowns per release
+# for reuse in every trial (compare.csv), honour a failing gate with exit 3,
+# and reject bad arms/trials with exit 2. A reduced A/A check (reuse,reuse,
+# 4 seeds x 6 trials; the full 40-seed check is scripts/aa_validity.sh) must
+# find no detectable difference in at least 3 of the 4 seeds: with a ~4%
+# false-positive rate per seed, two or more false alarms happen ~1% of runs.
+source "$TEST_LIB"
+(( $(nproc) >= 2 )) || skip "needs 2 online CPUs"
+command -v jq >/dev/null || skip "needs jq (scripts/install-deps.sh installs it)"
+
+common=(--chunk-size 256MiB --quiet)
+
+# Bad input first (fast, exit 2, one line, no files).
+run_cmd "$SHOOTDOWN" compare --arms reuse,bogus --trials 5 "${common[@]}" --out "$TMP/bad"
+expect_rc 2 "unknown arm"
+expect_err "unknown arm 'bogus'" "names the bad arm"
+expect_err_lines 1 "one stderr line"
+expect_no_file "$TMP/bad/compare.json" "no output for bad input"
+run_cmd "$SHOOTDOWN" compare --arms reuse --trials 5 "${common[@]}"
+expect_rc 2 "a single arm"
+run_cmd "$SHOOTDOWN" compare --arms reuse,munmap --trials 1 "${common[@]}"
+expect_rc 2 "--trials 1"
+expect_err "--trials 1: out of range" "names --trials"
+run_cmd "$SHOOTDOWN" compare --arms reuse,munmap --trials abc "${common[@]}"
+expect_rc 2 "--trials abc"
+run_cmd "$SHOOTDOWN" compare --arms reuse,munmap --fail-if 'munmap.speed > reuse.stall_us' "${common[@]}"
+expect_rc 2 "gate with an unknown metric"
+run_cmd "$SHOOTDOWN" compare --arms reuse,journal-unmap "${common[@]}"
+expect_rc 2 "journal arm without --workload journal"
+run_cmd "$SHOOTDOWN" compare --arms reuse,munmap --trigger enter "${common[@]}"
+expect_rc 2 "--trigger enter"
+
+# The real thing, with a gate that must fail.
+run_cmd "$SHOOTDOWN" compare --arms reuse,munmap --trials 5 --seed 11 "${common[@]}" --out "$TMP/cmp" \
+  --fail-if 'munmap.stall_us > reuse.stall_us'
+expect_rc 3 "gate 'munmap.stall_us > reuse.stall_us' fails"
+echo "$OUT" | sed 's/^/# /'
+expect_out "^  munmap: \+[0-9.]+ µs stall per release \[CI [0-9.]+, [0-9.]+\].* — worse than reuse" "verdict: munmap is worse"
+expect_out "^gate FAILED: munmap.stall_us > reuse.stall_us" "gate reported"
+expect_file "$TMP/cmp/compare.json" "compare.json written"
+expect_file "$TMP/cmp/compare.csv" "compare.csv written"
+expect_file "$TMP/cmp/compare.html" "compare.html written"
+rows=$(($(wc -l < "$TMP/cmp/compare.csv") - 1))
+[[ "$rows" == 10 ]] && ok "compare.csv: one row per trial (10)" || not_ok "compare.csv has $rows rows"
+# Column of shootdowns by header name; reuse must be 0 in every trial.
+col=$(head -1 "$TMP/cmp/compare.csv" | tr ',' '\n' | grep -nx shootdowns | cut -d: -f1)
+bad=$(awk -F, -v c="$col" 'NR > 1 && $2 == "reuse" && $c + 0 != 0' "$TMP/cmp/compare.csv" | wc -l)
+src=$(awk -F, 'NR == 2 { print $7 }' "$TMP/cmp/compare.csv")
+[[ "$bad" == 0 ]] && ok "reuse: 0 shootdowns/release in every trial (source: $src)" || not_ok "reuse: $bad trials with shootdowns (source: $src)"
+mun=$(awk -F, -v c="$col" 'NR > 1 && $2 == "munmap" && $c + 0 > 0' "$TMP/cmp/compare.csv" | wc -l)
+# Not every trial: when the victim CPU runs another process at that moment
+# (a loaded machine), it is not in this mm's cpumask and gets no IPI.
+(( mun >= 3 )) && ok "munmap: shootdowns in $mun of 5 trials" || not_ok "munmap: shootdowns in only $mun of 5 trials"
+if jq -e '.kind == "compare" and .schema_version == 1 and (.arms | length) == 2 and .arms[1].vs_control.stall_us.ci[0] > 0
+          and .gate_failed == true and (.trials | length) == 10' "$TMP/cmp/compare.json" >/dev/null; then
+  ok "compare.json: arms, CI above 0, gate, trials"; else not_ok "compare.json content"; fi
+if grep -q 'class="trial"' "$TMP/cmp/compare.html" && grep -q 'data-chart="stall_us"' "$TMP/cmp/compare.html"; then
+  ok "compare.html has strip/box plots"; else not_ok "compare.html lacks plots"; fi
+# The trial order is the seeded randomized block design: same seed, same order.
+order1=$(jq -c '[.trials[].arm]' "$TMP/cmp/compare.json")
+run_cmd "$SHOOTDOWN" compare --arms reuse,munmap --trials 5 --seed 11 "${common[@]}" --json --trace off --max-regression 10
+expect_rc 3 "--max-regression 10 fails for munmap"
+order2=$(jq -c '[.trials[].arm]' <<<"$OUT")
+[[ "$order1" == "$order2" ]] && ok "same seed, same trial order" || not_ok "order differs: $order1 vs $order2"
+
+# Reduced A/A: reuse,reuse over 4 seeds (scripts/aa_validity.sh runs 40).
+same=0
+for s in 1 2 3 4; do
+  run_cmd "$SHOOTDOWN" compare --arms reuse,reuse --trials 6 --seed "$s" "${common[@]}"
+  v=$(grep -E '^  reuse#2: ' <<<"$OUT" || true)
+  echo "# seed $s rc=$RC: $v"
+  [[ "$RC" == 0 && "$v" == *"no detectable difference"* ]] && same=$((same + 1))
+done
+(( same >= 3 )) && ok "A/A: no detectable difference in $same of 4 seeds" || not_ok "A/A: only $same of 4 seeds without a difference"
+
+finish
