@@ -54,7 +54,7 @@ struct ProbeOpts {
   bool json = false;
   std::string arena = "2MiB";
   int batch_pages = 512;
-  std::string ring = "64MiB";
+  std::string ring = "16MiB";
   std::string stall_threshold;
   bool rt = false;
   std::vector<std::string> command;
@@ -354,7 +354,7 @@ Command add_probe(CLI::App& root) {
   app->add_flag("--json", o->json, "Print the result JSON instead of the console summary");
   app->add_option("--arena", o->arena, "Probe arena size (its own mlocked memory; default 2MiB)");
   app->add_option("--batch-pages", o->batch_pages, "Pages written per timed sample (default 512: one pass over the arena)");
-  app->add_option("--ring", o->ring, "Shared sample ring size (8 bytes per sample; default 64MiB)");
+  app->add_option("--ring", o->ring, "Shared sample ring size (8 bytes per sample; default 16MiB)");
   app->add_option("--stall-threshold", o->stall_threshold, "Stall threshold (default: 8 x median)");
   app->add_flag("--rt", o->rt, "Run the probe thread SCHED_FIFO 1, so it owns its CPU on a loaded machine (root)");
   app->add_option("command", o->command, "Command to run with the probe (after --)");

@@ -114,7 +114,7 @@ std::string advice_for(const std::string& sys, const std::vector<std::string>& f
     return "mprotect toggling: each permission downgrade needs a shootdown; keep permissions stable or use separate mappings";
   if (sys == "mremap") return "mremap moving/shrinking mappings: preallocate capacity instead of growing by remapping";
   if (sys == "page fault") return "flushes from faults (COW after fork, THP/NUMA migration): avoid fork in a multithreaded process, check numa_balancing";
-  if (sys == "exit") return "address-space teardown: expected once at exit";
+  if (sys == "exit" || sys == "exit_group") return "address-space teardown: expected once at exit";
   return "";
 }
 
