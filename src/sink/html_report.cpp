@@ -58,10 +58,32 @@ CauseStyle cause_style(const char* kind) {
 // The run's attribution when the analysis carries one (issue 3 wiring: an
 // Analysis::attribution member), else computed here: it is pure, and the
 // report must explain stalls whenever kernel events were recorded.
+bool have_events(const Result& r);
+std::string evidence_missing(const Result& r);
+
+// Some kernel incident was seen (not only clean/unexplained samples).
+bool attribution_has_evidence(const Attribution& at) {
+  for (const auto& v : at.victims) {
+    if (v.shootdowns_received > 0 || v.shootdown_ipis > 0 || v.other_ipis > 0) return true;
+    for (std::size_t l = 0; l < v.samples.size(); ++l)
+      if (l != static_cast<std::size_t>(StallLabel::kClean) && l != static_cast<std::size_t>(StallLabel::kUnexplained) &&
+          v.samples[l] > 0)
+        return true;
+  }
+  return false;
+}
+
 template <class A>
 const Attribution& attribution_for(const Result& r, const A& a, Attribution& storage) {
   if constexpr (requires { a.attribution.available; }) {
-    if (a.attribution.available || !r.trace.enabled) return a.attribution;
+    // Trusted when events back it: computed over an empty event list (a
+    // result loaded from result.json) it would call every stall unexplained.
+    if (a.attribution.available && (have_events(r) || attribution_has_evidence(a.attribution))) return a.attribution;
+  }
+  if (!have_events(r)) {
+    storage = Attribution{};
+    storage.note = evidence_missing(r);
+    return storage;
   }
   AttributionOptions ao;
   ao.stall_factor = r.plan.stall_factor > 0 ? r.plan.stall_factor : 8.0;
@@ -168,8 +190,13 @@ std::map<int, std::vector<Tick>> classify_events(const KernelTrace& tr, const st
   return out;
 }
 
+// Kernel events are in memory after a run; a result loaded from result.json
+// (shootdown report DIR) keeps only their counts.
+bool have_events(const Result& r) { return r.trace.enabled && !r.trace.events.empty(); }
+
 std::string evidence_missing(const Result& r) {
-  if (r.trace.enabled) return {};
+  if (have_events(r)) return {};
+  if (r.trace.enabled) return "no kernel events in this result (re-rendered from result.json, which keeps only their counts)";
   std::string s = r.trace.status.empty() ? "kernel trace off" : r.trace.status;
   return "no kernel evidence (" + s + ")";
 }
@@ -326,7 +353,7 @@ std::string meaning_section(const Result& r, const Analysis& a, const Attributio
     }
   }
   if (!at.available)
-    s.push_back("Without kernel evidence (" + (at.note.empty() ? std::string("trace off") : at.note) +
+    s.push_back("Without kernel events (" + evidence_missing(r) +
                 ") the report cannot tell a shootdown stall from host preemption or another interrupt; run as root with "
                 "--trace on to attribute every stall.");
   if (r.env.virtualized)
@@ -457,12 +484,15 @@ std::string timeseries_section(const Result& r, const Analysis& a) {
   return o;
 }
 
-std::string raw_section(const Result& r, const Analysis& a, const std::map<int, std::vector<Tick>>& ticks) {
+std::string raw_section(const Result& r, const Analysis& a, const Attribution& at,
+                        const std::map<int, std::vector<Tick>>& ticks) {
   std::string o = "<section id=\"raw\">\n<h2>2 · Raw samples around each release</h2>\n";
   o += fmt::format("<p class=\"explain\">Every batch sample from {} before the release call to {} after the window, drawn "
                    "as steps (each sample spans its own time; the highest sample of each pixel column is always kept). "
                    "Ticks below the plot are kernel events on the victim CPU, by type: a stall with a tick under it was "
-                   "caused by that interrupt; a stall with none was not the kernel's doing.</p>\n",
+                   "caused by that interrupt. The last two rows mark stalls the kernel's interrupts did not cause: "
+                   "another task ran on the CPU (other task), or nothing traceable ran at all (no event: on a VM, the host "
+                   "descheduled the vCPU).</p>\n",
                    escape(dur(static_cast<double>(kRawWindowPadNs))), escape(dur(static_cast<double>(kRawWindowPadNs))));
   const std::string missing = evidence_missing(r);
   for (const auto& va : a.victims) {
@@ -477,7 +507,7 @@ std::string raw_section(const Result& r, const Analysis& a, const std::map<int, 
       const std::int64_t origin = rel.before_ns;
       svg::LineChart c;
       c.id = "raw";
-      c.height = 340;
+      c.height = 390;
       c.title = fmt::format("victim CPU {}: samples around release {} ({} took {})", va.cpu, rel.index, r.plan.release,
                             dur(static_cast<double>(rel.duration_ns())));
       c.x = {"time from the release call", svg::Scale::kLinear, svg::Format::kDuration,
@@ -507,6 +537,21 @@ std::string raw_section(const Result& r, const Analysis& a, const std::map<int, 
           auto lo = std::lower_bound(it->second.begin(), it->second.end(), from, [](const Tick& t, std::int64_t x) { return t.t < x; });
           for (; lo != it->second.end() && lo->t <= to; ++lo)
             rows[static_cast<std::size_t>(lo->cause)].x.push_back(static_cast<double>(lo->t - origin));
+        }
+        // Stalls the kernel did not cause, from the attribution's sample
+        // labels: another task ran on the CPU, or nothing ran (the vCPU was
+        // descheduled by the host, or firmware).
+        const VictimAttribution* v_at = attribution_of(at, va.cpu);
+        if (v && v_at && v_at->labels.size() == v->size()) {
+          for (const char* kind : {"preempted", "unexplained"}) {
+            const CauseStyle cs = cause_style(kind);
+            svg::EventTicks row{cs.kind, kind == std::string_view("preempted") ? "other task" : "no event", cs.color, {}};
+            auto lo = std::lower_bound(v->end_ns.begin(), v->end_ns.end(), from);
+            for (auto i = static_cast<std::size_t>(lo - v->end_ns.begin()); i < v->size() && v->span_start(i) <= to; ++i)
+              if (std::string_view(label_name(static_cast<StallLabel>(v_at->labels[i]))) == kind)
+                row.x.push_back(static_cast<double>(std::max(from, v->span_start(i)) - origin));
+            rows.push_back(std::move(row));
+          }
         }
         c.ticks = std::move(rows);
         if (!r.trace.missing.empty())
@@ -619,6 +664,8 @@ std::string stalls_section(const Result& r, const Analysis& a, const Attribution
           }
       c.bars.push_back({"unattributed (above threshold)", "unattributed", total, "#868e96", fmt::format("· {} samples", n)});
       c.notes.push_back(evidence_missing(r) + ": stalls cannot be attributed to a cause");
+      if (v && static_cast<std::int64_t>(v->size()) != va.samples)
+        c.notes.push_back(fmt::format("counted over the {} raw samples kept around the releases only", v->size()));
       c.notes.push_back(fmt::format("threshold {} = {} x baseline median", dur(thr), r.plan.stall_factor));
     }
     o += "<div class=\"chart-box\">" + svg::render(c) + "</div>\n";
@@ -675,7 +722,7 @@ std::string backtraces_section(const Result& r) {
   std::string o = "<section id=\"backtraces\">\n<h2>Kernel backtraces</h2>\n";
   if (r.trace.callchains.empty()) {
     o += fmt::format("<p class=\"missing\">No kernel callchains were recorded ({}).</p>\n</section>\n",
-                     escape(r.trace.enabled ? "the tracer sampled none" : evidence_missing(r)));
+                     escape(have_events(r) ? "the tracer sampled none" : evidence_missing(r)));
     return o;
   }
   // Identical stacks merged, most frequent first.
@@ -804,12 +851,12 @@ std::string html_report(const Result& r, const Analysis& a) {
                    escape(format_size(r.plan.chunk_size)), escape(r.started_at));
   o += "<style>" + std::string(kCss) + "</style>\n</head>\n";
   o += fmt::format("<body data-releases=\"{}\" data-victims=\"{}\" data-kernel-evidence=\"{}\">\n", r.releases.size(),
-                   a.victims.size(), r.trace.enabled ? "yes" : "no");
+                   a.victims.size(), have_events(r) ? "yes" : "no");
   o += header_section(r);
   o += meaning_section(r, a, at, ticks);
   o += phases_section(r, a);
   o += timeseries_section(r, a);
-  o += raw_section(r, a, ticks);
+  o += raw_section(r, a, at, ticks);
   o += distribution_section(r, a);
   o += stalls_section(r, a, at);
   o += counters_section(r);

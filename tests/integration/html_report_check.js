@@ -3,7 +3,9 @@
 // checks it by DOM/SVG structure. Used by html_report.sh and
 // scripts/screenshot.sh.
 //
-// usage: node html_report_check.js REPORT.html OUT.png [--clip HEIGHT] [--no-checks]
+// usage: node html_report_check.js REPORT.html OUT.png [--clip HEIGHT] [--from SEL --to SEL] [--no-checks]
+//   --clip H        screenshot only the top H pixels (default: the full page)
+//   --from/--to     screenshot from the top of element SEL to the top of SEL
 // Prints TAP-like "ok"/"not ok" lines; exits 1 when a check failed.
 'use strict';
 const fs = require('fs');
@@ -16,6 +18,8 @@ const png = path.resolve(args[1]);
 const clipAt = args.indexOf('--clip');
 const clipHeight = clipAt >= 0 ? Number(args[clipAt + 1]) : 0;
 const checks = !args.includes('--no-checks');
+const opt = (name) => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : undefined; };
+const fromSel = opt('--from'), toSel = opt('--to');
 const pw = require(process.env.PLAYWRIGHT_CORE || 'playwright-core');
 
 let n = 0, failed = 0;
@@ -148,6 +152,12 @@ function check(cond, what, detail) {
 
     const shot = { path: png, fullPage: clipHeight === 0 };
     if (clipHeight > 0) shot.clip = { x: 0, y: 0, width: 1040, height: clipHeight };
+    if (fromSel && toSel) {
+      const [y0, y1] = await page.evaluate(([a, b]) => [a, b].map((sel) =>
+        document.querySelector(sel).getBoundingClientRect().top + window.scrollY), [fromSel, toSel]);
+      shot.fullPage = true;
+      shot.clip = { x: 0, y: Math.max(0, y0 - 8), width: 1040, height: y1 - y0 };
+    }
     await page.screenshot(shot);
     console.log(`# screenshot: ${png} (${fs.statSync(png).size} bytes)`);
   } finally {

@@ -196,3 +196,16 @@ TEST(HtmlReport, ManyReleasesCapRawCharts) {
   EXPECT_EQ(count(h, "data-chart=\"raw\""), static_cast<std::size_t>(sink::kHtmlMaxReleaseCharts));
   EXPECT_NE(h.find("showing the first 6 of 10 releases"), std::string::npos);
 }
+
+TEST(HtmlReport, ReRenderedWithoutEventsDoesNotInventStalls) {
+  // A result loaded from result.json: the trace was on, but only event
+  // counts were kept. No attribution may be computed from "no events".
+  Result r = synthetic(1, 1, true);
+  r.trace.events.clear();
+  r.trace.callchains.clear();
+  const std::string h = render(r);
+  EXPECT_NE(h.find("data-kernel-evidence=\"no\""), std::string::npos);
+  EXPECT_NE(h.find("re-rendered from result.json"), std::string::npos);
+  EXPECT_EQ(h.find("class=\"bar\" data-kind=\"unexplained\""), std::string::npos);
+  EXPECT_NE(h.find("data-kind=\"unattributed\""), std::string::npos);
+}

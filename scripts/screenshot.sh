@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Regenerates docs/img/report.png (the README picture) from a real run:
+# `shootdown run --release munmap` on this machine, its report.html rendered
+# by headless Chromium (Debian's chromium via playwright-core, as the
+# integration test does). Crops charts 1 and 2 to keep the PNG small.
+# Usage: scripts/screenshot.sh [path/to/shootdown]   (default: build/src/shootdown)
+set -euo pipefail
+src=$(cd "$(dirname "$0")/.." && pwd)
+bin=${1:-${SHOOTDOWN:-$src/build/src/shootdown}}
+build=$(cd "$(dirname "$bin")/.." 2>/dev/null && pwd || echo "$src/build")
+if [[ ! -x "$bin" ]]; then
+  echo "screenshot: building $bin" >&2
+  cmake -S "$src" -B "$src/build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$src/build" -j"$(nproc)" --target shootdown >/dev/null
+  bin=$src/build/src/shootdown build=$src/build
+fi
+"$src"/scripts/install-deps.sh --with-integration
+npm_dir=$build/npm
+[[ -f $npm_dir/node_modules/playwright-core/package.json ]] ||
+  npm install --prefix "$npm_dir" --no-audit --no-fund --loglevel=error playwright-core@1
+out=$(mktemp -d /tmp/shootdown-screenshot.XXXXXX)
+trap 'rm -rf "$out"' EXIT
+"$bin" run --release munmap --chunk-size ${CHUNK:-1GiB} --trigger after=1s --out "$out/run" -q >/dev/null
+mkdir -p "$src/docs/img"
+PLAYWRIGHT_CORE=$npm_dir/node_modules/playwright-core \
+  node "$src/tests/integration/html_report_check.js" "$out/run/report.html" "$src/docs/img/report.png" \
+  --no-checks --from '#timeseries' --to '#distribution'
+ls -l "$src/docs/img/report.png"
