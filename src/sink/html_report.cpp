@@ -1,6 +1,7 @@
 #include "sink/html_report.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <fmt/format.h>
 #include <map>
@@ -352,10 +353,13 @@ std::string meaning_section(const Result& r, const Analysis& a, const Attributio
                                 dur(static_cast<double>(va_at->stall_ns[u]))));
     }
   }
-  if (!at.available)
-    s.push_back("Without kernel events (" + evidence_missing(r) +
-                ") the report cannot tell a shootdown stall from host preemption or another interrupt; run as root with "
-                "--trace on to attribute every stall.");
+  if (!at.available) {
+    std::string m = evidence_missing(r);
+    if (!m.empty()) m[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(m[0])));
+    s.push_back(m + ": this page cannot tell a shootdown stall from host preemption or another interrupt; " +
+                (r.trace.enabled ? "the report written by `shootdown run --out` itself (before any re-render) attributes every stall."
+                                 : "run as root with --trace on to attribute every stall."));
+  }
   if (r.env.virtualized)
     s.push_back("This is a virtual machine: every IPI goes through the hypervisor, which makes each shootdown several times "
                 "dearer than on bare metal, and the host may deschedule the vCPU at any time.");

@@ -157,7 +157,7 @@ TEST(HtmlReport, NoKernelEvidenceSaysWhatIsMissing) {
   EXPECT_EQ(h.find("class=\"ticks\""), std::string::npos);
   EXPECT_NE(h.find("data-kind=\"unattributed\""), std::string::npos);
   EXPECT_NE(h.find("No kernel callchains were recorded"), std::string::npos);
-  EXPECT_NE(h.find("cannot tell a shootdown stall from host preemption"), std::string::npos);
+  EXPECT_NE(h.find("this page cannot tell a shootdown stall from host preemption"), std::string::npos);
 }
 
 TEST(HtmlReport, NoReleaseAndZeroSamplePhases) {
