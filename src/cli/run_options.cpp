@@ -71,6 +71,8 @@ void add_run_options(CLI::App& app, RunOptions& o, bool for_compare) {
     app.add_flag("--json", o.json, "Print the full result as JSON on stdout instead of the table");
     app.add_option("--out", o.out, "Write result.json, timeline.csv and the other files to this directory");
     app.add_flag("--open", o.open, "Print the file:// URL of DIR/report.html when done (needs --out; starts no browser)");
+    app.add_option("--influx", o.influx,
+                   "Also send the result to InfluxDB: http://HOST:PORT/write?db=NAME or udp://HOST:PORT (after the files)");
   }
   app.add_flag("-q,--quiet", o.quiet, "No progress output on stderr");
 }

@@ -34,6 +34,7 @@ struct RunOptions {
   bool json = false;
   std::string out;
   bool open = false;  // --open: print the report's file:// URL (no browser is started)
+  std::string influx;  // --influx URL ("" = none)
   bool quiet = false;
   bool chunk_size_given = false;
 };

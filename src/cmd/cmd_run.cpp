@@ -9,6 +9,7 @@
 
 #include "cli/run_options.hpp"
 #include "cmd/commands.hpp"
+#include "cmd/influx_out.hpp"
 #include "cmd/run_support.hpp"
 #include "core/analysis.hpp"
 #include "experiment/experiment.hpp"
@@ -17,6 +18,7 @@
 #include "sink/json.hpp"
 #include "sys/environment.hpp"
 #include "sys/signals.hpp"
+#include "sys/wallclock.hpp"
 
 namespace shootdown::cmd {
 
@@ -82,16 +84,22 @@ int execute_run(const cli::RunOptions& opts) {
     }
   }
 
+  std::optional<influx::Url> influx;
+  if (!opts.influx.empty()) influx = parse_influx_option(opts.influx);
+
   sys::StopSignals signals;
   Result r;
   const bool progress = !opts.quiet && ::isatty(STDERR_FILENO) == 1;
   exp::Hooks hooks = make_run_hooks(plan, progress, opts.quiet);
+  // Wall clock of the run (InfluxDB, .hlog StartTime): read once, next to the start.
+  const std::int64_t realtime_offset = sys::realtime_offset_ns();
   try {
     r = exp::run_experiment(plan, hooks);
   } catch (const std::runtime_error& e) {
     throw RuntimeError(e.what());
   }
   if (progress) std::fputs("\r\033[K", stderr);
+  r.realtime_offset_ns = realtime_offset;
   r.run_id = make_run_id();
   r.started_at = iso_now();
   r.command_line = current_command_line();
@@ -105,6 +113,7 @@ int execute_run(const cli::RunOptions& opts) {
 
   const Analysis a = analyze(r);
   finish_run_outputs(r, a, out.get(), opts.json);
+  finish_run_outputs(r, a, out.get(), opts.json, influx, opts.quiet);
   if (opts.open && out) std::fprintf(opts.json ? stderr : stdout, "report: %s\n", report_file_url(out->path()).c_str());
   if (!r.complete && r.exit_signal != 0) return sys::exit_code_for_signal(r.exit_signal);
   if (!r.complete) return kExitError;

@@ -20,6 +20,5 @@ namespace {
 }
 }  // namespace
 
-Command add_report(CLI::App& root) { return stub(root, "report", "Re-render every output from a saved result directory"); }
 
 }  // namespace shootdown::cmd

@@ -8,10 +8,12 @@
 #include <filesystem>
 #include <fmt/format.h>
 
+#include "cmd/influx_out.hpp"
 #include "core/units.hpp"
 #include "sink/console.hpp"
 #include "sink/csv.hpp"
 #include "sink/html_report.hpp"
+#include "sink/hdr_out.hpp"
 #include "sink/json.hpp"
 #include "sys/fs.hpp"
 
@@ -59,13 +61,16 @@ exp::Hooks make_run_hooks(const Plan& plan, bool progress, bool quiet) {
   return h;
 }
 
-void write_result_files(const Result& r, const Analysis& a, sink::OutputDir& out) {
-  out.write("result.json", sink::result_to_string(r, a));
+void write_result_files(const Result& r, const Analysis& a, sink::OutputDir& out, bool with_result_json) {
+  if (with_result_json) out.write("result.json", sink::result_to_string(r, a));
   out.write("timeline.csv", sink::timeline_csv(r));
   out.write("report.html", sink::html_report(r, a));
+  out.write("victim.hlog", sink::victim_hlog(r));
+  out.write("victim.hgrm", sink::victim_hgrm(r));
 }
 
-void finish_run_outputs(const Result& r, const Analysis& a, sink::OutputDir* out, bool json) {
+void finish_run_outputs(const Result& r, const Analysis& a, sink::OutputDir* out, bool json,
+                        const std::optional<influx::Url>& influx, bool quiet) {
   std::string file_error;
   if (out) {
     try {
@@ -81,6 +86,7 @@ void finish_run_outputs(const Result& r, const Analysis& a, sink::OutputDir* out
     if (out && file_error.empty()) std::printf("results: %s/\n", out->path().c_str());
   }
   std::fflush(stdout);
+  if (influx) send_to_influx_or_warn(r, a, *influx, out && file_error.empty() ? out->path() : std::string(), quiet);
   if (!file_error.empty()) throw std::runtime_error("writing results: " + file_error);
 }
 

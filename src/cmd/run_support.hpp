@@ -2,6 +2,7 @@
 // and writing every output of a result (console/JSON on stdout, files).
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "cli/run_options.hpp"
@@ -9,16 +10,22 @@
 #include "core/result.hpp"
 #include "experiment/experiment.hpp"
 #include "sink/atomic_writer.hpp"
+#include "sink/influx.hpp"
 
 namespace shootdown::cmd {
 
 int execute_run(const cli::RunOptions& opts);
 exp::Hooks make_run_hooks(const Plan& plan, bool progress, bool quiet);
 // Files first (nothing measured is lost if stdout or a network sink fails),
-// then stdout: the console table or, with json, the result JSON.
-void finish_run_outputs(const Result& r, const Analysis& a, sink::OutputDir* out, bool json);
-// Writes every file of a result into out (result.json, timeline.csv, ...).
-void write_result_files(const Result& r, const Analysis& a, sink::OutputDir& out);
+// then stdout: the console table or, with json, the result JSON; then, with
+// influx, the database (a failure there is a warning on stderr, not an error).
+void finish_run_outputs(const Result& r, const Analysis& a, sink::OutputDir* out, bool json,
+                        const std::optional<influx::Url>& influx = std::nullopt, bool quiet = false);
+// Writes every file of a result into out (result.json, timeline.csv,
+// victim.hlog, victim.hgrm, ...); `report` re-renders through it too, with
+// with_result_json false: result.json is its source and keeps what a loaded
+// Result cannot hold (kernel events, so attribution and callchains).
+void write_result_files(const Result& r, const Analysis& a, sink::OutputDir& out, bool with_result_json = true);
 std::string read_cmdline_self();
 // file:// URL of dir/report.html (absolute, percent-encoded), for --open.
 std::string report_file_url(const std::string& dir);

@@ -1,5 +1,5 @@
 // The result of one `shootdown run`: everything measured and the context to
-// judge it. Pure data; serialized by src/sink/json.cpp (schema: docs/result-schema.md),
+// judge it. Pure data; serialized by src/sink/json.cpp (schema: docs/formats.md),
 // analysed by src/core/analysis.hpp. Units: ns unless a name says otherwise.
 #pragma once
 
@@ -66,6 +66,7 @@ struct Plan {
   std::int64_t stall_threshold_ns = 0;  // 0 = auto (8 x baseline median)
   double stall_factor = 8.0;
   bool mlock = true;
+  bool rt = false;               // victims SCHED_FIFO (--rt)
   int numa_node = 0;
   std::int64_t seed = 0;
   // --workload journal (compare): segment file size and directory ("" = /dev/shm, else /tmp).
@@ -101,6 +102,12 @@ struct CpuCounters {
   std::int64_t res = 0;          // RES delta
 };
 
+struct EventCount {
+  int cpu = -1;
+  std::string event;             // event_type_name()
+  std::int64_t count = 0;
+};
+
 struct Result {
   int schema_version = kResultSchemaVersion;
   std::string run_id;
@@ -114,12 +121,20 @@ struct Result {
   std::vector<std::string> warnings;  // run-time warnings (mlock failed, ...)
   std::int64_t measure_start_ns = 0;  // mono ns: victims released from the barrier
   std::int64_t measure_end_ns = 0;
+  // CLOCK_REALTIME - CLOCK_MONOTONIC in ns, read at run start (0 = unknown):
+  // wall-clock time of a mono instant t is t + realtime_offset_ns (.hlog
+  // StartTime, InfluxDB timestamps, timeline.csv unix times).
+  std::int64_t realtime_offset_ns = 0;
   std::vector<Release> releases;
   std::vector<VictimSamples> victims;  // every sample, in memory; not all serialized
   std::vector<Interval> intervals;     // built from the samples after the run
   std::vector<CpuCounters> counters;
   std::int64_t interrupts_span_ns = 0; // between the two /proc/interrupts snapshots
   KernelTrace trace;
+  // Kernel events per CPU and type. Empty after a run (computed from
+  // trace.events by event_counts()); filled when a result is read back from
+  // result.json, which keeps the counts but not the events.
+  std::vector<EventCount> trace_counts;
 };
 
 }  // namespace shootdown

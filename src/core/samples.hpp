@@ -14,9 +14,18 @@ struct VictimSamples {
   std::vector<std::int64_t> end_ns;    // mono ns at the end of each batch
   std::vector<std::int64_t> lat_ns;    // batch latency, ns (== end_ns[i] - span start)
   std::int64_t pages_per_batch = 0;
+  std::int32_t tid = 0;                // the victim thread (gettid), 0 = unknown
+  // Empty for a measured series. A result read back from result.json keeps
+  // only the raw windows around each release: then index[i] is the original
+  // sample number of sample i and consecutive samples need not be adjacent.
+  std::vector<std::int64_t> index;
 
   std::size_t size() const noexcept { return end_ns.size(); }
-  std::int64_t span_start(std::size_t i) const noexcept { return i == 0 ? start_ns : end_ns[i - 1]; }
+  bool partial() const noexcept { return !index.empty(); }
+  std::int64_t span_start(std::size_t i) const noexcept {
+    if (partial()) return end_ns[i] - lat_ns[i];
+    return i == 0 ? start_ns : end_ns[i - 1];
+  }
   std::int64_t span_end(std::size_t i) const noexcept { return end_ns[i]; }
 };
 

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <map>
 
+#include "core/event_counts.hpp"
+#include "core/hdr/codec.hpp"
+
 namespace shootdown::sink {
 
 using nlohmann::json;
@@ -82,7 +85,9 @@ json raw_windows(const Result& r) {
       auto hi = std::upper_bound(lo, v.end_ns.end(), to);
       auto i0 = static_cast<std::size_t>(lo - v.end_ns.begin());
       auto i1 = static_cast<std::size_t>(hi - v.end_ns.begin());
-      const bool truncated = i1 - i0 > kRawWindowMaxSamples;
+      // A result read back from JSON (v.partial()) holds exactly the samples
+      // that were kept: a window that was cut holds kRawWindowMaxSamples.
+      const bool truncated = v.partial() ? i1 - i0 >= kRawWindowMaxSamples : i1 - i0 > kRawWindowMaxSamples;
       if (truncated) i1 = i0 + kRawWindowMaxSamples;
       std::vector<std::int64_t> t, lat;
       t.reserve(i1 - i0);
@@ -94,12 +99,18 @@ json raw_windows(const Result& r) {
       out.push_back(json{{"victim_cpu", v.cpu},
                          {"release", rel.index},
                          {"origin_ns", from},
-                         {"first_sample", i0},
+                         {"first_sample", v.partial() && i0 < v.size() ? static_cast<std::size_t>(v.index[i0]) : i0},
                          {"truncated", truncated},
                          {"end_offset_ns", std::move(t)},
                          {"latency_ns", std::move(lat)}});
     }
   }
+  return out;
+}
+
+json trace_counts_json(const Result& r) {
+  json out = json::array();
+  for (const auto& c : event_counts(r)) out.push_back({{"cpu", c.cpu}, {"event", c.event}, {"count", c.count}});
   return out;
 }
 
@@ -189,7 +200,8 @@ json result_json(const Result& r, const Analysis& a) {
   j["environment"] = env_json(r.env);
   j["plan"] = plan_json(r.plan);
   j["warnings"] = r.warnings;
-  j["measure"] = {{"start_ns", r.measure_start_ns}, {"end_ns", r.measure_end_ns}, {"clock", "CLOCK_MONOTONIC"}};
+  j["measure"] = {{"start_ns", r.measure_start_ns}, {"end_ns", r.measure_end_ns}, {"clock", "CLOCK_MONOTONIC"},
+                  {"realtime_offset_ns", r.realtime_offset_ns}};
   json rels = json::array();
   for (const auto& rel : r.releases)
     rels.push_back({{"index", rel.index},
@@ -223,7 +235,8 @@ json result_json(const Result& r, const Analysis& a) {
                    {"p90", s.p90},
                    {"p99", s.p99},
                    {"p999", s.p999},
-                   {"max", s.max}});
+                   {"max", s.max},
+                   {"histogram", hdr::encode_compressed_base64(iv.hist)}});
   }
   j["intervals"] = ivs;
   j["raw_windows"] = raw_windows(r);
@@ -236,7 +249,8 @@ json result_json(const Result& r, const Analysis& a) {
                 {"tracepoints", r.trace.tracepoints},
                 {"missing", r.trace.missing},
                 {"lost_events", r.trace.lost_events},
-                {"events", r.trace.events.size()}};
+                {"events", event_total(r)},
+                {"counts", trace_counts_json(r)}};
   j["trace"]["callchains"] = callchains_json(r.trace);
   j["attribution"] = attribution_json(a);
   return j;

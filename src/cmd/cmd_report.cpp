@@ -1,0 +1,91 @@
+// shootdown report DIR: re-render every output of a saved result from
+// DIR/result.json (timeline.csv, victim.hlog/.hgrm and whatever else
+// write_result_files() writes), print the summary, optionally send it to
+// InfluxDB. result.json itself is the source and is left untouched: it holds
+// what a loaded Result cannot (attribution and callchains are computed from
+// kernel events, which result.json summarizes but does not keep). The saved
+// analysis is used as is: result.json keeps only the raw windows of the
+// samples, so it cannot be recomputed.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <sys/stat.h>
+
+#include "cmd/commands.hpp"
+#include "cmd/influx_out.hpp"
+#include "cmd/run_support.hpp"
+#include "sink/atomic_writer.hpp"
+#include "sink/console.hpp"
+#include "sink/json_read.hpp"
+#include "sys/fs.hpp"
+
+namespace shootdown::cmd {
+
+namespace {
+
+struct ReportOptions {
+  std::string dir;
+  std::string influx;
+  bool json = false;
+  bool quiet = false;
+};
+
+int execute_report(const ReportOptions& o) {
+  std::string dir = o.dir;
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  struct stat st{};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    throw UsageError("DIR '" + dir + "': not a directory (give the --out directory of a run)");
+  const std::string file = dir + "/result.json";
+  const auto text = sys::read_file(file);
+  if (!text) throw UsageError(file + ": cannot read (give the --out directory of a run)");
+  std::optional<influx::Url> influx;
+  if (!o.influx.empty()) influx = parse_influx_option(o.influx);
+
+  sink::LoadedResult loaded;
+  try {
+    loaded = sink::result_from_json(*text);
+  } catch (const sink::JsonReadError& e) {
+    throw UsageError(file + ": " + e.what());
+  }
+  std::unique_ptr<sink::OutputDir> out;
+  try {
+    out = std::make_unique<sink::OutputDir>(dir);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError("DIR '" + dir + "': not writable, cannot re-render the files");
+  }
+  // Same order as run: files, stdout, then the database.
+  try {
+    write_result_files(loaded.result, loaded.analysis, *out, /*with_result_json=*/false);
+  } catch (const std::runtime_error& e) {
+    throw RuntimeError(std::string("re-rendering: ") + e.what());
+  }
+  if (o.json)
+    std::fputs(text->c_str(), stdout);  // the source, complete
+  else
+    std::fputs(sink::console_summary(loaded.result, loaded.analysis).c_str(), stdout);
+  std::fflush(stdout);
+  if (influx) send_to_influx_or_warn(loaded.result, loaded.analysis, *influx, dir, o.quiet);
+  return kExitOk;
+}
+
+}  // namespace
+
+Command add_report(CLI::App& root) {
+  auto* o = new ReportOptions();  // lives for the process
+  CLI::App* app = root.add_subcommand("report", "Re-render every output from a saved result directory");
+  app->add_option("DIR", o->dir, "Directory written by 'shootdown run --out DIR' (reads DIR/result.json)")->required();
+  app->add_option("--influx", o->influx, "Also send the result to InfluxDB: http://HOST:PORT/write?db=NAME or udp://HOST:PORT");
+  app->add_flag("--json", o->json, "Print the result JSON on stdout instead of the table");
+  app->add_flag("-q,--quiet", o->quiet, "No notes on stderr");
+  app->footer(
+      "Rewrites DIR/result.json, timeline.csv, victim.hlog, victim.hgrm (and the other files of a run)\n"
+      "from DIR/result.json, atomically, then prints the console summary.\n\n"
+      "EXAMPLES:\n"
+      "  shootdown report out/munmap                    re-render and print the table\n"
+      "  shootdown report out/munmap --json | jq .releases\n"
+      "  shootdown report out/munmap --influx http://127.0.0.1:8086/write?db=shootdown\n\n"
+      "EXIT STATUS: 0 done (an InfluxDB failure is a warning), 1 cannot write, 2 bad DIR or result.json.");
+  return {app, [o]() { return execute_report(*o); }};
+}
+
+}  // namespace shootdown::cmd

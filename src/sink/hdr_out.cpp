@@ -1,0 +1,82 @@
+#include "sink/hdr_out.hpp"
+
+#include <algorithm>
+#include <map>
+#include <stdexcept>
+
+#include "core/hdr/hgrm.hpp"
+#include "core/hdr/hlog.hpp"
+#include "core/stats.hpp"
+
+namespace shootdown::sink {
+
+namespace {
+
+// Intervals of each victim in order: by_victim[cpu][k].
+std::map<int, std::vector<const Interval*>> by_victim(const Result& r) {
+  std::map<int, std::vector<const Interval*>> out;
+  for (const auto& iv : r.intervals) out[iv.victim_cpu].push_back(&iv);
+  return out;
+}
+
+double sec_from_start(const Result& r, std::int64_t mono_ns) {
+  return static_cast<double>(mono_ns - r.measure_start_ns) / 1e9;
+}
+
+void add_or_throw(hdr::HlogWriter& w, const std::string& tag, double start, double length, const hdr::Histogram& h) {
+  auto st = w.add(tag, start, length, h);
+  if (!st) throw std::runtime_error("victim.hlog: " + st.error());
+}
+
+}  // namespace
+
+std::string hlog_cpu_tag(int cpu) { return "cpu" + std::to_string(cpu); }
+std::string hlog_phase_tag(int cpu, const std::string& phase) { return hlog_cpu_tag(cpu) + "." + phase; }
+
+std::string victim_hlog(const Result& r) {
+  hdr::LogHeader h;
+  h.comments.push_back("Logged with shootdown " + r.env.version + " run " + r.run_id + " (" + r.plan.release + ", " +
+                       r.plan.pages + " pages)");
+  h.comments.push_back("Values: ns per batch of " + std::to_string(r.plan.batch) +
+                       " bytes; read with -outputValueUnitRatio 1000 (microseconds)");
+  h.comments.push_back("Untagged: all victims combined per report interval; Tag=cpuN: victim CPU N; "
+                       "Tag=cpuN.PHASE: the same interval tagged with its phase (baseline|release|after)");
+  if (r.realtime_offset_ns != 0) {
+    // Milliseconds since the epoch of the run start (measure.start_ns).
+    const std::int64_t start_ms = (r.measure_start_ns + r.realtime_offset_ns) / 1000000;
+    h.start_time_msec = start_ms;
+    h.base_time_msec = start_ms;
+  }
+  hdr::HlogWriter w(h);
+  const auto victims = by_victim(r);
+  std::size_t n = 0;
+  for (const auto& [cpu, ivs] : victims) n = std::max(n, ivs.size());
+  for (std::size_t k = 0; k < n; ++k) {
+    hdr::Histogram combined = make_latency_histogram();
+    std::int64_t start = INT64_MAX, end = INT64_MIN;
+    for (const auto& [cpu, ivs] : victims) {
+      if (k >= ivs.size()) continue;
+      combined.add(ivs[k]->hist);
+      start = std::min(start, ivs[k]->start_ns);
+      end = std::max(end, ivs[k]->end_ns);
+    }
+    add_or_throw(w, "", sec_from_start(r, start), static_cast<double>(end - start) / 1e9, combined);
+    for (const auto& [cpu, ivs] : victims) {
+      if (k >= ivs.size()) continue;
+      const Interval& iv = *ivs[k];
+      const double s = sec_from_start(r, iv.start_ns);
+      const double len = static_cast<double>(iv.end_ns - iv.start_ns) / 1e9;
+      add_or_throw(w, hlog_cpu_tag(cpu), s, len, iv.hist);
+      add_or_throw(w, hlog_phase_tag(cpu, iv.phase), s, len, iv.hist);
+    }
+  }
+  return w.take();
+}
+
+std::string victim_hgrm(const Result& r) {
+  hdr::Histogram all = make_latency_histogram();
+  for (const auto& iv : r.intervals) all.add(iv.hist);
+  return hdr::format_percentile_distribution(all);
+}
+
+}  // namespace shootdown::sink
