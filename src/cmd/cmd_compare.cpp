@@ -22,7 +22,9 @@
 #include "sink/atomic_writer.hpp"
 #include "sink/compare_out.hpp"
 #include "sys/environment.hpp"
+#include "sys/perf_trace.hpp"
 #include "sys/signals.hpp"
+#include "sys/tsc.hpp"
 
 namespace shootdown::cmd {
 
@@ -87,6 +89,75 @@ public:
 
 private:
   std::map<std::tuple<int, std::size_t, int, int>, exp::Chunk> pool_;
+};
+
+// One kernel tracer for the whole compare, opened and enabled once before
+// the first trial; each trial's TraceSession is a time window on it. Opening
+// a Tracer per trial (tracefs formats, kallsyms, ~57 IPIs to enable) cost
+// ~1 s per trial here, as much as the experiment itself. No callchains:
+// compare needs counts and spans, not call sites. The rings are drained on
+// the culprit thread at the window's start and end (a trial's events fit a
+// 1 MiB ring many times over; losses are counted and recorded).
+class SharedTracer {
+public:
+  std::unique_ptr<exp::TraceSession> open(const Plan& plan, std::string* why) {
+    if (!tried_) {
+      tried_ = true;
+      sys::TracerOptions o;
+      o.cpus.push_back(plan.culprit_cpu);
+      for (int v : plan.victim_cpus) o.cpus.push_back(v);
+      o.culprit_cpu = plan.culprit_cpu;
+      o.reader_cpu = plan.culprit_cpu;
+      o.callchains = false;
+      tracer_ = sys::Tracer::open(o, &why_);
+    }
+    if (!tracer_) {
+      if (why) *why = why_;
+      return nullptr;
+    }
+    return std::make_unique<Window>(*tracer_);
+  }
+
+private:
+  class Window final : public exp::TraceSession {
+  public:
+    explicit Window(sys::Tracer& t) : t_(t) {}
+    void start() override {
+      t_.drain();
+      (void)t_.take_events();  // between trials: not ours to analyse
+      lost0_ = t_.lost_events();
+      start_ns_ = sys::mono_now_ns();
+    }
+    KernelTrace stop() override {
+      KernelTrace kt;
+      kt.stop_ns = sys::mono_now_ns();
+      t_.drain();
+      kt.enabled = true;
+      kt.status = "on (one tracer for all trials)";
+      kt.tracepoints = t_.tracepoints();
+      kt.missing = t_.missing();
+      kt.start_ns = start_ns_;
+      kt.lost_events = t_.lost_events() - lost0_;
+      for (auto& e : t_.take_events())
+        if (e.mono_ns >= start_ns_) kt.events.push_back(e);
+      std::stable_sort(kt.events.begin(), kt.events.end(),
+                       [](const KernelEvent& a, const KernelEvent& b) { return a.mono_ns < b.mono_ns; });
+      for (const auto& e : kt.events)
+        if (e.type == EventType::kCsdFunctionEntry || e.type == EventType::kCsdFunctionExit) {
+          const auto addr = static_cast<std::uint64_t>(e.b);
+          if (addr && !kt.symbols.count(addr)) kt.symbols.emplace(addr, t_.symbolize(addr));
+        }
+      return kt;
+    }
+
+  private:
+    sys::Tracer& t_;
+    std::int64_t start_ns_ = 0;
+    std::int64_t lost0_ = 0;
+  };
+  bool tried_ = false;
+  std::string why_;
+  std::unique_ptr<sys::Tracer> tracer_;
 };
 
 struct Arm {
@@ -259,6 +330,7 @@ int execute_compare(CompareCommand& c) {
   const bool tty = ::isatty(STDERR_FILENO) == 1;
   const std::vector<int> order = trial_order(arms.size(), c.trials, seed);
   ChunkPool pool;
+  SharedTracer tracer;
   std::vector<compare::TrialMetrics> trials;
   std::vector<int> count(arms.size(), 0);
   sink::CompareReport rep;
@@ -269,6 +341,7 @@ int execute_compare(CompareCommand& c) {
     const Arm& arm = arms[static_cast<std::size_t>(order[pos])];
     progress_line(tty, c.run.quiet, pos, order.size(), arm.label, now_s() - t0);
     exp::Hooks hooks = make_run_hooks(arm.plan, false, true);
+    hooks.open_trace = [&tracer](const Plan& p, std::string* why) { return tracer.open(p, why); };
     hooks.victim_chunk = [&pool](int cpu, std::size_t size, exp::PageMode mode, int node) {
       return pool.get(cpu, size, mode, node);
     };

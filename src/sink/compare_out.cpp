@@ -18,6 +18,12 @@ std::string num(double x) {
   if (a >= 10 || a == 0) return fmt::format("{:.0f}", x);
   return fmt::format("{:.1f}", x);
 }
+// Table cells: 4 significant characters or so ("376736" -> "377k").
+std::string cnum(double x) {
+  if (std::isfinite(x) && std::fabs(x) >= 1e5) return fmt::format("{:.0f}k", x / 1e3);
+  if (std::isfinite(x) && std::fabs(x) >= 1e4) return fmt::format("{:.1f}k", x / 1e3);
+  return num(x);
+}
 std::string snum(double x) {
   if (!std::isfinite(x)) return "-";
   const double a = std::fabs(x);
@@ -55,11 +61,11 @@ std::string compare_console(const CompareReport& r) {
   o += fmt::format("{:<16} {:>19} {:>9} {:>9} {:>7} {:>10}\n", "", "median (IQR)", "median", "median", "median", "median");
   for (const auto& a : r.summary) {
     const auto& st = sp(a, Metric::kStallUs);
-    const std::string stall = st.n ? fmt::format("{} ({}-{})", num(st.median), num(st.q1), num(st.q3)) : "-";
+    const std::string stall = st.n ? fmt::format("{} ({}-{})", cnum(st.median), cnum(st.q1), cnum(st.q3)) : "-";
     std::string label = a.arm.size() > 16 ? a.arm.substr(0, 15) + "~" : a.arm;
-    o += fmt::format("{:<16} {:>19} {:>9} {:>9} {:>7} {:>10}\n", label, stall, num(sp(a, Metric::kP999Us).median),
-                     num(sp(a, Metric::kMaxUs).median), num(sp(a, Metric::kShootdowns).median),
-                     num(sp(a, Metric::kReleaseUs).median));
+    o += fmt::format("{:<16} {:>19} {:>9} {:>9} {:>7} {:>10}\n", label, stall, cnum(sp(a, Metric::kP999Us).median),
+                     cnum(sp(a, Metric::kMaxUs).median), cnum(sp(a, Metric::kShootdowns).median),
+                     cnum(sp(a, Metric::kReleaseUs).median));
   }
   if (r.summary.size() > 1) {
     o += fmt::format("\nvs {} (difference of medians, bootstrap 95% CI, Mann-Whitney p)\n", r.summary[0].arm);
