@@ -67,6 +67,8 @@ void add_run_options(CLI::App& app, RunOptions& o, bool for_compare) {
   app.add_option("--stall-threshold", o.stall_threshold, "Stall threshold for attribution (default: 8 x baseline median)");
   app.add_option("--stall-factor", o.stall_factor, "Auto stall threshold = factor x baseline median (default 8)");
   app.add_flag("--no-mlock", o.no_mlock, "Do not mlock chunk B and the sample ring");
+  app.add_flag("--rt", o.rt,
+               "Run victims SCHED_FIFO (priority 1) so they keep their CPU: a preempted victim gets no shootdown IPI");
   if (!for_compare) {
     app.add_flag("--json", o.json, "Print the full result as JSON on stdout instead of the table");
     app.add_option("--out", o.out, "Write result.json, timeline.csv and the other files to this directory");
@@ -200,6 +202,7 @@ Plan validate_run_options(const RunOptions& o, const MachineFacts& m, std::vecto
     bad(fmt::format("--stall-factor {}: out of range [1, 1000]", o.stall_factor));
   p.stall_factor = o.stall_factor;
   p.mlock = !o.no_mlock;
+  p.rt = o.rt;
   if (o.open && o.out.empty()) bad("--open: needs --out DIR (the report is written to DIR/report.html)");
 
   // Sizes.

@@ -31,6 +31,7 @@ struct RunOptions {
   std::string stall_threshold;  // "" = auto
   double stall_factor = 8.0;
   bool no_mlock = false;
+  bool rt = false;
   bool json = false;
   std::string out;
   bool open = false;  // --open: print the report's file:// URL (no browser is started)

@@ -218,7 +218,10 @@ Attribution attribute(const std::vector<VictimSamples>& victims, const KernelTra
     // short samples (< kShortSampleNs). A sample in which another task ran
     // lasts at least a scheduler slice, so short samples contain only
     // interrupts of the victim itself, even when other tasks share its CPU.
-    if (n > 0) {
+    // The experiment records the tid (gettid) itself; older results do not.
+    if (v.tid > 0) {
+      a.victim_tid = v.tid;
+    } else if (n > 0) {
       constexpr std::int64_t kShortSampleNs = 100'000;
       std::map<std::int32_t, std::int64_t> tids;
       for (const KernelEvent& e : trace.events) {

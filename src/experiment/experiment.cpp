@@ -97,6 +97,7 @@ void phase(const Hooks& h, const std::string& s) {
 VictimSamples convert(const Victim& v, const sys::TscClock& clock, std::int64_t pages_per_batch) {
   VictimSamples s;
   s.cpu = v.config().cpu;
+  s.tid = v.output().tid;
   s.pages_per_batch = pages_per_batch;
   const std::size_t n = v.output().samples;
   s.end_ns.resize(n);
@@ -178,6 +179,7 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
     vc.chunk_b = hooks.victim_chunk ? hooks.victim_chunk(cpu, size, mode, plan.numa_node) : nullptr;
     vc.planned_ns = planned;
     vc.ns_per_tick = pre.ns_per_tick;
+    vc.rt = plan.rt;
     victims.push_back(std::make_unique<Victim>(vc, ctl));
   }
   phase(hooks, "victims pre-faulting chunk B and filling their TLB from chunk A");

@@ -1,7 +1,11 @@
 #include "experiment/victim.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
+#include <sched.h>
+#include <unistd.h>
 
 #include "sys/affinity.hpp"
 #include "sys/tsc.hpp"
@@ -30,6 +34,15 @@ bool Victim::prepare() {
   if (!sys::pin_this_thread(cfg_.cpu, &why)) {
     out_.error = "cannot pin victim to CPU " + std::to_string(cfg_.cpu) + ": " + why;
     return false;
+  }
+  out_.tid = static_cast<std::int32_t>(::gettid());
+  if (cfg_.rt) {
+    // A preempted thread is not running the mm, so the kernel sends it no
+    // shootdown IPI (and membarrier skips it): --rt keeps the victim on CPU.
+    sched_param sp{};
+    sp.sched_priority = 1;
+    if (sched_setscheduler(0, SCHED_FIFO, &sp) != 0)
+      out_.warnings.push_back(std::string("--rt: SCHED_FIFO refused (") + std::strerror(errno) + "), running SCHED_OTHER");
   }
   if (cfg_.chunk_b && cfg_.chunk_b->mapped() && cfg_.chunk_b->size() == cfg_.chunk_size) {
     bp_ = cfg_.chunk_b;  // already faulted in by an earlier trial: prefault below is a cheap pass

@@ -36,6 +36,7 @@ struct VictimConfig {
   std::int64_t planned_ns = 0;         // measurement length, sizes the ring
   std::size_t max_ring_samples = 256u << 20;
   double ns_per_tick = 0;              // pre-run TSC calibration for histogram values
+  bool rt = false;                     // SCHED_FIFO: the victim keeps its CPU (and so gets its IPIs)
 };
 
 struct VictimOutput {
@@ -47,6 +48,7 @@ struct VictimOutput {
   bool ring_full = false;
   std::int64_t warmup_batch_ns = 0;    // mean batch time of the warm-up pass
   std::int64_t prefault_ns = 0;
+  std::int32_t tid = 0;
 };
 
 class Victim {

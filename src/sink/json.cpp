@@ -66,6 +66,7 @@ json plan_json(const Plan& p) {
               {"stall_threshold_ns", p.stall_threshold_ns},
               {"stall_factor", p.stall_factor},
               {"mlock", p.mlock},
+              {"rt", p.rt},
               {"numa_node", p.numa_node}};
 }
 
