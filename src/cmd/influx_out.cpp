@@ -1,6 +1,9 @@
 #include "cmd/influx_out.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <thread>
 #include <fmt/format.h>
 
 #include "cmd/commands.hpp"
@@ -8,6 +11,11 @@
 #include "sys/net.hpp"
 
 namespace shootdown::cmd {
+
+namespace {
+constexpr std::size_t kUdpBurst = 16;
+constexpr int kUdpBurstPauseMs = 2;
+}  // namespace
 
 influx::Url parse_influx_option(const std::string& text) {
   std::string why;
@@ -30,12 +38,21 @@ InfluxReport send_to_influx(const Result& r, const Analysis& a, const influx::Ur
   if (url.scheme == influx::Url::Scheme::kUdp) {
     std::size_t oversized = 0;
     const auto datagrams = influx::split_datagrams(lines, influx::kUdpMaxPayload, &oversized);
-    std::string why;
-    if (!sys::udp_send(url.host, url.port, datagrams, &why)) {
-      rep.error = why;
-      return rep;
+    // UDP has no flow control: a burst of hundreds of datagrams overflows a
+    // listener's default socket buffer (net.core.rmem_default, ~208 KiB) and
+    // the kernel drops the rest silently. Send in small groups with a pause.
+    for (std::size_t i = 0; i < datagrams.size(); i += kUdpBurst) {
+      const std::size_t j = std::min(datagrams.size(), i + kUdpBurst);
+      std::string why;
+      if (!sys::udp_send(url.host, url.port, std::vector<std::string>(datagrams.begin() + static_cast<std::ptrdiff_t>(i),
+                                                                    datagrams.begin() + static_cast<std::ptrdiff_t>(j)),
+                         &why)) {
+        rep.error = why;
+        return rep;
+      }
+      rep.requests += j - i;
+      if (j < datagrams.size()) std::this_thread::sleep_for(std::chrono::milliseconds(kUdpBurstPauseMs));
     }
-    rep.requests = datagrams.size();
     if (oversized) {
       rep.error = fmt::format("{} line(s) longer than {} bytes cannot go over UDP and were left out", oversized,
                               influx::kUdpMaxPayload);
