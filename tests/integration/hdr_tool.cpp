@@ -120,43 +120,59 @@ int gen(const std::string& dir) {
   return ok ? 0 : 1;
 }
 
-std::optional<hdr::ParsedLog> load(const std::string& path) {
+// Real `run --out` logs hold thousands of intervals, more than parse_log's
+// ReadLimits (total counts) allow in memory at once: stream them, parsing the
+// header lines together with one interval line at a time.
+template <typename Fn>
+bool for_each_interval(const std::string& path, Fn fn) {
   const auto text = read_file(path);
   if (!text) {
     std::cerr << "hdr_tool: cannot read " << path << "\n";
-    return std::nullopt;
+    return false;
   }
-  auto log = hdr::parse_log(*text);
-  if (!log) {
-    std::cerr << "hdr_tool: " << path << ": " << log.error() << "\n";
-    return std::nullopt;
+  std::string header;
+  std::size_t pos = 0, lineno = 0;
+  while (pos < text->size()) {
+    std::size_t nl = text->find('\n', pos);
+    if (nl == std::string::npos) nl = text->size();
+    const std::string line = text->substr(pos, nl - pos + 1);
+    pos = nl + 1;
+    ++lineno;
+    if (line.empty() || line[0] == '#' || line[0] == '"' || line == "\n" || line == "\r\n") {
+      header += line;
+      continue;
+    }
+    auto log = hdr::parse_log(header + line);
+    if (!log) {
+      std::cerr << "hdr_tool: " << path << ": line " << lineno << ": " << log.error() << "\n";
+      return false;
+    }
+    for (const hdr::LogInterval& iv : log->intervals) fn(*log, iv);
   }
-  return std::move(log).value();
+  return true;
 }
 
 int stats(const std::string& path) {
-  const auto log = load(path);
-  if (!log) return 1;
-  for (const hdr::LogInterval& iv : log->intervals) {
+  const bool ok = for_each_interval(path, [](const hdr::ParsedLog& log_, const hdr::LogInterval& iv) {
+    const hdr::ParsedLog* log = &log_;
     // Java's reader: explicit BaseTime, else StartTime when the stamps look relative.
     double base = log->base_time_sec.value_or(0.0);
     if (!log->base_time_sec && log->start_time_sec && iv.start_sec < *log->start_time_sec - 365 * 24 * 3600.0)
       base = *log->start_time_sec;
     std::cout << stats_line(iv.tag, iv.start_sec, iv.length_sec, base, iv.histogram) << "\n";
-  }
-  return 0;
+  });
+  return ok ? 0 : 1;
 }
 
 int hgrm(const std::string& path, const std::string& tag) {
-  const auto log = load(path);
-  if (!log) return 1;
   std::optional<hdr::Histogram> sum;
-  for (const hdr::LogInterval& iv : log->intervals) {
-    if (iv.tag != tag) continue;
+  const bool ok = for_each_interval(path, [&](const hdr::ParsedLog&, const hdr::LogInterval& iv) {
+    if (iv.tag != tag) return;
     if (!sum) sum.emplace(iv.histogram.lowest_discernible(), iv.histogram.highest_trackable(),
                           iv.histogram.significant_figures());
     sum->add(iv.histogram);
-  }
+  });
+  if (!ok) return 1;
   if (!sum) {
     std::cerr << "hdr_tool: no intervals with tag '" << tag << "' in " << path << "\n";
     return 1;
