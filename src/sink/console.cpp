@@ -84,9 +84,10 @@ std::string attribution_section(const Result& r, const Analysis& a) {
 std::string console_summary(const Result& r, const Analysis& a) {
   std::string out;
   const Plan& p = r.plan;
-  out += fmt::format("shootdown run: release={} chunk={} pages={} batch={} culprit=cpu{} victims=cpu{}\n", p.release,
-                     format_size(p.chunk_size), p.pages, format_size(p.batch), p.culprit_cpu,
-                     format_cpulist(p.victim_cpus));
+  out += fmt::format("shootdown run: release={} chunk={} pages={} batch={}\n", p.release, format_size(p.chunk_size),
+                     p.pages, format_size(p.batch));
+  out += fmt::format("culprit cpu{}, victims cpu{} ({})\n", p.culprit_cpu, format_cpulist(p.victim_cpus),
+                     p.cpu_choice.empty() ? "given" : p.cpu_choice);
   if (!r.complete) out += fmt::format("INCOMPLETE: {}\n", r.incomplete_reason);
   for (const auto& va : a.victims) {
     out += "\n";
