@@ -17,7 +17,7 @@ integration=(
   default-jre-headless default-jdk-headless libhdrhistogram-java
   influxdb
   chromium
-  curl procps jq python3
+  curl procps jq python3 python3-jsonschema
 )
 
 want=("${base[@]}")

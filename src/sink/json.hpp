@@ -1,4 +1,5 @@
-// result.json: the full result (schema: docs/result-schema.md). Serializers
+// result.json: the full result (schema: docs/formats.md, docs/result.schema.json;
+// read back by sink/json_read.hpp: a field added here belongs there too). Serializers
 // only build strings; OutputDir does the I/O.
 #pragma once
 
