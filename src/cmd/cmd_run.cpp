@@ -112,7 +112,6 @@ int execute_run(const cli::RunOptions& opts) {
   for (auto& w : plan_warn) r.env.warnings.push_back(w);
 
   const Analysis a = analyze(r);
-  finish_run_outputs(r, a, out.get(), opts.json);
   finish_run_outputs(r, a, out.get(), opts.json, influx, opts.quiet);
   if (opts.open && out) std::fprintf(opts.json ? stderr : stdout, "report: %s\n", report_file_url(out->path()).c_str());
   if (!r.complete && r.exit_signal != 0) return sys::exit_code_for_signal(r.exit_signal);
