@@ -151,11 +151,6 @@ Plan validate_run_options(const RunOptions& o, const MachineFacts& m, std::vecto
     const bool ib = b == p.culprit_cpu || std::count(p.victim_cpus.begin(), p.victim_cpus.end(), b);
     if (ia && ib) warn(fmt::format("CPUs {} and {} are SMT siblings: they share a core and its TLB", a, b));
   }
-  for (int c : p.victim_cpus)
-    if (std::find(m.isolated.begin(), m.isolated.end(), c) == m.isolated.end()) {
-      warn(fmt::format("victim CPU {} is not isolated (isolcpus): other tasks and interrupts may run there", c));
-      break;
-    }
   if (p.culprit_cpu < static_cast<int>(m.cpu_node.size())) p.numa_node = m.cpu_node[static_cast<std::size_t>(p.culprit_cpu)];
   for (int c : p.victim_cpus)
     if (c < static_cast<int>(m.cpu_node.size()) && m.cpu_node[static_cast<std::size_t>(c)] != p.numa_node)

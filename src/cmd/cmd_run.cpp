@@ -16,7 +16,9 @@
 #include "sink/atomic_writer.hpp"
 #include "sink/console.hpp"
 #include "sink/json.hpp"
+#include "core/doctor.hpp"
 #include "sys/environment.hpp"
+#include "sys/facts.hpp"
 #include "sys/signals.hpp"
 #include "sys/wallclock.hpp"
 
@@ -110,6 +112,14 @@ int execute_run(const cli::RunOptions& opts) {
   r.env.tsc_drift_ppm = measured.tsc_drift_ppm;
   r.env.warnings = sys::plan_warnings(r.env, plan);
   for (auto& w : plan_warn) r.env.warnings.push_back(w);
+  // The doctor's checklist for the CPUs used: every finding is recorded; the
+  // ones that undermine the numbers are printed with the result.
+  std::vector<int> cpus{plan.culprit_cpu};
+  cpus.insert(cpus.end(), plan.victim_cpus.begin(), plan.victim_cpus.end());
+  r.doctor = run_doctor_checks(sys::read_doctor_facts(), cpus);
+  for (const auto& f : r.doctor)
+    if (f.undermines_numbers && f.status != DoctorStatus::kPass)
+      r.env.warnings.push_back(f.name + ": " + f.found + " (see shootdown doctor)");
 
   const Analysis a = analyze(r);
   finish_run_outputs(r, a, out.get(), opts.json, influx, opts.quiet);

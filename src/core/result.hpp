@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/doctor.hpp"
 #include "core/events.hpp"
 #include "core/hdr/histogram.hpp"
 #include "core/samples.hpp"
@@ -131,6 +132,7 @@ struct Result {
   std::vector<CpuCounters> counters;
   std::int64_t interrupts_span_ns = 0; // between the two /proc/interrupts snapshots
   KernelTrace trace;
+  std::vector<DoctorFinding> doctor;   // `shootdown doctor` checks for the CPUs used
   // Kernel events per CPU and type. Empty after a run (computed from
   // trace.events by event_counts()); filled when a result is read back from
   // result.json, which keeps the counts but not the events.

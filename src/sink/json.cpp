@@ -201,6 +201,11 @@ json result_json(const Result& r, const Analysis& a) {
   j["environment"] = env_json(r.env);
   j["plan"] = plan_json(r.plan);
   j["warnings"] = r.warnings;
+  json doc = json::array();
+  for (const auto& f : r.doctor)
+    doc.push_back({{"status", to_string(f.status)}, {"name", f.name}, {"found", f.found}, {"advice", f.advice},
+                   {"undermines_numbers", f.undermines_numbers}});
+  j["doctor"] = doc;
   j["measure"] = {{"start_ns", r.measure_start_ns}, {"end_ns", r.measure_end_ns}, {"clock", "CLOCK_MONOTONIC"},
                   {"realtime_offset_ns", r.realtime_offset_ns}};
   json rels = json::array();

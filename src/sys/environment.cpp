@@ -93,9 +93,8 @@ std::vector<std::string> plan_warnings(const Environment& env, const Plan& plan)
   std::vector<std::string> w;
   if (env.build_type.rfind("Release", 0) != 0)
     w.push_back("build type is " + env.build_type + ", not Release: the victim loop is slower and noisier");
-  if (env.virtualized)
-    w.push_back("virtual machine" + (env.hypervisor.empty() ? std::string() : " (" + env.hypervisor + ")") +
-                ": host preemption adds stalls and IPI delivery costs more than on bare metal");
+  // VM, isolation and the rest of the tuning list come from the doctor checks
+  // (recorded as Result::doctor), not repeated here.
   if (!env.constant_tsc || !env.nonstop_tsc) w.push_back("TSC is not invariant (constant_tsc/nonstop_tsc missing): timings may drift");
   if (plan.pages == "4k" && env.thp_enabled == "always")
     w.push_back("transparent_hugepage=always: --pages 4k chunks may still get huge pages");
