@@ -62,15 +62,6 @@ struct ProbeOpts {
 
 constexpr std::int64_t kMs = 1'000'000;
 
-std::string iso_now() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 // Next to the binary (installed: <prefix>/bin/shootdown + <prefix>/lib/...),
 // in the build tree, or SHOOTDOWN_PROBE_LIB.
 std::string find_library() {

@@ -31,20 +31,6 @@ struct RunCommand {
   std::vector<std::string> argv;
 };
 
-std::string iso_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-std::string make_run_id() {
-  std::random_device rd;
-  return fmt::format("{:08x}", rd());
-}
-
 }  // namespace
 
 static std::string current_command_line() {

@@ -4,6 +4,8 @@
 
 #include <cctype>
 #include <cstdio>
+#include <ctime>
+#include <random>
 #include <cstring>
 #include <filesystem>
 #include <fmt/format.h>
@@ -29,6 +31,20 @@ std::string report_file_url(const std::string& dir) {
     else url += fmt::format("%{:02X}", c);
   }
   return url;
+}
+
+std::string iso_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string make_run_id() {
+  std::random_device rd;
+  return fmt::format("{:08x}", rd());
 }
 
 std::string read_cmdline_self() {

@@ -27,6 +27,8 @@ void finish_run_outputs(const Result& r, const Analysis& a, sink::OutputDir* out
 // Result cannot hold (kernel events, so attribution and callchains).
 void write_result_files(const Result& r, const Analysis& a, sink::OutputDir& out, bool with_result_json = true);
 std::string read_cmdline_self();
+std::string iso_now();      // "2026-12-02T14:08:53Z" (UTC)
+std::string make_run_id();  // 8 random hex digits
 // file:// URL of dir/report.html (absolute, percent-encoded), for --open.
 std::string report_file_url(const std::string& dir);
 
