@@ -207,6 +207,9 @@ public:
         return;
       }
       case EventType::kCsdFunctionExit: return;
+      case EventType::kSchedSwitch:
+        if (all_) line(e, fmt::format("sched_switch pid {} → pid {}", e.a, e.b));
+        return;
     }
   }
 

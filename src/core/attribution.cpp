@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <sstream>
 
@@ -99,7 +100,67 @@ bool targets(const KernelEvent& e, int cpu) {
   return false;
 }
 
-std::vector<Incident> build_incidents(const KernelTrace& t, int cpu, std::int32_t victim_tid,
+bool traced_sched_switch(const KernelTrace& t) {
+  for (const std::string& tp : t.tracepoints)
+    if (tp.rfind("sched:sched_switch", 0) == 0) return true;
+  for (const KernelEvent& e : t.events)
+    if (e.type == EventType::kSchedSwitch) return true;
+  return false;
+}
+
+struct OffCpu {
+  std::int64_t off_ns;  // switched out (INT64_MIN: before the trace saw it run)
+  std::int64_t on_ns;   // switched back in (INT64_MAX: never)
+};
+
+// The victim's off-CPU intervals on its CPU: from a sched_switch with
+// prev_pid == tid to the first evidence that it runs again. That is the
+// switch with next_pid == tid, but this kernel (KVM guest, haltpoll idle) does
+// not deliver events in the idle task's context on an idle CPU, so a switch
+// from idle back to the victim can be missing. Other evidence bounds the
+// interval too: any event in the victim's context (its sample tid; not the
+// task-switch flush of the switch-out itself), and the
+// victim's own samples: the sample containing the switch-out ends after the
+// victim ran again (it cannot take a timestamp off its CPU) and at most one
+// batch later. Before its first evidence the victim counts as off.
+std::vector<OffCpu> offcpu_intervals(const KernelTrace& t, const VictimSamples& v, std::int32_t tid) {
+  std::vector<OffCpu> out;
+  if (tid <= 0) return out;
+  constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  // Upper bound of the switch-in for a switch-out at `off`.
+  auto sample_bound = [&](std::int64_t off) {
+    const auto it = std::upper_bound(v.end_ns.begin(), v.end_ns.end(), off);
+    if (it == v.end_ns.end()) return kMax;
+    const auto i = static_cast<std::size_t>(it - v.end_ns.begin());
+    return v.span_start(i) < off ? v.end_ns[i] : kMax;
+  };
+  bool off = true;
+  std::int64_t off_ns = kMin;
+  std::int64_t cap = v.size() ? v.start_ns : kMax;
+  auto close = [&](std::int64_t on_ns) {
+    out.push_back({off_ns, on_ns});
+    off = false;
+  };
+  for (const KernelEvent& e : t.events) {
+    if (e.cpu != v.cpu) continue;
+    if (off && e.mono_ns >= cap) close(cap);
+    const bool sw = e.type == EventType::kSchedSwitch && e.a != e.b;
+    // The switch itself still runs in the victim's context after the
+    // tracepoint (switch_mm: a reason-0 flush with the victim's tid): no evidence.
+    const bool in_switch = e.type == EventType::kTlbFlush && e.a == kTlbFlushOnTaskSwitch;
+    if (off && ((e.tid == tid && !in_switch) || (sw && e.b == tid))) close(e.mono_ns);
+    if (!off && sw && e.a == tid) {
+      off = true;
+      off_ns = e.mono_ns;
+      cap = sample_bound(off_ns);
+    }
+  }
+  if (off) close(cap);
+  return out;
+}
+
+std::vector<Incident> build_incidents(const KernelTrace& t, int cpu, std::int32_t victim_tid, bool tid_heuristic,
                                       std::vector<std::int64_t>* remote_flushes, std::vector<std::int64_t>* wrong_cpu,
                                       std::vector<std::int64_t>* cf_entries) {
   std::vector<Incident> out;
@@ -117,7 +178,8 @@ std::vector<Incident> build_incidents(const KernelTrace& t, int cpu, std::int32_
   for (const KernelEvent& e : t.events) {
     if (e.cpu != cpu) continue;
     // Another task (not idle) running here: the victim was off its CPU.
-    if (victim_tid > 0 && e.tid > 0 && e.tid != victim_tid && e.mono_ns != last_foreign) {
+    // Fallback when sched_switch is not traced (its intervals are exact).
+    if (tid_heuristic && victim_tid > 0 && e.tid > 0 && e.tid != victim_tid && e.mono_ns != last_foreign) {
       out.push_back({Kind::kPreempt, e.mono_ns, e.mono_ns, false, false, false, {}});
       last_foreign = e.mono_ns;
     }
@@ -197,6 +259,10 @@ Attribution attribute(const std::vector<VictimSamples>& victims, const KernelTra
   }
   out.available = true;
   if (trace.lost_events > 0) out.note = std::to_string(trace.lost_events) + " kernel events lost: counts are lower bounds";
+  const bool sched_switch = traced_sched_switch(trace);
+  if (!sched_switch)
+    out.note += std::string(out.note.empty() ? "" : "; ") +
+                "sched:sched_switch not traced: preempted samples from the tid heuristic, on-CPU releases unknown";
 
   for (const VictimSamples& v : victims) {
     VictimAttribution a;
@@ -234,7 +300,9 @@ Attribution attribute(const std::vector<VictimSamples>& victims, const KernelTra
         if (c > best) best = c, a.victim_tid = tid;
     }
     std::vector<std::int64_t> flushes, wrong_cpu, cf_entries;
-    const std::vector<Incident> incidents = build_incidents(trace, v.cpu, a.victim_tid, &flushes, &wrong_cpu, &cf_entries);
+    a.sched_switch = sched_switch;
+    const std::vector<Incident> incidents =
+        build_incidents(trace, v.cpu, a.victim_tid, !sched_switch, &flushes, &wrong_cpu, &cf_entries);
 
     const std::int64_t lo = opts.span_start_ns > 0 ? opts.span_start_ns : v.start_ns;
     const std::int64_t hi = opts.span_end_ns > 0 ? opts.span_end_ns : (n ? v.end_ns.back() : v.start_ns);
@@ -261,6 +329,31 @@ Attribution attribute(const std::vector<VictimSamples>& victims, const KernelTra
         ++tlb_per_sample[s];
         tlb_samples.push_back(s);
         if (inc.kind == Kind::kCallFunction && inc.start_ns >= lo && inc.start_ns <= hi) ++a.flush_ipis;
+      }
+    }
+
+    // Off-CPU intervals (sched_switch): samples overlapping one are
+    // preempted; releases overlapping none ran with the victim on its CPU.
+    if (sched_switch) {
+      const std::vector<OffCpu> offs = offcpu_intervals(trace, v, a.victim_tid);
+      for (const OffCpu& iv : offs) {
+        // Counted from a seen switch-out (not the time before the victim started).
+        if (iv.off_ns != std::numeric_limits<std::int64_t>::min() && iv.off_ns < hi && iv.on_ns > lo) {
+          ++a.offcpu_intervals;
+          a.offcpu_ns += std::min(iv.on_ns, hi) - std::max(iv.off_ns, lo);
+        }
+        // Samples with span (start, end] overlapping [off, on].
+        auto it = std::upper_bound(v.end_ns.begin(), v.end_ns.end(), iv.off_ns);
+        for (auto i = static_cast<std::size_t>(it - v.end_ns.begin()); i < n && v.span_start(i) < iv.on_ns; ++i)
+          a.labels[i] = static_cast<std::uint8_t>(StallLabel::kPreempted);
+      }
+      a.releases_on_cpu = 0;
+      for (const auto& [before, after] : opts.releases) {
+        bool on = true;
+        for (const OffCpu& iv : offs)
+          if (iv.off_ns <= after && iv.on_ns >= before) on = false;
+        a.release_on_cpu.push_back(on);
+        a.releases_on_cpu += on;
       }
     }
 
@@ -332,6 +425,7 @@ AttributionOptions attribution_options(const Result& r) {
   o.span_start_ns = r.measure_start_ns;
   o.span_end_ns = r.measure_end_ns;
   o.culprit_cpu = r.plan.culprit_cpu;
+  for (const Release& rel : r.releases) o.releases.emplace_back(rel.before_ns, rel.after_ns);
   return o;
 }
 

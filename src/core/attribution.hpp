@@ -20,6 +20,13 @@
 //    than the victim's: the dominant tid of events in short samples) or was a
 //    task-switch flush (reason 0): the scheduler, not the IPI, owns that
 //    stall (a busy shared machine).
+//  - Off-CPU intervals: with sched:sched_switch traced, the victim is off its
+//    CPU from a switch with prev_pid == its tid to the next switch with
+//    next_pid == its tid (on its CPU). A sample overlapping such an interval
+//    is preempted, whatever else happened in it; a release call overlapping
+//    one is not "on CPU" (membarrier skips, and TLB flushes are deferred for,
+//    a CPU not running the mm). Without sched_switch the tid heuristic above
+//    labels preempted samples and on-CPU releases are unknown.
 //  - A csd function run outside a call-function span is the initiator
 //    running its own flush locally (smp_call_function_many_cond), not an
 //    IPI: it is not an incident.
@@ -67,6 +74,8 @@ struct AttributionOptions {
   int culprit_cpu = -1;                 // IPI senders for delivery latency; -1 = any other CPU
   // A send is paired with the next IPI entry on the target within this window.
   std::int64_t delivery_window_ns = 10'000'000;
+  // Release calls [before_ns, after_ns] (Result::releases), for release_on_cpu.
+  std::vector<std::pair<std::int64_t, std::int64_t>> releases;
 };
 
 struct Quantiles {
@@ -100,6 +109,14 @@ struct VictimAttribution {
   Quantiles delivery_ns;                           // ipi_send on culprit -> call_function entry here
   // Function-call IPIs by csd function name (symbol without offset): "ipi_mb" -> 5.
   std::vector<std::pair<std::string, std::int64_t>> ipi_functions;
+  // Off-CPU evidence. sched_switch: intervals from sched:sched_switch (else
+  // the tid heuristic labels preempted samples and the release fields are
+  // unknown: releases_on_cpu = -1, release_on_cpu empty).
+  bool sched_switch = false;
+  std::int64_t offcpu_ns = 0;          // victim switched out, within the span
+  std::int64_t offcpu_intervals = 0;   // switched-out intervals overlapping the span
+  std::int64_t releases_on_cpu = -1;   // releases during whose whole call the victim ran
+  std::vector<bool> release_on_cpu;    // per AttributionOptions::releases entry
 };
 
 struct Attribution {

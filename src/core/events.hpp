@@ -25,8 +25,9 @@ enum class EventType : std::uint8_t {
   kIpiSendCpumask,           // ipi:ipi_send_cpumask, a = first target cpu bitmask word, b = callsite addr, c = callback
   kCsdFunctionEntry,         // csd:csd_function_entry, b = func addr (KernelTrace::symbols names it)
   kCsdFunctionExit,          // csd:csd_function_exit, b = func addr
+  kSchedSwitch,              // sched:sched_switch (victim CPUs), a = prev_pid, b = next_pid, c = prev_state
 };
-inline constexpr int kEventTypeCount = static_cast<int>(EventType::kCsdFunctionExit) + 1;
+inline constexpr int kEventTypeCount = static_cast<int>(EventType::kSchedSwitch) + 1;
 
 // "tlb_flush", "call_function_entry", ... (the tracepoint's name).
 inline const char* event_type_name(EventType t) {
@@ -46,6 +47,7 @@ inline const char* event_type_name(EventType t) {
     case EventType::kIpiSendCpumask: return "ipi_send_cpumask";
     case EventType::kCsdFunctionEntry: return "csd_function_entry";
     case EventType::kCsdFunctionExit: return "csd_function_exit";
+    case EventType::kSchedSwitch: return "sched_switch";
   }
   return "?";
 }

@@ -175,6 +175,11 @@ json attribution_json(const Analysis& a) {
             {"other_ipi_handler_ns", quantiles_json(v.other_handler_ns)},
             {"delivery_ns", quantiles_json(v.delivery_ns)},
             {"ipi_functions", funcs},
+            {"offcpu_source", v.sched_switch ? "sched_switch" : "tid-heuristic"},
+            {"offcpu_ns", v.offcpu_ns},
+            {"offcpu_intervals", v.offcpu_intervals},
+            {"releases_on_cpu", v.sched_switch ? json(v.releases_on_cpu) : json(nullptr)},
+            {"release_on_cpu", v.release_on_cpu},
             {"label_runs", runs}};
     if (i < a.clean_victims.size()) {
       json ph;

@@ -68,10 +68,11 @@ struct Spec {
   const char* fb;  // -> b
   const char* fc;  // -> c
   bool culprit_callchain;
+  bool victims_only = false;  // not opened on the culprit CPU
 };
 
 // The evidence of issue 3 (docs/kernel-evidence.md explains each).
-constexpr std::array<Spec, 15> kSpecs{{
+constexpr std::array<Spec, 16> kSpecs{{
     {"tlb", "tlb_flush", EventType::kTlbFlush, "reason", "pages", nullptr, true},
     {"irq_vectors", "call_function_entry", EventType::kCallFunctionEntry, "vector", nullptr, nullptr, false},
     {"irq_vectors", "call_function_exit", EventType::kCallFunctionExit, "vector", nullptr, nullptr, false},
@@ -87,6 +88,9 @@ constexpr std::array<Spec, 15> kSpecs{{
     {"ipi", "ipi_send_cpumask", EventType::kIpiSendCpumask, "cpumask", "callsite", "callback", true},
     {"csd", "csd_function_entry", EventType::kCsdFunctionEntry, nullptr, "func", "csd", false},
     {"csd", "csd_function_exit", EventType::kCsdFunctionExit, nullptr, "func", "csd", false},
+    // When the victim was off its CPU (preempted, RT-throttled): no IPI can
+    // reach it then. Victim CPUs only: the culprit CPU's switches are not needed.
+    {"sched", "sched_switch", EventType::kSchedSwitch, "prev_pid", "next_pid", "prev_state", false, true},
 }};
 
 struct Format {
@@ -403,6 +407,7 @@ std::unique_ptr<Tracer> Tracer::open(const TracerOptions& opts, std::string* why
     Ring ring;
     ring.cpu = cpu;
     for (const Resolved& r : resolved) {
+      if (r.spec->victims_only && cpu == opts.culprit_cpu) continue;
       const bool want_chain = opts.callchains && cpu == opts.culprit_cpu && r.spec->culprit_callchain;
       perf_event_attr attr{};
       attr.size = sizeof attr;
@@ -483,8 +488,10 @@ std::unique_ptr<Tracer> Tracer::open(const TracerOptions& opts, std::string* why
   for (const Resolved& r : resolved) {
     const std::string full = std::string(r.spec->system) + ":" + r.spec->name;
     const int n = opened_cpus[r.spec];
-    if (n == static_cast<int>(opts.cpus.size())) t->tracepoints_.push_back(full);
-    else if (n > 0) t->tracepoints_.push_back(fmt::format("{} ({} of {} CPUs)", full, n, opts.cpus.size()));
+    int wanted = 0;
+    for (int cpu : opts.cpus) wanted += !(r.spec->victims_only && cpu == opts.culprit_cpu);
+    if (n > 0 && n == wanted) t->tracepoints_.push_back(full);
+    else if (n > 0) t->tracepoints_.push_back(fmt::format("{} ({} of {} CPUs)", full, n, wanted));
   }
   for (auto& s : im.slots) ::ioctl(s.fd, PERF_EVENT_IOC_ENABLE, 0);
   t->start_ns_ = mono_now_ns();

@@ -36,7 +36,7 @@ struct TracerOptions {
   int culprit_cpu = -1;        // callchains for reason-4 flushes and IPI sends here
   bool callchains = true;
   int reader_cpu = -1;         // where start_reader() pins its thread; -1 = unpinned
-  // Data pages per CPU ring (power of two). One ring carries all 15 events
+  // Data pages per CPU ring (power of two). One ring carries all 16 events
   // of a CPU, so it is sized like 8 per-event rings of 256 pages: a 1 GiB
   // munmap sends ~10k IPIs (~50k records on the victim) while the reader's
   // CPU is busy in the culprit's munmap. Halved until mmap succeeds.

@@ -420,5 +420,156 @@ TEST(Quantiles, NearestRank) {
   EXPECT_EQ(quantiles({7}).p90, 7);
 }
 
+// sched:sched_switch on `cpu` at t: prev -> next (the event runs in prev).
+KernelEvent sw(std::int64_t t, int cpu, std::int32_t prev, std::int32_t next) {
+  KernelEvent e = ev(t, cpu, EventType::kSchedSwitch, prev, next, 0);
+  e.tid = e.pid = prev;
+  return e;
+}
+
+TEST(AttributionOffCpu, SchedSwitchIntervalsLabelOverlappingSamplesPreempted) {
+  auto v = make_samples(1, 100);
+  v.tid = 77;
+  stretch(v, 40, 3'000'000);  // preempted inside sample 40 for ~3 ms
+  stretch(v, 60, 2'000'000);
+  std::vector<KernelEvent> e;
+  const std::int64_t out1 = v.span_start(40) + 1000, in1 = v.span_end(40) - 1000;
+  e.push_back(sw(out1, 1, 77, 500));
+  e.push_back(sw(in1, 1, 500, 77));
+  const std::int64_t out2 = mid(v, 60), in2 = v.span_end(60) - 300;
+  e.push_back(sw(out2, 1, 77, 0));
+  e.push_back(sw(in2, 1, 0, 77));
+  // Another task's switches while the victim is off, and on another CPU: ignored.
+  e.push_back(sw(out1 + 10, 1, 500, 600));
+  e.push_back(sw(out1 + 20, 1, 600, 500));
+  e.push_back(sw(mid(v, 80), 0, 77, 900));
+  // A shootdown inside sample 40 (in another task): the scheduler owns that sample.
+  add_shootdown(e, 1, out1 + 500, 400);
+  // An event in another task's context outside any interval: with sched_switch
+  // traced the tid heuristic is off, so sample 20 is a timer sample.
+  e.push_back(ev(mid(v, 20), 1, EventType::kLocalTimerEntry));
+  e.back().tid = 999;
+  const Attribution at = attribute({v}, make_trace(e), {});
+  const auto& a = at.victims.at(0);
+  EXPECT_TRUE(a.sched_switch);
+  EXPECT_EQ(a.offcpu_intervals, 2);
+  EXPECT_EQ(a.offcpu_ns, (in1 - out1) + (in2 - out2));
+  for (std::size_t i : {40u, 60u}) EXPECT_EQ(label(a, i), StallLabel::kPreempted) << i;
+  for (std::size_t i : {39u, 41u, 59u, 61u, 80u}) EXPECT_EQ(label(a, i), StallLabel::kClean) << i;
+  EXPECT_EQ(label(a, 20), StallLabel::kTimer);
+  EXPECT_EQ(a.samples[static_cast<int>(StallLabel::kPreempted)], 2);
+  EXPECT_EQ(a.releases_on_cpu, 0);  // no releases given
+  EXPECT_TRUE(a.release_on_cpu.empty());
+}
+
+// Switches out of the idle task can be missing (events in idle context on an
+// idle CPU are not delivered on some kernels): the victim's own context and
+// samples end the interval.
+TEST(AttributionOffCpu, MissingSwitchInIsBoundedByVictimEventsAndSamples) {
+  auto v = make_samples(1, 100);
+  v.tid = 77;
+  stretch(v, 50, 2'000'000);
+  stretch(v, 70, 1'000'000);
+  std::vector<KernelEvent> e;
+  const std::int64_t out1 = v.span_start(50) + 1000, seen1 = v.span_end(50) - 300;
+  e.push_back(sw(out1, 1, 77, 0));             // to idle (RT throttling)
+  e.push_back(ev(out1 + 50, 1, EventType::kTlbFlush, kTlbFlushOnTaskSwitch, -1));
+  e.back().tid = 77;                           // switch_mm, still in the victim's context: not evidence
+  e.push_back(ev(seen1, 1, EventType::kLocalTimerEntry));
+  e.back().tid = 77;                           // the victim's tick: it runs again
+  const std::int64_t out2 = v.span_start(70) + 500;
+  e.push_back(sw(out2, 1, 77, 0));             // no evidence at all until its sample ends
+  e.push_back(ev(mid(v, 90), 1, EventType::kLocalTimerEntry));
+  e.back().tid = 77;
+  AttributionOptions o;
+  o.releases = {{out1 + 100, out1 + 200}, {seen1 + 100, seen1 + 200}, {out2 + 100, out2 + 200},
+                {v.span_end(70) + 1, v.span_end(70) + 100}};
+  const Attribution at = attribute({v}, make_trace(e), o);
+  const auto& a = at.victims.at(0);
+  EXPECT_EQ(a.offcpu_intervals, 2);
+  EXPECT_EQ(a.offcpu_ns, (seen1 - out1) + (v.span_end(70) - out2));
+  EXPECT_EQ(a.release_on_cpu, (std::vector<bool>{false, true, false, true}));
+  EXPECT_EQ(label(a, 50), StallLabel::kPreempted);
+  EXPECT_EQ(label(a, 70), StallLabel::kPreempted);
+  EXPECT_EQ(label(a, 71), StallLabel::kClean);
+  EXPECT_EQ(a.samples[static_cast<int>(StallLabel::kPreempted)], 2);
+}
+
+TEST(AttributionOffCpu, ReleasesOnCpuOnlyWhenNoOffCpuIntervalOverlapsTheCall) {
+  // Samples are abstract here: the switches lie on sample boundaries, so only
+  // the sched_switch events bound the intervals.
+  auto v = make_samples(1, 1000);
+  v.tid = 77;
+  std::vector<KernelEvent> e;
+  const std::int64_t t0 = v.start_ns;
+  e.push_back(sw(t0 + 300'000, 1, 77, 500));  // off 300..400 us
+  e.push_back(sw(t0 + 400'000, 1, 500, 77));
+  e.push_back(sw(t0 + 700'000, 1, 77, 500));  // off 700..701 us
+  e.push_back(sw(t0 + 701'000, 1, 500, 77));
+  AttributionOptions o;
+  o.releases = {{t0 + 100'000, t0 + 120'000},   // before any interval: on
+                {t0 + 320'000, t0 + 330'000},   // inside the first: off
+                {t0 + 390'000, t0 + 410'000},   // straddles its end: off (partly)
+                {t0 + 500'000, t0 + 600'000},   // between: on
+                {t0 + 690'000, t0 + 710'000},   // contains the second: off
+                {t0 + 800'000, t0 + 801'000}};  // after: on
+  const Attribution at = attribute({v}, make_trace(e), o);
+  const auto& a = at.victims.at(0);
+  EXPECT_EQ(a.release_on_cpu, (std::vector<bool>{true, false, false, true, false, true}));
+  EXPECT_EQ(a.releases_on_cpu, 3);
+  EXPECT_EQ(a.offcpu_intervals, 2);
+  EXPECT_EQ(a.offcpu_ns, 101'000);
+}
+
+TEST(AttributionOffCpu, BeforeItsFirstEvidenceAndAfterItsLastSwitchOutTheVictimIsOff) {
+  auto v = make_samples(1, 100);  // span t0 .. t0 + 100 us
+  v.tid = 77;
+  const std::int64_t t0 = v.start_ns;
+  std::vector<KernelEvent> e;
+  e.push_back(sw(t0 - 10'000, 1, 500, 77));   // pinned to its CPU, switched in
+  e.push_back(sw(v.end_ns.back() + 10'000, 1, 77, 500));  // done
+  AttributionOptions o;
+  o.releases = {{t0 - 12'000, t0 - 11'000}, {t0 + 50'000, t0 + 51'000}, {v.end_ns.back() + 20'000, v.end_ns.back() + 21'000}};
+  const Attribution at = attribute({v}, make_trace(e), o);
+  const auto& a = at.victims.at(0);
+  EXPECT_EQ(a.offcpu_intervals, 0);  // neither overlaps the samples' span
+  EXPECT_EQ(a.offcpu_ns, 0);
+  EXPECT_EQ(a.release_on_cpu, (std::vector<bool>{false, true, false}));
+  EXPECT_EQ(a.samples[static_cast<int>(StallLabel::kPreempted)], 0);
+}
+
+TEST(AttributionOffCpu, TracedButNeverSwitchedMeansAlwaysOnCpu) {
+  auto v = make_samples(1, 100);
+  v.tid = 77;
+  KernelTrace t = make_trace({});
+  t.tracepoints = {"sched:sched_switch (1 of 2 CPUs)"};
+  AttributionOptions o;
+  o.releases = {{v.start_ns + 1000, v.start_ns + 2000}};
+  const Attribution at = attribute({v}, t, o);
+  const auto& a = at.victims.at(0);
+  EXPECT_TRUE(a.sched_switch);
+  EXPECT_EQ(a.offcpu_intervals, 0);
+  EXPECT_EQ(a.offcpu_ns, 0);
+  EXPECT_EQ(a.releases_on_cpu, 1);
+}
+
+TEST(AttributionOffCpu, WithoutSchedSwitchTheTidHeuristicStaysAndReleasesAreUnknown) {
+  auto v = make_samples(1, 100);
+  v.tid = 77;
+  stretch(v, 30, 2'000'000);
+  std::vector<KernelEvent> e;
+  e.push_back(ev(mid(v, 30), 1, EventType::kLocalTimerEntry));
+  e.back().tid = 500;  // another task ran in sample 30
+  AttributionOptions o;
+  o.releases = {{v.start_ns + 1000, v.start_ns + 2000}};
+  const Attribution at = attribute({v}, make_trace(e), o);
+  const auto& a = at.victims.at(0);
+  EXPECT_FALSE(a.sched_switch);
+  EXPECT_EQ(label(a, 30), StallLabel::kPreempted);
+  EXPECT_EQ(a.releases_on_cpu, -1);
+  EXPECT_TRUE(a.release_on_cpu.empty());
+  EXPECT_NE(at.note.find("sched_switch"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace shootdown
