@@ -87,7 +87,7 @@ std::string console_summary(const Result& r, const Analysis& a) {
   out += fmt::format("shootdown run: release={} chunk={} pages={} batch={}\n", p.release, format_size(p.chunk_size),
                      p.pages, format_size(p.batch));
   out += fmt::format("culprit cpu{}, victims cpu{} ({})\n", p.culprit_cpu, format_cpulist(p.victim_cpus),
-                     p.cpu_choice.empty() ? "given" : p.cpu_choice);
+                     p.cpu_choice.empty() || p.cpu_choice == "given" ? "given" : "chosen: see plan.cpu_choice");
   if (!r.complete) out += fmt::format("INCOMPLETE: {}\n", r.incomplete_reason);
   for (const auto& va : a.victims) {
     out += "\n";
