@@ -297,6 +297,26 @@ LoadedResult result_from_json(std::string_view text) {
   r.env = read_env(root["environment"]);
   r.plan = read_plan(root["plan"]);
   r.warnings = root["warnings"].strings();
+  if (root.has("doctor")) {  // added within schema 1: optional
+    const Node doc = root["doctor"];
+    for (std::size_t i = 0; i < doc.array_size(); ++i) {
+      const Node x = doc[i];
+      DoctorFinding f;
+      const std::string status = x["status"].str();
+      bool known = false;
+      for (DoctorStatus st : {DoctorStatus::kPass, DoctorStatus::kWarn, DoctorStatus::kFail})
+        if (status == to_string(st)) {
+          f.status = st;
+          known = true;
+        }
+      if (!known) fail(x["status"].path(), "unknown status '" + status + "' (expected PASS, WARN or FAIL)");
+      f.name = x["name"].str();
+      f.found = x["found"].str();
+      f.advice = x["advice"].str();
+      f.undermines_numbers = x["undermines_numbers"].boolean();
+      r.doctor.push_back(std::move(f));
+    }
+  }
   const Node m = root["measure"];
   r.measure_start_ns = m["start_ns"].i64();
   r.measure_end_ns = m["end_ns"].i64();

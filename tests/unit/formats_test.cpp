@@ -53,6 +53,7 @@ Result two_victims() {
   rel.bytes = 1 << 20;
   r.releases.push_back(rel);
   r.counters.push_back(CpuCounters{1, "victim", 3, 4, 5, 6});
+  r.doctor.push_back(DoctorFinding{DoctorStatus::kWarn, "isolcpus", "cpu 1 not isolated", "add isolcpus=1", true});
   r.trace.enabled = true;
   r.trace.status = "on";
   r.trace.events.push_back(KernelEvent{rel.before_ns + 10, 1, 0, 0, EventType::kTlbFlush, 1, 0, 0, -1});
