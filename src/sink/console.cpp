@@ -87,7 +87,9 @@ std::string console_summary(const Result& r, const Analysis& a) {
   out += fmt::format("shootdown run: release={} chunk={} pages={} batch={}\n", p.release, format_size(p.chunk_size),
                      p.pages, format_size(p.batch));
   out += fmt::format("culprit cpu{}, victims cpu{} ({})\n", p.culprit_cpu, format_cpulist(p.victim_cpus),
-                     p.cpu_choice.empty() || p.cpu_choice == "given" ? "given" : "chosen: see plan.cpu_choice");
+                     p.cpu_choice.rfind("default", 0) == 0 ? "default: one NUMA node, no SMT siblings"
+                     : p.cpu_choice.empty() || p.cpu_choice == "given" ? "given"
+                                                                        : "one given, the other chosen");
   if (!r.complete) out += fmt::format("INCOMPLETE: {}\n", r.incomplete_reason);
   for (const auto& va : a.victims) {
     out += "\n";
