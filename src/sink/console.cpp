@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/cpulist.hpp"
+#include "core/event_counts.hpp"
 #include "core/units.hpp"
 
 namespace shootdown::sink {
@@ -36,7 +37,7 @@ std::string attribution_section(const Result& r, const Analysis& a) {
   std::string out;
   const KernelTrace& t = r.trace;
   if (t.enabled)
-    out += fmt::format("  {} tracepoints, {} events, {} lost\n", t.tracepoints.size(), t.events.size(), t.lost_events);
+    out += fmt::format("  {} tracepoints, {} events, {} lost\n", t.tracepoints.size(), event_total(r), t.lost_events);
   for (const auto& m : t.missing) out += "  missing: " + m + "\n";
   const Attribution& at = a.attribution;
   if (!at.available) return out;

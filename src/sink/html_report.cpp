@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "core/attribution.hpp"
+#include "core/event_counts.hpp"
 #include "core/cpulist.hpp"
 #include "core/units.hpp"
 #include "sink/json.hpp"
@@ -253,7 +254,7 @@ std::string header_section(const Result& r) {
   if (!e.cmdline.empty()) o += fact("kernel cmdline", e.cmdline);
   o += fact("build", e.build_type + (e.version.empty() ? "" : ", shootdown " + e.version));
   std::string ev = r.trace.status.empty() ? "off" : r.trace.status;
-  if (r.trace.enabled) ev += fmt::format(", {} tracepoints, {} events, {} lost", r.trace.tracepoints.size(), r.trace.events.size(),
+  if (r.trace.enabled) ev += fmt::format(", {} tracepoints, {} events, {} lost", r.trace.tracepoints.size(), event_total(r),
                                          r.trace.lost_events);
   o += fact("kernel evidence", ev);
   o += "</table>\n</div>\n";
