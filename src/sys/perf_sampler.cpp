@@ -4,20 +4,18 @@
 #include <array>
 #include <asm/perf_regs.h>
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <ctime>
 #include <fmt/core.h>
 #include <linux/perf_event.h>
 #include <sys/ioctl.h>
-#include <sys/mman.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 extern "C" {
 #include <traceevent/event-parse.h>
 }
 
+#include "sys/perf_ring.hpp"
 #include "sys/perf_trace.hpp"
 #include "sys/tracefs.hpp"
 #include "sys/tsc.hpp"
@@ -25,13 +23,6 @@ extern "C" {
 namespace shootdown::sys {
 
 namespace {
-
-struct Field {
-  int offset = -1;
-  int size = 0;
-  bool is_signed = false;
-  bool relative = false;  // __rel_loc
-};
 
 enum class Kind { kFlushSend, kFlushRecv, kIpiCpu, kIpiMask, kCsdQueue, kDummy };
 
@@ -42,41 +33,6 @@ struct Slot {
   std::uint64_t id = 0;
 };
 
-struct Ring {
-  void* base = nullptr;
-  std::size_t map_len = 0;
-  std::uint8_t* data = nullptr;
-  std::uint64_t data_size = 0;
-};
-
-long perf_event_open(perf_event_attr* attr, pid_t pid, int cpu, int group_fd, unsigned long flags) {
-  return ::syscall(SYS_perf_event_open, attr, pid, cpu, group_fd, flags);
-}
-
-std::int64_t read_field(const std::uint8_t* raw, std::uint32_t n, const Field& f) {
-  if (f.offset < 0 || f.size <= 0 || f.size > 8 || static_cast<std::uint32_t>(f.offset + f.size) > n) return 0;
-  std::uint64_t v = 0;
-  std::memcpy(&v, raw + f.offset, static_cast<std::size_t>(f.size));
-  if (f.is_signed && f.size < 8) {
-    const unsigned shift = 64u - 8u * static_cast<unsigned>(f.size);
-    return static_cast<std::int64_t>(v << shift) >> shift;
-  }
-  return static_cast<std::int64_t>(v);
-}
-
-std::uint64_t read_mask_word(const std::uint8_t* raw, std::uint32_t n, const Field& f) {
-  if (f.offset < 0 || static_cast<std::uint32_t>(f.offset + 4) > n) return 0;
-  std::uint32_t loc = 0;
-  std::memcpy(&loc, raw + f.offset, 4);
-  std::uint32_t off = loc & 0xffffu;
-  const std::uint32_t len = loc >> 16;
-  if (f.relative) off += static_cast<std::uint32_t>(f.offset + 4);
-  if (off >= n) return 0;
-  std::uint64_t v = 0;
-  std::memcpy(&v, raw + off, std::min<std::size_t>({len, 8u, n - off}));
-  return v;
-}
-
 // Three user registers, in perf_regs bit order (BP < SP < IP).
 constexpr std::uint64_t kRegsMask = (1ULL << PERF_REG_X86_BP) | (1ULL << PERF_REG_X86_SP) | (1ULL << PERF_REG_X86_IP);
 
@@ -85,7 +41,7 @@ constexpr std::uint64_t kRegsMask = (1ULL << PERF_REG_X86_BP) | (1ULL << PERF_RE
 struct FlushSampler::Impl {
   SamplerOptions opts;
   std::vector<Slot> slots;
-  std::vector<Ring> rings;
+  std::vector<PerfRing> rings;
   std::map<std::uint64_t, std::size_t> by_id;
   Field f_reason, f_pages, f_cpu, f_mask, f_site_cpu, f_cb_cpu, f_site_mask, f_cb_mask, f_csd_cpu, f_csd_site, f_csd_func;
   std::mutex mu;
@@ -97,50 +53,15 @@ struct FlushSampler::Impl {
 
   void drain_all() {
     std::lock_guard<std::mutex> lk(mu);
-    for (auto& r : rings) drain(r);
-  }
-
-  void drain(Ring& r) {
-    auto* meta = static_cast<perf_event_mmap_page*>(r.base);
-    const std::uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
-    std::uint64_t tail = meta->data_tail;
-    while (tail < head) {
-      const std::uint64_t pos = tail % r.data_size;
-      perf_event_header hdr{};
-      copy_out(r, pos, &hdr, sizeof hdr);
-      if (hdr.size < sizeof hdr) break;
-      const std::uint8_t* rec = r.data + pos;
-      if (pos + hdr.size > r.data_size) {
-        copy_out(r, pos, scratch.data(), hdr.size);
-        rec = scratch.data();
-      }
-      handle(rec, hdr);
-      tail += hdr.size;
-    }
-    __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
-  }
-
-  static void copy_out(const Ring& r, std::uint64_t pos, void* dst, std::size_t n) {
-    const std::size_t first = static_cast<std::size_t>(std::min<std::uint64_t>(n, r.data_size - pos));
-    std::memcpy(dst, r.data + pos, first);
-    if (first < n) std::memcpy(static_cast<std::uint8_t*>(dst) + first, r.data, n - first);
+    for (auto& r : rings) r.drain(scratch.data(), [this](const std::uint8_t* rec, const perf_event_header& hdr) { handle(rec, hdr); });
   }
 
   void handle(const std::uint8_t* rec, const perf_event_header& hdr) {
-    const std::uint8_t* p = rec + sizeof hdr;
-    const std::uint8_t* end = rec + hdr.size;
-    auto u64 = [&](std::uint64_t& v) {
-      if (p + 8 > end) return false;
-      std::memcpy(&v, p, 8);
-      p += 8;
-      return true;
-    };
-    auto u32 = [&](std::uint32_t& v) {
-      if (p + 4 > end) return false;
-      std::memcpy(&v, p, 4);
-      p += 4;
-      return true;
-    };
+    RecordReader rd(rec, hdr);
+    const std::uint8_t*& p = rd.p;
+    const std::uint8_t* const end = rd.end;
+    auto u64 = [&](std::uint64_t& v) { return rd.u64(v); };
+    auto u32 = [&](std::uint32_t& v) { return rd.u32(v); };
     // Dummy-event side records carry the sample_id trailer {pid,tid; time; identifier}.
     auto trailer_time = [&]() -> std::int64_t {
       if (hdr.size < sizeof hdr + 24) return 0;
@@ -200,15 +121,10 @@ struct FlushSampler::Impl {
     const int cpu = static_cast<int>(cpures & 0xffffffffu);
     const std::uint8_t* chain = nullptr;
     std::uint64_t nr = 0;
-    if (s.kind == Kind::kFlushSend) {
-      if (!u64(nr) || p + nr * 8 > end) return;
-      chain = p;
-      p += nr * 8;
-    }
+    if (s.kind == Kind::kFlushSend && (!u64(nr) || !rd.take(nr * 8, chain))) return;
     std::uint32_t raw_size = 0;
-    if (!u32(raw_size) || p + raw_size > end) return;
-    const std::uint8_t* raw = p;
-    p += raw_size;
+    const std::uint8_t* raw = nullptr;
+    if (!u32(raw_size) || !rd.take(raw_size, raw)) return;
     switch (s.kind) {
       case Kind::kFlushRecv:
         ++data.received[{cpu, pid}];
@@ -241,7 +157,7 @@ struct FlushSampler::Impl {
           ipi.callsite = static_cast<std::uint64_t>(read_field(raw, raw_size, f_site_cpu));
           ipi.callback = static_cast<std::uint64_t>(read_field(raw, raw_size, f_cb_cpu));
         } else {
-          ipi.targets = read_mask_word(raw, raw_size, f_mask);
+          ipi.targets = read_dynamic_word(raw, raw_size, f_mask);
           ipi.callsite = static_cast<std::uint64_t>(read_field(raw, raw_size, f_site_mask));
           ipi.callback = static_cast<std::uint64_t>(read_field(raw, raw_size, f_cb_mask));
         }
@@ -292,9 +208,7 @@ struct FlushSampler::Impl {
   }
 
   void close_all() {
-    for (auto& r : rings)
-      if (r.base) ::munmap(r.base, r.map_len);
-    rings.clear();
+    rings.clear();  // unmaps
     for (auto& s : slots)
       if (s.fd >= 0) ::close(s.fd);
     slots.clear();
@@ -331,29 +245,25 @@ std::unique_ptr<FlushSampler> FlushSampler::open(const SamplerOptions& opts, std
     tep_handle* tep = tep_alloc();
     if (!tep) return fail("libtraceevent: tep_alloc failed");
     auto load = [&](const char* sys, const char* name, std::initializer_list<std::pair<const char*, Field*>> fields) -> int {
-      auto id = tfs->event_id(sys, name);
-      auto text = tfs->event_format(sys, name);
-      if (!id || !text) {
+      const Tracepoint tp = load_tracepoint(*tfs, tep, sys, name);
+      if (tp.status == TracepointStatus::kNotInKernel) {
         im.data.missing.push_back(fmt::format("{}:{}: not in this kernel", sys, name));
         return -1;
       }
-      if (tep_parse_event(tep, text->data(), text->size(), sys) != 0) {
+      if (tp.status == TracepointStatus::kUnparsable) {
         im.data.missing.push_back(fmt::format("{}:{}: libtraceevent could not parse its format", sys, name));
         return -1;
       }
-      tep_event* ev = tep_find_event_by_name(tep, sys, name);
+      tep_event* ev = tp.event;  // nullptr: its fields are reported missing below
       for (auto [fname, out] : fields) {
         tep_format_field* tf = ev ? tep_find_field(ev, fname) : nullptr;
         if (!tf) {
           im.data.missing.push_back(fmt::format("{}:{}: field '{}' not in its format", sys, name, fname));
           return -1;
         }
-        out->offset = tf->offset;
-        out->size = tf->size;
-        out->is_signed = (tf->flags & TEP_FIELD_IS_SIGNED) != 0;
-        out->relative = (tf->flags & TEP_FIELD_IS_RELATIVE) != 0;
+        *out = field_from(*tf);
       }
-      return *id;
+      return tp.id;
     };
     tlb_id = load("tlb", "tlb_flush", {{"reason", &im.f_reason}, {"pages", &im.f_pages}});
     ipi_cpu_id = load("ipi", "ipi_send_cpu", {{"cpu", &im.f_cpu}, {"callsite", &im.f_site_cpu}, {"callback", &im.f_cb_cpu}});
@@ -367,19 +277,9 @@ std::unique_ptr<FlushSampler> FlushSampler::open(const SamplerOptions& opts, std
   const std::size_t data_bytes = static_cast<std::size_t>(opts.ring_pages) * static_cast<std::size_t>(page);
   std::vector<std::string> errors;
   for (int cpu : opts.cpus) {
-    Ring ring;
-    int owner = -1;
+    PerfRing ring;
     auto add = [&](Kind kind, int tp_id, const char* filter) {
-      perf_event_attr a{};
-      a.size = sizeof a;
-      a.sample_period = 1;
-      a.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU;
-      a.disabled = 1;
-      a.sample_id_all = 1;
-      a.use_clockid = 1;
-      a.clockid = CLOCK_MONOTONIC;
-      a.watermark = 1;
-      a.wakeup_watermark = static_cast<std::uint32_t>(data_bytes);  // never wake: we poll
+      perf_event_attr a = polled_attr(data_bytes);  // never wakes: we poll
       if (kind == Kind::kDummy) {
         a.type = PERF_TYPE_SOFTWARE;
         a.config = PERF_COUNT_SW_DUMMY;
@@ -397,7 +297,7 @@ std::unique_ptr<FlushSampler> FlushSampler::open(const SamplerOptions& opts, std
         a.sample_regs_user = kRegsMask;
         a.sample_stack_user = static_cast<std::uint32_t>(std::max(8, opts.stack_bytes / 8 * 8));
       }
-      long fd = perf_event_open(&a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+      long fd = open_cpu_event(&a, cpu);
       if (fd < 0) {
         errors.push_back(fmt::format("cpu{} event {}: perf_event_open: {}", cpu, static_cast<int>(kind), std::strerror(errno)));
         return;
@@ -416,20 +316,13 @@ std::unique_ptr<FlushSampler> FlushSampler::open(const SamplerOptions& opts, std
         ::close(sl.fd);
         return;
       }
-      if (owner < 0) {
-        ring.map_len = data_bytes + static_cast<std::size_t>(page);
-        void* base = ::mmap(nullptr, ring.map_len, PROT_READ | PROT_WRITE, MAP_SHARED, sl.fd, 0);
-        if (base == MAP_FAILED) {
+      if (!ring.mapped()) {
+        if (!ring.map(sl.fd, data_bytes, /*halve_on_limit=*/false)) {
           errors.push_back(fmt::format("cpu{}: mmap of the ring: {}", cpu, std::strerror(errno)));
           ::close(sl.fd);
           return;
         }
-        ring.base = base;
-        auto* meta = static_cast<perf_event_mmap_page*>(base);
-        ring.data = static_cast<std::uint8_t*>(base) + (meta->data_offset ? meta->data_offset : static_cast<std::uint64_t>(page));
-        ring.data_size = meta->data_size ? meta->data_size : data_bytes;
-        owner = sl.fd;
-      } else if (::ioctl(sl.fd, PERF_EVENT_IOC_SET_OUTPUT, owner) != 0) {
+      } else if (!ring.redirect(sl.fd)) {
         errors.push_back(fmt::format("cpu{}: SET_OUTPUT: {}", cpu, std::strerror(errno)));
         ::close(sl.fd);
         return;
@@ -438,13 +331,13 @@ std::unique_ptr<FlushSampler> FlushSampler::open(const SamplerOptions& opts, std
       im.slots.push_back(sl);
     };
     add(Kind::kFlushSend, tlb_id, "reason == 4");
-    if (owner < 0) continue;
+    if (!ring.mapped()) continue;
     add(Kind::kFlushRecv, tlb_id, "reason == 1");
     if (ipi_cpu_id >= 0) add(Kind::kIpiCpu, ipi_cpu_id, nullptr);
     if (ipi_mask_id >= 0) add(Kind::kIpiMask, ipi_mask_id, nullptr);
     if (csd_id >= 0) add(Kind::kCsdQueue, csd_id, nullptr);
     add(Kind::kDummy, -1, nullptr);
-    im.rings.push_back(ring);
+    im.rings.push_back(std::move(ring));
   }
   if (im.rings.empty()) return fail(errors.empty() ? "nothing could be opened" : errors.front());
   for (auto& e : errors) im.data.missing.push_back(e);
@@ -457,11 +350,7 @@ void FlushSampler::start_reader() {
   Impl& im = *impl_;
   if (im.reader.joinable() || im.stopped) return;
   im.reader = std::thread([&im] {
-    const auto period = std::chrono::microseconds(std::max(100, im.opts.poll_interval_us));
-    while (!im.stop_reader.load(std::memory_order_relaxed)) {
-      im.drain_all();
-      std::this_thread::sleep_for(period);
-    }
+    poll_until(im.stop_reader, im.opts.poll_interval_us, [&im] { im.drain_all(); });
   });
 }
 

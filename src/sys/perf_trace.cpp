@@ -3,15 +3,12 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <ctime>
 #include <fmt/core.h>
 #include <linux/perf_event.h>
 #include <map>
 #include <sys/ioctl.h>
-#include <sys/mman.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 extern "C" {
@@ -21,6 +18,7 @@ extern "C" {
 #include "sys/affinity.hpp"
 #include "sys/fs.hpp"
 #include "sys/kallsyms.hpp"
+#include "sys/perf_ring.hpp"
 #include "sys/tracefs.hpp"
 #include "sys/tsc.hpp"
 
@@ -49,15 +47,6 @@ public:
 private:
   std::vector<std::unique_ptr<T[]>> chunks_;
   std::size_t size_ = 0;
-};
-
-struct Field {
-  int offset = -1;
-  int size = 0;
-  bool is_signed = false;
-  bool dynamic = false;   // __data_loc: u32 (len << 16 | offset)
-  bool relative = false;  // __rel_loc: offset relative to the end of the field
-  bool valid() const { return offset >= 0; }
 };
 
 struct Spec {
@@ -106,44 +95,6 @@ struct Slot {  // one perf event (tracepoint x CPU)
   std::uint64_t id = 0;  // PERF_EVENT_IOC_ID
 };
 
-struct Ring {
-  int cpu = -1;
-  int owner_fd = -1;
-  void* base = nullptr;
-  std::size_t map_len = 0;
-  std::uint8_t* data = nullptr;
-  std::uint64_t data_size = 0;
-};
-
-long perf_event_open(perf_event_attr* attr, pid_t pid, int cpu, int group_fd, unsigned long flags) {
-  return ::syscall(SYS_perf_event_open, attr, pid, cpu, group_fd, flags);
-}
-
-std::int64_t read_field(const std::uint8_t* raw, std::uint32_t raw_size, const Field& f) {
-  if (!f.valid() || f.size <= 0 || f.size > 8 || static_cast<std::uint32_t>(f.offset + f.size) > raw_size) return 0;
-  std::uint64_t v = 0;
-  std::memcpy(&v, raw + f.offset, static_cast<std::size_t>(f.size));  // little-endian x86-64
-  if (f.is_signed && f.size < 8) {
-    const unsigned shift = 64u - 8u * static_cast<unsigned>(f.size);
-    return static_cast<std::int64_t>(v << shift) >> shift;
-  }
-  return static_cast<std::int64_t>(v);
-}
-
-// First 64-bit word of a __data_loc/__rel_loc bitmask (cpumask_t): CPUs 0..63.
-std::int64_t read_dynamic_word(const std::uint8_t* raw, std::uint32_t raw_size, const Field& f) {
-  if (!f.valid() || static_cast<std::uint32_t>(f.offset + 4) > raw_size) return 0;
-  std::uint32_t loc = 0;
-  std::memcpy(&loc, raw + f.offset, 4);
-  std::uint32_t off = loc & 0xffffu;
-  const std::uint32_t len = loc >> 16;
-  if (f.relative) off += static_cast<std::uint32_t>(f.offset + 4);
-  if (off >= raw_size) return 0;
-  std::uint64_t v = 0;
-  std::memcpy(&v, raw + off, std::min<std::size_t>({len, 8u, raw_size - off}));
-  return static_cast<std::int64_t>(v);
-}
-
 }  // namespace
 
 struct Tracer::Impl {
@@ -151,7 +102,7 @@ struct Tracer::Impl {
   Kallsyms ksyms;
   std::vector<std::unique_ptr<Format>> formats;
   std::vector<Slot> slots;
-  std::vector<Ring> rings;
+  std::vector<PerfRing> rings;
   std::map<std::uint64_t, std::size_t> slot_by_id;
 
   std::mutex mu;  // guards events/chains/ips and the rings' tails
@@ -171,46 +122,12 @@ struct Tracer::Impl {
 
   void drain_all() {
     std::lock_guard<std::mutex> lk(mu);
-    for (auto& r : rings) drain_ring(r);
-  }
-
-  void drain_ring(Ring& r) {
-    auto* meta = static_cast<perf_event_mmap_page*>(r.base);
-    // data_head is written by the kernel: acquire pairs with its release
-    // (perf_event_open(2), "mmap layout").
-    const std::uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
-    std::uint64_t tail = meta->data_tail;
-    while (tail < head) {
-      const std::uint64_t pos = tail % r.data_size;
-      perf_event_header hdr{};
-      copy_out(r, pos, &hdr, sizeof hdr);
-      if (hdr.size < sizeof hdr) break;  // corrupt: give up on this ring for now
-      const std::uint8_t* rec = r.data + pos;
-      if (pos + hdr.size > r.data_size) {
-        copy_out(r, pos, scratch.data(), hdr.size);
-        rec = scratch.data();
-      }
-      handle(rec, hdr);
-      tail += hdr.size;
-    }
-    __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
-  }
-
-  static void copy_out(const Ring& r, std::uint64_t pos, void* dst, std::size_t n) {
-    const std::size_t first = static_cast<std::size_t>(std::min<std::uint64_t>(n, r.data_size - pos));
-    std::memcpy(dst, r.data + pos, first);
-    if (first < n) std::memcpy(static_cast<std::uint8_t*>(dst) + first, r.data, n - first);
+    for (auto& r : rings) r.drain(scratch.data(), [this](const std::uint8_t* rec, const perf_event_header& hdr) { handle(rec, hdr); });
   }
 
   void handle(const std::uint8_t* rec, const perf_event_header& hdr) {
-    const std::uint8_t* p = rec + sizeof hdr;
-    const std::uint8_t* end = rec + hdr.size;
-    auto u64 = [&](std::uint64_t& v) {
-      if (p + 8 > end) return false;
-      std::memcpy(&v, p, 8);
-      p += 8;
-      return true;
-    };
+    RecordReader rd(rec, hdr);
+    auto u64 = [&](std::uint64_t& v) { return rd.u64(v); };
     if (hdr.type == PERF_RECORD_LOST) {  // { u64 id; u64 lost; sample_id }
       std::uint64_t id = 0, lost = 0;
       if (u64(id) && u64(lost)) lost_records += static_cast<std::int64_t>(lost);
@@ -237,20 +154,13 @@ struct Tracer::Impl {
     ev.type = s.spec->type;
     const std::uint8_t* chain = nullptr;
     std::uint64_t nr = 0;
-    if (s.callchain) {
-      if (!u64(nr) || p + nr * 8 > end) return;
-      chain = p;
-      p += nr * 8;
-    }
-    if (p + 4 > end) return;
+    if (s.callchain && (!u64(nr) || !rd.take(nr * 8, chain))) return;
     std::uint32_t raw_size = 0;
-    std::memcpy(&raw_size, p, 4);
-    p += 4;
-    if (p + raw_size > end) return;
-    const std::uint8_t* raw = p;
+    const std::uint8_t* raw = nullptr;
+    if (!rd.u32(raw_size) || !rd.take(raw_size, raw)) return;
     const Format& f = *s.format;
     if (s.spec->type == EventType::kIpiSendCpumask)
-      ev.a = read_dynamic_word(raw, raw_size, f.a);
+      ev.a = static_cast<std::int64_t>(read_dynamic_word(raw, raw_size, f.a));
     else
       ev.a = read_field(raw, raw_size, f.a);
     ev.b = read_field(raw, raw_size, f.b);
@@ -300,9 +210,7 @@ struct Tracer::Impl {
   }
 
   void close_all() {
-    for (auto& r : rings)
-      if (r.base) ::munmap(r.base, r.map_len);
-    rings.clear();
+    rings.clear();  // unmaps
     for (auto& s : slots)
       if (s.fd >= 0) ::close(s.fd);
     for (auto& s : slots) s.fd = -1;
@@ -352,21 +260,20 @@ std::unique_ptr<Tracer> Tracer::open(const TracerOptions& opts, std::string* why
     if (!tep) return fail("libtraceevent: tep_alloc failed");
     for (const Spec& sp : kSpecs) {
       const std::string full = std::string(sp.system) + ":" + sp.name;
-      auto id = tfs->event_id(sp.system, sp.name);
-      auto fmt_text = tfs->event_format(sp.system, sp.name);
-      if (!id || !fmt_text) {
+      const Tracepoint tp = load_tracepoint(*tfs, tep, sp.system, sp.name);
+      if (tp.status == TracepointStatus::kNotInKernel) {
         t->missing_.push_back(full + ": not in this kernel (no events/" + sp.system + "/" + sp.name + " in tracefs)");
         continue;
       }
-      if (tep_parse_event(tep, fmt_text->data(), fmt_text->size(), sp.system) != 0) {
+      if (tp.status == TracepointStatus::kUnparsable) {
         t->missing_.push_back(full + ": libtraceevent could not parse its format");
         continue;
       }
-      tep_event* ev = tep_find_event_by_name(tep, sp.system, sp.name);
-      if (!ev) {
+      if (tp.status == TracepointStatus::kNotFoundByName) {
         t->missing_.push_back(full + ": parsed format not found by name");
         continue;
       }
+      tep_event* ev = tp.event;
       auto f = std::make_unique<Format>();
       std::string bad;
       auto load = [&](const char* name, Field& out) {
@@ -376,11 +283,7 @@ std::unique_ptr<Tracer> Tracer::open(const TracerOptions& opts, std::string* why
           bad = name;
           return;
         }
-        out.offset = tf->offset;
-        out.size = tf->size;
-        out.is_signed = (tf->flags & TEP_FIELD_IS_SIGNED) != 0;
-        out.dynamic = (tf->flags & TEP_FIELD_IS_DYNAMIC) != 0;
-        out.relative = (tf->flags & TEP_FIELD_IS_RELATIVE) != 0;
+        out = field_from(*tf);
       };
       load(sp.fa, f->a);
       load(sp.fb, f->b);
@@ -389,7 +292,7 @@ std::unique_ptr<Tracer> Tracer::open(const TracerOptions& opts, std::string* why
         t->missing_.push_back(full + ": field '" + bad + "' not in its format");
         continue;
       }
-      resolved.push_back({&sp, *id, f.get()});
+      resolved.push_back({&sp, tp.id, f.get()});
       im.formats.push_back(std::move(f));
     }
     tep_free(tep);
@@ -404,36 +307,26 @@ std::unique_ptr<Tracer> Tracer::open(const TracerOptions& opts, std::string* why
   bool format_lost = true;
   std::map<const Spec*, int> opened_cpus;
   for (int cpu : opts.cpus) {
-    Ring ring;
-    ring.cpu = cpu;
+    PerfRing ring;
     for (const Resolved& r : resolved) {
       if (r.spec->victims_only && cpu == opts.culprit_cpu) continue;
       const bool want_chain = opts.callchains && cpu == opts.culprit_cpu && r.spec->culprit_callchain;
-      perf_event_attr attr{};
-      attr.size = sizeof attr;
+      perf_event_attr attr = polled_attr(data_bytes);  // never wakes (see header)
       attr.type = PERF_TYPE_TRACEPOINT;
       attr.config = static_cast<std::uint64_t>(r.id);
-      attr.sample_period = 1;
-      attr.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_RAW |
-                         (want_chain ? PERF_SAMPLE_CALLCHAIN : 0);
+      attr.sample_type |= PERF_SAMPLE_RAW | (want_chain ? PERF_SAMPLE_CALLCHAIN : 0);
       attr.read_format = format_lost ? PERF_FORMAT_LOST : 0;
-      attr.disabled = 1;
-      attr.sample_id_all = 1;
-      attr.use_clockid = 1;
-      attr.clockid = CLOCK_MONOTONIC;
       attr.exclude_callchain_user = 1;  // kernel frames only: cheaper, and the user stack is the blame command's job
-      attr.watermark = 1;
-      attr.wakeup_watermark = static_cast<std::uint32_t>(data_bytes);  // never wake (see header)
-      long fd = perf_event_open(&attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+      long fd = open_cpu_event(&attr, cpu);
       if (fd < 0 && errno == EINVAL && format_lost) {  // kernels before 6.0 lack PERF_FORMAT_LOST
         format_lost = false;
         attr.read_format = 0;
-        fd = perf_event_open(&attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+        fd = open_cpu_event(&attr, cpu);
       }
       if (fd < 0 && want_chain) {
         const int e = errno;
         attr.sample_type &= ~static_cast<std::uint64_t>(PERF_SAMPLE_CALLCHAIN);
-        fd = perf_event_open(&attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+        fd = open_cpu_event(&attr, cpu);
         if (fd >= 0) {
           t->missing_.push_back(fmt::format("{}:{} callchains on cpu{}: {}", r.spec->system, r.spec->name, cpu, std::strerror(e)));
           // fall through with no callchain
@@ -454,24 +347,13 @@ std::unique_ptr<Tracer> Tracer::open(const TracerOptions& opts, std::string* why
         ::close(s.fd);
         continue;
       }
-      if (ring.owner_fd < 0) {
-        void* base = MAP_FAILED;
-        for (std::size_t bytes = data_bytes; bytes >= static_cast<std::size_t>(page); bytes /= 2) {
-          ring.map_len = bytes + static_cast<std::size_t>(page);
-          base = ::mmap(nullptr, ring.map_len, PROT_READ | PROT_WRITE, MAP_SHARED, s.fd, 0);
-          if (base != MAP_FAILED || (errno != EPERM && errno != ENOMEM)) break;  // perf_event_mlock_kb
-        }
-        if (base == MAP_FAILED) {
+      if (!ring.mapped()) {
+        if (!ring.map(s.fd, data_bytes, /*halve_on_limit=*/true)) {  // perf_event_mlock_kb
           open_errors.push_back(fmt::format("cpu{}: mmap of the ring ({} pages): {}", cpu, opts.ring_pages, std::strerror(errno)));
           ::close(s.fd);
           break;  // no ring on this CPU: nothing else can be read here
         }
-        ring.base = base;
-        ring.owner_fd = s.fd;
-        auto* meta = static_cast<perf_event_mmap_page*>(base);
-        ring.data = static_cast<std::uint8_t*>(base) + (meta->data_offset ? meta->data_offset : static_cast<std::uint64_t>(page));
-        ring.data_size = meta->data_size ? meta->data_size : ring.map_len - static_cast<std::size_t>(page);
-      } else if (::ioctl(s.fd, PERF_EVENT_IOC_SET_OUTPUT, ring.owner_fd) != 0) {
+      } else if (!ring.redirect(s.fd)) {
         open_errors.push_back(fmt::format("{}:{} on cpu{}: SET_OUTPUT: {}", r.spec->system, r.spec->name, cpu, std::strerror(errno)));
         ::close(s.fd);
         continue;
@@ -480,7 +362,7 @@ std::unique_ptr<Tracer> Tracer::open(const TracerOptions& opts, std::string* why
       im.slots.push_back(s);
       ++opened_cpus[r.spec];
     }
-    if (ring.base) im.rings.push_back(ring);
+    if (ring.mapped()) im.rings.push_back(std::move(ring));
   }
   if (im.slots.empty())
     return fail(open_errors.empty() ? "no tracepoint could be opened" : open_errors.front());
@@ -504,11 +386,7 @@ void Tracer::start_reader() {
   im.stop_reader.store(false);
   im.reader = std::thread([&im] {
     if (im.opts.reader_cpu >= 0) pin_this_thread(im.opts.reader_cpu);
-    const auto period = std::chrono::microseconds(std::max(100, im.opts.poll_interval_us));
-    while (!im.stop_reader.load(std::memory_order_relaxed)) {
-      im.drain_all();
-      std::this_thread::sleep_for(period);
-    }
+    poll_until(im.stop_reader, im.opts.poll_interval_us, [&im] { im.drain_all(); });
   });
 }
 

@@ -1,0 +1,136 @@
+#include "sys/perf_ring.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <ctime>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <utility>
+
+extern "C" {
+#include <traceevent/event-parse.h>
+}
+
+#include "sys/tracefs.hpp"
+
+namespace shootdown::sys {
+
+long perf_event_open(perf_event_attr* attr, pid_t pid, int cpu, int group_fd, unsigned long flags) {
+  return ::syscall(SYS_perf_event_open, attr, pid, cpu, group_fd, flags);
+}
+
+perf_event_attr polled_attr(std::size_t ring_data_bytes) {
+  perf_event_attr a{};
+  a.size = sizeof a;
+  a.sample_period = 1;
+  a.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU;
+  a.disabled = 1;
+  a.sample_id_all = 1;
+  a.use_clockid = 1;
+  a.clockid = CLOCK_MONOTONIC;
+  a.watermark = 1;
+  a.wakeup_watermark = static_cast<std::uint32_t>(ring_data_bytes);  // never wake: the reader polls
+  return a;
+}
+
+Field field_from(const tep_format_field& tf) {
+  Field out;
+  out.offset = tf.offset;
+  out.size = tf.size;
+  out.is_signed = (tf.flags & TEP_FIELD_IS_SIGNED) != 0;
+  out.dynamic = (tf.flags & TEP_FIELD_IS_DYNAMIC) != 0;
+  out.relative = (tf.flags & TEP_FIELD_IS_RELATIVE) != 0;
+  return out;
+}
+
+std::int64_t read_field(const std::uint8_t* raw, std::uint32_t raw_size, const Field& f) {
+  if (!f.valid() || f.size <= 0 || f.size > 8 || static_cast<std::uint32_t>(f.offset + f.size) > raw_size) return 0;
+  std::uint64_t v = 0;
+  std::memcpy(&v, raw + f.offset, static_cast<std::size_t>(f.size));  // little-endian x86-64
+  if (f.is_signed && f.size < 8) {
+    const unsigned shift = 64u - 8u * static_cast<unsigned>(f.size);
+    return static_cast<std::int64_t>(v << shift) >> shift;
+  }
+  return static_cast<std::int64_t>(v);
+}
+
+std::uint64_t read_dynamic_word(const std::uint8_t* raw, std::uint32_t raw_size, const Field& f) {
+  if (!f.valid() || static_cast<std::uint32_t>(f.offset + 4) > raw_size) return 0;
+  std::uint32_t loc = 0;
+  std::memcpy(&loc, raw + f.offset, 4);
+  std::uint32_t off = loc & 0xffffu;
+  const std::uint32_t len = loc >> 16;
+  if (f.relative) off += static_cast<std::uint32_t>(f.offset + 4);
+  if (off >= raw_size) return 0;
+  std::uint64_t v = 0;
+  std::memcpy(&v, raw + off, std::min<std::size_t>({len, 8u, raw_size - off}));
+  return v;
+}
+
+Tracepoint load_tracepoint(const Tracefs& tfs, tep_handle* tep, const char* system, const char* name) {
+  Tracepoint tp;
+  auto id = tfs.event_id(system, name);
+  auto text = tfs.event_format(system, name);
+  if (!id || !text) return tp;
+  tp.id = *id;
+  if (tep_parse_event(tep, text->data(), text->size(), system) != 0) {
+    tp.status = TracepointStatus::kUnparsable;
+    return tp;
+  }
+  tp.event = tep_find_event_by_name(tep, system, name);
+  tp.status = tp.event ? TracepointStatus::kOk : TracepointStatus::kNotFoundByName;
+  return tp;
+}
+
+PerfRing& PerfRing::operator=(PerfRing&& o) noexcept {
+  if (this != &o) {
+    reset();
+    base_ = std::exchange(o.base_, nullptr);
+    map_len_ = std::exchange(o.map_len_, 0);
+    data_ = std::exchange(o.data_, nullptr);
+    data_size_ = std::exchange(o.data_size_, 0);
+    owner_fd_ = std::exchange(o.owner_fd_, -1);
+  }
+  return *this;
+}
+
+bool PerfRing::map(int fd, std::size_t data_bytes, bool halve_on_limit) {
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  void* base = MAP_FAILED;
+  for (std::size_t bytes = data_bytes; !halve_on_limit || bytes >= page; bytes /= 2) {  // without halving: one try
+    map_len_ = bytes + page;
+    base = ::mmap(nullptr, map_len_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (base != MAP_FAILED || !halve_on_limit || (errno != EPERM && errno != ENOMEM)) break;
+  }
+  if (base == MAP_FAILED) {
+    map_len_ = 0;
+    return false;
+  }
+  base_ = base;
+  owner_fd_ = fd;
+  auto* meta = static_cast<perf_event_mmap_page*>(base);
+  data_ = static_cast<std::uint8_t*>(base) + (meta->data_offset ? meta->data_offset : static_cast<std::uint64_t>(page));
+  data_size_ = meta->data_size ? meta->data_size : map_len_ - page;
+  return true;
+}
+
+bool PerfRing::redirect(int fd) const { return ::ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, owner_fd_) == 0; }
+
+void PerfRing::reset() {
+  if (base_) ::munmap(base_, map_len_);
+  base_ = nullptr;
+  map_len_ = 0;
+  data_ = nullptr;
+  data_size_ = 0;
+  owner_fd_ = -1;
+}
+
+void PerfRing::copy_out(std::uint64_t pos, void* dst, std::size_t n) const {
+  const std::size_t first = static_cast<std::size_t>(std::min<std::uint64_t>(n, data_size_ - pos));
+  std::memcpy(dst, data_ + pos, first);
+  if (first < n) std::memcpy(static_cast<std::uint8_t*>(dst) + first, data_, n - first);
+}
+
+}  // namespace shootdown::sys

@@ -1,0 +1,160 @@
+// What sys::Tracer (perf_trace) and sys::FlushSampler (perf_sampler) share:
+// CPU-wide perf events that are never woken (the reader polls), one mmap-ed
+// ring per CPU that the other events of that CPU are redirected into, the
+// drain of that ring, bounded readers for a record's fields and for the raw
+// tracepoint payload, and tracepoint lookup in tracefs + libtraceevent.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <linux/perf_event.h>
+#include <string>
+#include <sys/types.h>
+#include <thread>
+
+struct tep_handle;
+struct tep_event;
+struct tep_format_field;
+
+namespace shootdown::sys {
+
+class Tracefs;
+
+long perf_event_open(perf_event_attr* attr, pid_t pid, int cpu, int group_fd, unsigned long flags);
+
+// CPU-wide (pid -1), close-on-exec.
+inline long open_cpu_event(perf_event_attr* attr, int cpu) { return perf_event_open(attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC); }
+
+// Attr for a polled CPU-wide event: every occurrence sampled, disabled until
+// enabled, IDENTIFIER|TID|TIME|CPU first, CLOCK_MONOTONIC timestamps, and
+// wakeup_watermark = the ring size, i.e. never a wakeup (an irq_work self-IPI).
+perf_event_attr polled_attr(std::size_t ring_data_bytes);
+
+// A tracepoint format field (tep_format_field) as the readers need it.
+struct Field {
+  int offset = -1;
+  int size = 0;
+  bool is_signed = false;
+  bool dynamic = false;   // __data_loc: u32 (len << 16 | offset)
+  bool relative = false;  // __rel_loc: offset relative to the end of the field
+  bool valid() const { return offset >= 0; }
+};
+
+Field field_from(const tep_format_field& tf);
+
+// A fixed-size field of the raw payload, sign-extended when signed; 0 when
+// invalid or outside raw_size.
+std::int64_t read_field(const std::uint8_t* raw, std::uint32_t raw_size, const Field& f);
+// First 64-bit word of a __data_loc/__rel_loc bitmask (cpumask_t): CPUs 0..63.
+std::uint64_t read_dynamic_word(const std::uint8_t* raw, std::uint32_t raw_size, const Field& f);
+
+// Sequential, bounded reads of one record's body (after the header).
+struct RecordReader {
+  const std::uint8_t* p;
+  const std::uint8_t* end;
+  RecordReader(const std::uint8_t* rec, const perf_event_header& hdr) : p(rec + sizeof hdr), end(rec + hdr.size) {}
+  bool u64(std::uint64_t& v) {
+    if (p + 8 > end) return false;
+    std::memcpy(&v, p, 8);
+    p += 8;
+    return true;
+  }
+  bool u32(std::uint32_t& v) {
+    if (p + 4 > end) return false;
+    std::memcpy(&v, p, 4);
+    p += 4;
+    return true;
+  }
+  // n bytes in place: their start in at, false when they are not all there.
+  bool take(std::uint64_t n, const std::uint8_t*& at) {
+    if (p + n > end) return false;
+    at = p;
+    p += n;
+    return true;
+  }
+};
+
+// The tracepoint's id and parsed format (tep_find_event_by_name; nullptr
+// event when only that failed). Status says what failed first.
+enum class TracepointStatus { kOk, kNotInKernel, kUnparsable, kNotFoundByName };
+struct Tracepoint {
+  TracepointStatus status = TracepointStatus::kNotInKernel;
+  int id = -1;
+  tep_event* event = nullptr;
+};
+Tracepoint load_tracepoint(const Tracefs& tfs, tep_handle* tep, const char* system, const char* name);
+
+// One mmap-ed perf ring (the metadata page plus data pages); unmapped when
+// destroyed. Move-only.
+class PerfRing {
+public:
+  PerfRing() = default;
+  ~PerfRing() { reset(); }
+  PerfRing(PerfRing&& o) noexcept { *this = static_cast<PerfRing&&>(o); }
+  PerfRing& operator=(PerfRing&& o) noexcept;
+  PerfRing(const PerfRing&) = delete;
+  PerfRing& operator=(const PerfRing&) = delete;
+
+  // Maps data_bytes + one page of fd. With halve_on_limit, retries with half
+  // the data while mmap fails with EPERM/ENOMEM (perf_event_mlock_kb), down
+  // to one data page. false (errno set by mmap) when nothing could be mapped.
+  bool map(int fd, std::size_t data_bytes, bool halve_on_limit);
+  // Redirects fd's records into this ring (PERF_EVENT_IOC_SET_OUTPUT).
+  bool redirect(int fd) const;
+  bool mapped() const { return base_ != nullptr; }
+  int owner_fd() const { return owner_fd_; }
+  void reset();
+
+  // Hands every complete record from data_tail to data_head to on_record
+  // (const std::uint8_t* rec, const perf_event_header&), then publishes the
+  // new tail. A record that wraps the ring end is copied into scratch first
+  // (it must hold 64 KiB: perf_event_header::size is 16 bits).
+  template <class F>
+  void drain(std::uint8_t* scratch, F&& on_record) {
+    auto* meta = static_cast<perf_event_mmap_page*>(base_);
+    // data_head is written by the kernel: acquire pairs with its release
+    // (perf_event_open(2), "mmap layout").
+    const std::uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
+    std::uint64_t tail = meta->data_tail;
+    while (tail < head) {
+      const std::uint64_t pos = tail % data_size_;
+      perf_event_header hdr{};
+      copy_out(pos, &hdr, sizeof hdr);
+      if (hdr.size < sizeof hdr) break;  // corrupt: give up on this ring for now
+      const std::uint8_t* rec = data_ + pos;
+      if (pos + hdr.size > data_size_) {
+        copy_out(pos, scratch, hdr.size);
+        rec = scratch;
+      }
+      on_record(rec, hdr);
+      tail += hdr.size;
+    }
+    __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+  }
+
+private:
+  void copy_out(std::uint64_t pos, void* dst, std::size_t n) const;
+
+  void* base_ = nullptr;
+  std::size_t map_len_ = 0;
+  std::uint8_t* data_ = nullptr;
+  std::uint64_t data_size_ = 0;
+  int owner_fd_ = -1;
+};
+
+// The reader thread's loop: drain_all() every poll_interval_us (at least
+// 100 us) until stop is set. Polling, never perf wakeups (see polled_attr).
+template <class F>
+void poll_until(const std::atomic<bool>& stop, int poll_interval_us, F&& drain_all) {
+  const auto period = std::chrono::microseconds(std::max(100, poll_interval_us));
+  while (!stop.load(std::memory_order_relaxed)) {
+    drain_all();
+    std::this_thread::sleep_for(period);
+  }
+}
+
+}  // namespace shootdown::sys
