@@ -2,10 +2,11 @@
 // DIR/result.json (timeline.csv, victim.hlog/.hgrm and whatever else
 // write_result_files() writes), print the summary, optionally send it to
 // InfluxDB. result.json itself is the source and is left untouched: it holds
-// what a loaded Result cannot (attribution and callchains are computed from
-// kernel events, which result.json summarizes but does not keep). The saved
-// analysis is used as is: result.json keeps only the raw windows of the
-// samples, so it cannot be recomputed.
+// what a loaded Result cannot (callchain frames, events beyond the cap). The
+// saved analysis is used as is: result.json keeps only the raw windows of the
+// samples, so it cannot be recomputed; the stall attribution comes from the
+// saved one (Result::saved_attribution), chart 2's ticks from the saved
+// kernel events (trace.events_table).
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <sys/stat.h>

@@ -84,14 +84,40 @@ VictimAnalysis analyze_victim(const Result& r, const VictimSamples& v, const std
   return a;
 }
 
+namespace {
+bool has_full_samples(const Result& r) {
+  return std::any_of(r.victims.begin(), r.victims.end(), [](const VictimSamples& v) { return !v.partial(); });
+}
+}  // namespace
+
+Attribution result_attribution(const Result& r) {
+  if (!r.saved_attribution || has_full_samples(r)) return attribute_result(r);
+  Attribution at = *r.saved_attribution;
+  for (auto& va : at.victims) {
+    const std::vector<std::uint8_t> all = std::move(va.labels);
+    va.labels.clear();
+    for (const auto& v : r.victims) {
+      if (v.cpu != va.cpu) continue;
+      va.labels.reserve(v.size());
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        const auto k = static_cast<std::size_t>(v.index[i]);
+        va.labels.push_back(k < all.size() ? all[k] : static_cast<std::uint8_t>(StallLabel::kClean));
+      }
+    }
+  }
+  return at;
+}
+
 Analysis analyze(const Result& r) {
   Analysis a;
   for (const auto& v : r.victims) a.victims.push_back(analyze_victim(r, v));
   std::vector<std::int64_t> d;
   for (const auto& rel : r.releases) d.push_back(rel.duration_ns());
   a.release_duration = summarize_exact(d);
-  a.attribution = attribute_result(r);
-  if (a.attribution.available && a.attribution.victims.size() == r.victims.size()) {
+  a.attribution = result_attribution(r);
+  // Clean-only tables need every sample: not from a read-back result (whose
+  // saved tables sink::result_from_json restores).
+  if (a.attribution.available && a.attribution.victims.size() == r.victims.size() && has_full_samples(r)) {
     for (std::size_t i = 0; i < r.victims.size(); ++i) {
       const auto& labels = a.attribution.victims[i].labels;
       std::vector<bool> clean(labels.size());

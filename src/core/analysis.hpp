@@ -51,6 +51,11 @@ struct Analysis {
   std::vector<VictimAnalysis> clean_victims;
 };
 
+// The attribution of r: r.saved_attribution when r has no full sample series
+// (read back from result.json), its labels mapped onto the kept raw-window
+// samples through VictimSamples::index; else attribute_result(r).
+Attribution result_attribution(const Result& r);
+
 // mask (optional): only samples whose mask entry is true are counted.
 VictimAnalysis analyze_victim(const Result& r, const VictimSamples& v, const std::vector<bool>* mask = nullptr);
 Analysis analyze(const Result& r);

@@ -411,7 +411,8 @@ Attribution attribute(const std::vector<VictimSamples>& victims, const KernelTra
     }
     a.delivery_ns = quantiles(std::move(delivery));
     a.ipi_functions.assign(funcs.begin(), funcs.end());
-    std::sort(a.ipi_functions.begin(), a.ipi_functions.end(), [](auto& x, auto& y) { return x.second > y.second; });
+    // Stable: ties stay in name order, as result.json (an object) restores them.
+    std::stable_sort(a.ipi_functions.begin(), a.ipi_functions.end(), [](auto& x, auto& y) { return x.second > y.second; });
     out.victims.push_back(std::move(a));
   }
   return out;

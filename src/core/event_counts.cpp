@@ -16,12 +16,14 @@ std::vector<EventCount> count_events(const KernelTrace& trace) {
 }
 
 std::vector<EventCount> event_counts(const Result& r) {
-  if (!r.trace_counts.empty() && r.trace.events.empty()) return r.trace_counts;
+  // Read back: the saved counts cover every event, trace.events maybe only
+  // the first kResultMaxEvents.
+  if (!r.trace_counts.empty()) return r.trace_counts;
   return count_events(r.trace);
 }
 
 std::int64_t event_total(const Result& r) {
-  if (!r.trace.events.empty() || r.trace_counts.empty()) return static_cast<std::int64_t>(r.trace.events.size());
+  if (r.trace_counts.empty()) return static_cast<std::int64_t>(r.trace.events.size());
   std::int64_t total = 0;
   for (const auto& c : r.trace_counts) total += c.count;
   return total;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/attribution_types.hpp"
 #include "core/doctor.hpp"
 #include "core/events.hpp"
 #include "core/hdr/histogram.hpp"
@@ -17,6 +18,8 @@
 namespace shootdown {
 
 inline constexpr int kResultSchemaVersion = 1;
+// result.json keeps at most this many kernel events (trace.events_table).
+inline constexpr std::size_t kResultMaxEvents = 500000;
 
 struct Environment {
   std::string hostname;
@@ -137,6 +140,12 @@ struct Result {
   // trace.events by event_counts()); filled when a result is read back from
   // result.json, which keeps the counts but not the events.
   std::vector<EventCount> trace_counts;
+  // The stall attribution as result.json saved it (labels per original
+  // sample, expanded from label_runs). Empty after a run; filled when a
+  // result is read back: analyze() uses it instead of recomputing from
+  // partial samples (core/analysis.hpp result_attribution()).
+  std::optional<Attribution> saved_attribution;
+  bool events_truncated = false;       // trace.events holds only the first kResultMaxEvents (read back)
 };
 
 }  // namespace shootdown

@@ -193,7 +193,8 @@ std::map<int, std::vector<Tick>> classify_events(const KernelTrace& tr, const st
 }
 
 // Kernel events are in memory after a run; a result loaded from result.json
-// (shootdown report DIR) keeps only their counts.
+// (shootdown report DIR) has the ones trace.events_table kept (none from an
+// older shootdown, which kept only their counts).
 bool have_events(const Result& r) { return r.trace.enabled && !r.trace.events.empty(); }
 
 std::string evidence_missing(const Result& r) {

@@ -1,6 +1,7 @@
 #include "sink/json.hpp"
 
 #include <algorithm>
+#include <fmt/format.h>
 #include <map>
 
 #include "core/event_counts.hpp"
@@ -109,6 +110,42 @@ json raw_windows(const Result& r) {
   return out;
 }
 
+// Kernel events as column arrays (docs/formats.md "trace.events_table"):
+// the first kResultMaxEvents, times relative to measure.start_ns, types as
+// codes into type_codes (EventType values).
+json events_table_json(const Result& r) {
+  const auto& ev = r.trace.events;
+  const std::size_t n = std::min(ev.size(), kResultMaxEvents);
+  std::vector<std::int64_t> t, a, b, c;
+  std::vector<std::int32_t> cpu, tid, chain;
+  std::vector<int> type;
+  for (auto* col : {&t, &a, &b, &c}) col->reserve(n);
+  for (auto* col : {&cpu, &tid, &chain}) col->reserve(n);
+  type.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const KernelEvent& e = ev[i];
+    t.push_back(e.mono_ns - r.measure_start_ns);
+    cpu.push_back(e.cpu);
+    type.push_back(static_cast<int>(e.type));
+    tid.push_back(e.tid);
+    a.push_back(e.a);
+    b.push_back(e.b);
+    c.push_back(e.c);
+    chain.push_back(e.callchain);
+  }
+  json codes = json::array();
+  for (int k = 0; k < kEventTypeCount; ++k) codes.push_back(event_type_name(static_cast<EventType>(k)));
+  return json{{"type_codes", std::move(codes)}, {"mono_ns", std::move(t)}, {"cpu", std::move(cpu)},
+              {"type", std::move(type)},        {"tid", std::move(tid)},   {"a", std::move(a)},
+              {"b", std::move(b)},              {"c", std::move(c)},       {"callchain", std::move(chain)}};
+}
+
+json symbols_json(const KernelTrace& t) {
+  json out = json::object();
+  for (const auto& [addr, name] : t.symbols) out[fmt::format("0x{:x}", addr)] = name;
+  return out;
+}
+
 json trace_counts_json(const Result& r) {
   json out = json::array();
   for (const auto& c : event_counts(r)) out.push_back({{"cpu", c.cpu}, {"event", c.event}, {"count", c.count}});
@@ -138,7 +175,7 @@ json callchains_json(const KernelTrace& t) {
   return out;
 }
 
-json attribution_json(const Analysis& a) {
+json attribution_json(const Result& r, const Analysis& a) {
   const Attribution& at = a.attribution;
   json j{{"available", at.available}, {"note", at.note}};
   json codes = json::array();
@@ -155,7 +192,12 @@ json attribution_json(const Analysis& a) {
     json funcs = json::object();
     for (const auto& [name, n] : v.ipi_functions) funcs[name] = n;
     json runs = json::array();
-    for (const auto& [code, n] : label_runs(v.labels)) runs.push_back({code, n});
+    // Read back, v.labels cover only the kept samples: the saved ones cover all.
+    const VictimAttribution* saved = nullptr;
+    if (r.saved_attribution)
+      for (const auto& sv : r.saved_attribution->victims)
+        if (sv.cpu == v.cpu) saved = &sv;
+    for (const auto& [code, n] : label_runs(saved ? saved->labels : v.labels)) runs.push_back({code, n});
     json jv{{"cpu", v.cpu},
             {"victim_tid", v.victim_tid},
             {"baseline_median_ns", v.baseline_median_ns},
@@ -263,7 +305,10 @@ json result_json(const Result& r, const Analysis& a) {
                 {"events", event_total(r)},
                 {"counts", trace_counts_json(r)}};
   j["trace"]["callchains"] = callchains_json(r.trace);
-  j["attribution"] = attribution_json(a);
+  j["trace"]["events_truncated"] = r.events_truncated || r.trace.events.size() > kResultMaxEvents;
+  j["trace"]["events_table"] = events_table_json(r);
+  j["trace"]["symbols"] = symbols_json(r.trace);
+  j["attribution"] = attribution_json(r, a);
   return j;
 }
 

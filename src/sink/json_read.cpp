@@ -5,6 +5,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "core/attribution.hpp"
 #include "core/hdr/codec.hpp"
 #include "core/stats.hpp"
 #include "sink/json.hpp"
@@ -261,6 +262,145 @@ void read_raw_windows(const Node& n, Result& r, const Analysis& a) {
   }
 }
 
+// trace.events_table (column arrays) back into KernelTrace::events.
+void read_events_table(const Node& n, Result& r) {
+  const auto codes = n["type_codes"].strings();
+  std::vector<EventType> type_of;
+  for (std::size_t k = 0; k < codes.size(); ++k) {
+    int found = -1;
+    for (int t = 0; t < kEventTypeCount; ++t)
+      if (codes[k] == event_type_name(static_cast<EventType>(t))) found = t;
+    if (found < 0) fail(join(n["type_codes"].path(), k), "unknown event type '" + codes[k] + "'");
+    type_of.push_back(static_cast<EventType>(found));
+  }
+  const auto t = n["mono_ns"].i64s();
+  const auto cpu = n["cpu"].i64s();
+  const auto type = n["type"].i64s();
+  const auto tid = n["tid"].i64s();
+  const auto a = n["a"].i64s();
+  const auto b = n["b"].i64s();
+  const auto c = n["c"].i64s();
+  const auto chain = n["callchain"].i64s();
+  for (const char* col : {"cpu", "type", "tid", "a", "b", "c", "callchain"})
+    if (n[col].array_size() != t.size())
+      fail(join(n.path(), col), fmt::format("has {} entries but mono_ns {}", n[col].array_size(), t.size()));
+  auto i32 = [&](const std::vector<std::int64_t>& v, std::size_t i, const char* col) {
+    if (v[i] < INT32_MIN || v[i] > INT32_MAX) fail(join(join(n.path(), col), i), "integer out of range");
+    return static_cast<std::int32_t>(v[i]);
+  };
+  r.trace.events.reserve(t.size());
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    if (type[i] < 0 || static_cast<std::size_t>(type[i]) >= type_of.size())
+      fail(join(join(n.path(), "type"), i), fmt::format("code {} not in type_codes", type[i]));
+    if (i > 0 && t[i] < t[i - 1]) fail(join(join(n.path(), "mono_ns"), i), "event times go backwards");
+    KernelEvent e;
+    e.mono_ns = r.measure_start_ns + t[i];
+    e.cpu = i32(cpu, i, "cpu");
+    e.tid = i32(tid, i, "tid");
+    e.pid = e.tid;
+    e.type = type_of[static_cast<std::size_t>(type[i])];
+    e.a = a[i];
+    e.b = b[i];
+    e.c = c[i];
+    // The callchains themselves are not kept (trace.callchains groups them).
+    e.callchain = i32(chain, i, "callchain");
+    r.trace.events.push_back(e);
+  }
+}
+
+Quantiles read_quantiles(const Node& n) {
+  Quantiles q;
+  q.count = n["count"].i64();
+  q.p50 = n["p50"].i64();
+  q.p90 = n["p90"].i64();
+  q.max = n["max"].i64();
+  return q;
+}
+
+// attribution back into an Attribution (labels expanded from label_runs,
+// one per original sample) and the clean-only phase tables into a.
+Attribution read_attribution(const Node& n, Analysis& a) {
+  Attribution at;
+  at.available = n["available"].boolean();
+  at.note = n["note"].str();
+  const Node vs = n["victims"];
+  std::vector<VictimAnalysis> clean;
+  for (std::size_t i = 0; i < vs.array_size(); ++i) {
+    const Node x = vs[i];
+    VictimAttribution v;
+    v.cpu = x["cpu"].i32();
+    v.victim_tid = x["victim_tid"].i32();
+    v.baseline_median_ns = x["baseline_median_ns"].i64();
+    v.stall_threshold_ns = x["stall_threshold_ns"].i64();
+    const Node sd = x["shootdowns"];
+    v.shootdowns_received = sd["received"].i64();
+    v.shootdowns_matched = sd["matched"].i64();
+    v.shootdowns_stalled = sd["stalled"].i64();
+    v.wrong_cpu_flushes = sd["wrong_cpu"].i64();
+    v.flush_ipis = sd["flush_ipis"].i64();
+    v.recall = sd["recall"].f64();
+    v.shootdown_ipis = x["shootdown_ipis"].i64();
+    v.other_ipis = x["other_ipis"].i64();
+    for (int l = 0; l < kStallLabelCount; ++l) {
+      const char* name = label_name(static_cast<StallLabel>(l));
+      v.samples[static_cast<std::size_t>(l)] = x["samples"][name].i64();
+      v.stall_ns[static_cast<std::size_t>(l)] = x["stall_ns"][name].i64();
+    }
+    v.stall_per_shootdown = read_quantiles(x["stall_per_shootdown_ns"]);
+    v.handler_ns = read_quantiles(x["ipi_handler_ns"]);
+    v.other_handler_ns = read_quantiles(x["other_ipi_handler_ns"]);
+    v.delivery_ns = read_quantiles(x["delivery_ns"]);
+    const Node funcs = x["ipi_functions"];
+    if (!funcs.raw().is_object()) fail(funcs.path(), "expected an object");
+    for (const auto& [name, count] : funcs.raw().items()) v.ipi_functions.emplace_back(name, funcs[name].i64());
+    // Most frequent first, ties by name: the order attribute() gives.
+    std::stable_sort(v.ipi_functions.begin(), v.ipi_functions.end(), [](auto& p, auto& q) { return p.second > q.second; });
+    const std::string src = x["offcpu_source"].str();
+    if (src != "sched_switch" && src != "tid-heuristic")
+      fail(x["offcpu_source"].path(), "unknown '" + src + "' (expected sched_switch or tid-heuristic)");
+    v.sched_switch = src == "sched_switch";
+    v.offcpu_ns = x["offcpu_ns"].i64();
+    v.offcpu_intervals = x["offcpu_intervals"].i64();
+    v.releases_on_cpu = x["releases_on_cpu"].raw().is_null() ? -1 : x["releases_on_cpu"].i64();
+    const Node roc = x["release_on_cpu"];
+    for (std::size_t k = 0; k < roc.array_size(); ++k) v.release_on_cpu.push_back(roc[k].boolean());
+    std::int64_t limit = std::int64_t{1} << 32;
+    for (const auto& va : a.victims)
+      if (va.cpu == v.cpu) limit = va.samples;
+    const Node runs = x["label_runs"];
+    for (std::size_t k = 0; k < runs.array_size(); ++k) {
+      const Node run = runs[k];
+      if (run.array_size() != 2) fail(run.path(), "expected [label, count]");
+      const std::int64_t code = run[0].i64(), count = run[1].i64();
+      if (code < 0 || code >= kStallLabelCount) fail(run.path(), fmt::format("unknown label code {}", code));
+      if (count < 0 || count > limit - static_cast<std::int64_t>(v.labels.size()))
+        fail(run.path(), fmt::format("label runs cover more than the victim's {} samples", limit));
+      v.labels.insert(v.labels.end(), static_cast<std::size_t>(count), static_cast<std::uint8_t>(code));
+    }
+    if (x.has("clean_phases")) {
+      VictimAnalysis ca;
+      ca.cpu = v.cpu;
+      for (const auto& va : a.victims)
+        if (va.cpu == v.cpu) ca.pages_per_batch = va.pages_per_batch;
+      const Node ph = x["clean_phases"];
+      for (Phase p : {Phase::kBaseline, Phase::kRelease, Phase::kAfter}) {
+        const Node y = ph[to_string(p)];
+        PhaseStats ps;
+        ps.phase = p;
+        ps.per_batch = read_summary(y["per_batch_ns"]);
+        ps.per_page = read_summary(y["per_page_ns"]);
+        ps.duration_ns = y["duration_ns"].i64();
+        ca.samples += ps.per_batch.count;
+        ca.phases.push_back(ps);
+      }
+      if (clean.size() == i) clean.push_back(std::move(ca));
+    }
+    at.victims.push_back(std::move(v));
+  }
+  if (clean.size() == at.victims.size()) a.clean_victims = std::move(clean);
+  return at;
+}
+
 }  // namespace
 
 LoadedResult result_from_json(std::string_view text) {
@@ -369,6 +509,28 @@ LoadedResult result_from_json(std::string_view text) {
   }
   if (total != t["events"].i64())
     fail("trace.events", fmt::format("{} but the counts add up to {}", t["events"].i64(), total));
+  // Added within schema 1: optional (older results keep only the counts).
+  if (t.has("events_table")) read_events_table(t["events_table"], r);
+  if (t.has("events_truncated")) r.events_truncated = t["events_truncated"].boolean();
+  if (t.has("symbols")) {
+    const Node sym = t["symbols"];
+    if (!sym.raw().is_object()) fail(sym.path(), "expected an object");
+    for (const auto& [key, value] : sym.raw().items()) {
+      std::size_t used = 0;
+      std::uint64_t addr = 0;
+      try {
+        addr = std::stoull(key, &used, 16);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == 0 || used != key.size()) fail(join(sym.path(), key), "expected a hex address as the key");
+      r.trace.symbols[addr] = sym[key].str();
+    }
+  }
+  if (root.has("attribution")) {
+    r.saved_attribution = read_attribution(root["attribution"], a);
+    a.attribution = result_attribution(r);
+  }
   return out;
 }
 

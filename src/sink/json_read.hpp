@@ -5,8 +5,11 @@
 // What comes back: every field result.json has; each interval's histogram
 // from its V2 encoding; victims' samples only where result.json kept them
 // (the raw windows around each release: VictimSamples::partial()); the
-// analysis as saved (it cannot be recomputed from partial samples); the
-// kernel trace's counts, not its events.
+// analysis as saved (it cannot be recomputed from partial samples), its
+// attribution also as Result::saved_attribution (labels per original
+// sample; Analysis::attribution has them mapped onto the kept samples); the
+// kernel trace's counts, and its events as far as trace.events_table kept
+// them (Result::events_truncated), with their symbols.
 #pragma once
 
 #include <stdexcept>

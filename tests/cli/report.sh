@@ -2,7 +2,9 @@
 # shootdown report DIR: re-rendering from result.json reproduces the files of
 # the run byte for byte (timeline.csv, victim.hlog, victim.hgrm) and leaves
 # result.json untouched; the console table is printed again; --json prints
-# the saved result; bad DIR or corrupt result.json exit 2 with one line.
+# the saved result, with the run's kernel-trace and stall attribution lines
+# and report.html's chart-2 event ticks (from the saved attribution and
+# events); bad DIR or corrupt result.json exit 2 with one line.
 source "$TEST_LIB"
 (( $(nproc) >= 2 )) || skip "needs 2 online CPUs"
 command -v jq >/dev/null || skip "needs jq (scripts/install-deps.sh installs it)"
@@ -37,11 +39,36 @@ for f in timeline.csv victim.hlog victim.hgrm; do
 done
 cmp -s "$TMP/result.orig.json" "$TMP/copy/result.json" && ok "result.json left untouched" || not_ok "result.json changed"
 # The tables, release and /proc/interrupts lines: identical to the run's, up
-# to the kernel-trace section (attribution needs the kernel events, which
-# result.json summarizes but does not keep: not re-rendered).
+# to the kernel-trace section.
 upto_trace() { sed -n '1,/^kernel trace:/p' | grep -v '^kernel trace:'; }
 if diff <(upto_trace <<<"$table_run") <(upto_trace <<<"$OUT") >"$TMP/table.diff"; then
   ok "report prints the run's tables ($(upto_trace <<<"$OUT" | wc -l) lines)"; else not_ok "report table differs from the run's"; sed 's/^/#   /' "$TMP/table.diff" | head; fi
+# The kernel-trace and stall attribution section: from the saved attribution
+# and events (trace.events_table), the same lines as the run printed.
+trace_section() { sed -n '/^kernel trace:/,$p' | grep -v '^\(warning\|results\):'; }
+n_attr=$(grep -c '^stall attribution, victim cpu' <<<"$table_run" || true)
+if diff <(trace_section <<<"$table_run") <(trace_section <<<"$OUT") >"$TMP/attr.diff"; then
+  ok "report prints the run's kernel-trace section ($(trace_section <<<"$OUT" | wc -l) lines, $n_attr stall attribution section(s))"
+else
+  not_ok "report's kernel-trace/attribution section differs from the run's"; sed 's/^/#   /' "$TMP/attr.diff" | head -20
+fi
+if (( n_attr > 0 )); then
+  (( $(grep -c '^stall attribution, victim cpu' <<<"$OUT") == n_attr )) && ok "report has the $n_attr stall attribution section(s)" ||
+    not_ok "report lost stall attribution sections"
+fi
+# report.html chart 2 (raw windows): the kernel event ticks come back.
+ticks() { grep -o '<path class="ticks" data-kind="[a-z-]*" data-count="[0-9]*"' "$1" | grep -v 'data-kind="\(preempted\|unexplained\)"'; }
+run_tlb=$(ticks "$TMP/run/report.html" | grep -c 'data-kind="tlb-shootdown" data-count="[1-9]' || true)
+if (( run_tlb > 0 )); then
+  rep_tlb=$(ticks "$TMP/copy/report.html" | grep -c 'data-kind="tlb-shootdown" data-count="[1-9]' || true)
+  (( rep_tlb == run_tlb )) && ok "report.html draws TLB shootdown ticks in $rep_tlb chart(s), as the run's" ||
+    not_ok "report.html: TLB shootdown ticks in $rep_tlb chart(s), the run's in $run_tlb"
+  diff <(ticks "$TMP/run/report.html") <(ticks "$TMP/copy/report.html") >/dev/null && ok "report.html event tick counts equal the run's" ||
+    not_ok "report.html event tick counts differ from the run's"
+  grep -q 'data-kernel-evidence="yes"' "$TMP/copy/report.html" && ok "report.html says kernel evidence: yes" || not_ok "report.html lost the kernel evidence"
+else
+  ok "run drew no TLB shootdown ticks (trace $(jq -r .trace.status "$TMP/result.orig.json")): nothing to compare"
+fi
 run_cmd "$SHOOTDOWN" report "$TMP/copy" --json
 expect_rc 0 "report DIR --json"
 if jq -e --slurpfile a "$TMP/result.orig.json" '. == $a[0]' <<<"$OUT" >/dev/null; then ok "--json prints the saved result"; else not_ok "--json output differs"; fi

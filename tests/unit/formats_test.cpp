@@ -2,12 +2,15 @@
 // (issue 4). Fixed synthetic results: exact expectations.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "core/event_counts.hpp"
 #include "core/hdr/hgrm.hpp"
 #include "core/hdr/hlog.hpp"
 #include "core/stats.hpp"
+#include "sink/console.hpp"
 #include "sink/hdr_out.hpp"
 #include "sink/influx_result.hpp"
 #include "sink/json.hpp"
@@ -62,6 +65,73 @@ Result two_victims() {
   return r;
 }
 
+// A traced run whose raw windows keep only part of the samples: 6000
+// samples of ~1 us per victim, one release at 3 ms, so samples before 1 ms
+// and after ~5 ms are not in result.json. Kernel events on both victims:
+// a shootdown IPI (call_function span with a reason-1 flush) that stalls a
+// sample in the release window, an IPI of another function (csd symbol), a
+// timer outside the kept windows, a task switch by another task.
+Result traced_partial() {
+  Result r;
+  r.run_id = "traced01";
+  r.env.version = "test";
+  r.plan.batch = 4096;
+  r.plan.report_every = 4096 * 1000;
+  r.plan.release = "munmap";
+  r.plan.culprit_cpu = 0;
+  r.plan.victim_cpus = {1, 2};
+  r.plan.settle_ns = 1000;
+  r.plan.stall_factor = 8;
+  r.measure_start_ns = 10'000'000;
+  r.measure_end_ns = r.measure_start_ns + 6'200'000;
+  r.trace.enabled = true;
+  r.trace.status = "on";
+  r.trace.tracepoints = {"tlb:tlb_flush", "irq_vectors:call_function_entry"};
+  r.trace.symbols = {{0xffffffff81000010ULL, "flush_tlb_func+0x0"}, {0xffffffff81000020ULL, "ipi_mb+0x0"}};
+  for (int cpu : {1, 2}) {
+    VictimSamples v;
+    v.cpu = cpu;
+    v.tid = 100 + cpu;
+    v.pages_per_batch = 1;
+    v.start_ns = r.measure_start_ns;
+    std::int64_t t = v.start_ns;
+    for (int i = 0; i < 6000; ++i) {
+      const bool stall = i == 3010 || i == 500 || i == 3050 || i == 5800;
+      const std::int64_t lat = stall ? 30000 : 1000 + (i % 7) * cpu;
+      t += lat;
+      v.end_ns.push_back(t);
+      v.lat_ns.push_back(lat);
+    }
+    r.victims.push_back(v);
+  }
+  Release rel;
+  rel.before_ns = r.victims[0].end_ns[3000];
+  rel.after_ns = rel.before_ns + 20000;
+  rel.strategy = "munmap";
+  rel.bytes = 1 << 20;
+  r.releases.push_back(rel);
+  auto& ev = r.trace.events;
+  for (const auto& v : r.victims) {
+    const auto at = [&](std::size_t i) { return v.end_ns[i] - 500; };  // inside sample i
+    const std::int32_t tid = v.tid;
+    ev.push_back(KernelEvent{at(500), v.cpu, tid, tid, EventType::kLocalTimerEntry, 236, 0, 0, -1});
+    ev.push_back(KernelEvent{at(500) + 100, v.cpu, tid, tid, EventType::kLocalTimerExit, 236, 0, 0, -1});
+    ev.push_back(KernelEvent{at(3010) - 400, 0, 7, 7, EventType::kIpiSendCpumask, 1 << v.cpu, 0, 0, 0});
+    ev.push_back(KernelEvent{at(3010), v.cpu, tid, tid, EventType::kCallFunctionEntry, 251, 0, 0, -1});
+    ev.push_back(KernelEvent{at(3010) + 10, v.cpu, tid, tid, EventType::kCsdFunctionEntry, 0, static_cast<std::int64_t>(0xffffffff81000010ULL), 0, -1});
+    ev.push_back(KernelEvent{at(3010) + 20, v.cpu, tid, tid, EventType::kTlbFlush, kTlbRemoteShootdown, -1, 0, -1});
+    ev.push_back(KernelEvent{at(3010) + 90, v.cpu, tid, tid, EventType::kCallFunctionExit, 251, 0, 0, -1});
+    ev.push_back(KernelEvent{at(3050), v.cpu, tid, tid, EventType::kCallFunctionSingleEntry, 251, 0, 0, -1});
+    ev.push_back(KernelEvent{at(3050) + 10, v.cpu, tid, tid, EventType::kCsdFunctionEntry, 0, static_cast<std::int64_t>(0xffffffff81000020ULL), 0, -1});
+    ev.push_back(KernelEvent{at(3050) + 50, v.cpu, tid, tid, EventType::kCallFunctionSingleExit, 251, 0, 0, -1});
+    ev.push_back(KernelEvent{at(5800), v.cpu, 999, 999, EventType::kReschedEntry, 253, 0, 0, -1});
+  }
+  std::stable_sort(ev.begin(), ev.end(), [](const KernelEvent& x, const KernelEvent& y) { return x.mono_ns < y.mono_ns; });
+  r.trace.callchains.push_back(Callchain{{0xffffffff81000030ULL}, {"native_send_call_func_ipi+0x5 [kernel]"}});
+  build_intervals(r);
+  return r;
+}
+
 // JSON without what a loaded result cannot reproduce (computed from events).
 nlohmann::json comparable(const std::string& text) {
   auto j = nlohmann::json::parse(text);
@@ -86,6 +156,91 @@ TEST(ResultFromJson, RoundTripsEveryField) {
   EXPECT_TRUE(back.result.victims[0].partial());
   EXPECT_EQ(back.result.victims[0].lat_ns, r.victims[0].lat_ns);
   EXPECT_EQ(back.result.victims[0].span_start(5), r.victims[0].span_start(5));
+}
+
+TEST(ResultFromJson, EventsAndAttributionComeBack) {
+  const Result r = traced_partial();
+  const Analysis a = analyze(r);
+  ASSERT_TRUE(a.attribution.available);
+  ASSERT_EQ(a.attribution.victims.size(), 2u);
+  const auto& ta = a.attribution.victims[0];
+  ASSERT_EQ(ta.shootdowns_received, 1);  // the test's premise: evidence of several kinds
+  ASSERT_GT(ta.samples[static_cast<std::size_t>(StallLabel::kTimer)], 0);
+  ASSERT_GT(ta.samples[static_cast<std::size_t>(StallLabel::kOtherIpi)], 0);
+  const std::string text = sink::result_to_string(r, a);
+  const auto j = nlohmann::json::parse(text);
+  EXPECT_EQ(j["trace"]["events_table"]["mono_ns"][0].get<std::int64_t>(), r.trace.events[0].mono_ns - r.measure_start_ns);
+  EXPECT_EQ(j["trace"]["events_table"]["type"].size(), r.trace.events.size());
+  EXPECT_FALSE(j["trace"]["events_truncated"].get<bool>());
+
+  const sink::LoadedResult back = sink::result_from_json(text);
+  const Result& br = back.result;
+  ASSERT_TRUE(br.saved_attribution.has_value());
+  ASSERT_EQ(br.victims.size(), 2u);
+  ASSERT_TRUE(br.victims[0].partial());
+  ASSERT_LT(br.victims[0].size(), r.victims[0].size());  // the timer sample (500) was not kept
+  // The events, field by field (pid is not kept).
+  ASSERT_EQ(br.trace.events.size(), r.trace.events.size());
+  for (std::size_t i = 0; i < r.trace.events.size(); ++i) {
+    const KernelEvent &x = r.trace.events[i], &y = br.trace.events[i];
+    EXPECT_EQ(std::tie(x.mono_ns, x.cpu, x.tid, x.type, x.a, x.b, x.c, x.callchain),
+              std::tie(y.mono_ns, y.cpu, y.tid, y.type, y.a, y.b, y.c, y.callchain))
+        << i;
+  }
+  EXPECT_EQ(br.trace.symbols, r.trace.symbols);
+  EXPECT_EQ(event_total(br), static_cast<std::int64_t>(r.trace.events.size()));
+
+  // analyze() of the read-back result: the saved attribution, not one
+  // recomputed from the partial samples (that would lose the timer stall).
+  const Analysis b = analyze(br);
+  ASSERT_NE(attribute_result(br).victims.at(0).samples, ta.samples);  // recomputing would not do
+  for (const Analysis* x : {&b, &back.analysis}) {
+    ASSERT_TRUE(x->attribution.available);
+    ASSERT_EQ(x->attribution.victims.size(), a.attribution.victims.size());
+    for (std::size_t i = 0; i < a.attribution.victims.size(); ++i) {
+      const VictimAttribution &want = a.attribution.victims[i], &got = x->attribution.victims[i];
+      EXPECT_EQ(got.cpu, want.cpu);
+      EXPECT_EQ(got.samples, want.samples) << "samples per label, victim " << i;
+      EXPECT_EQ(got.stall_ns, want.stall_ns);
+      EXPECT_EQ(got.shootdowns_received, want.shootdowns_received);
+      EXPECT_EQ(got.shootdowns_matched, want.shootdowns_matched);
+      EXPECT_EQ(got.shootdowns_stalled, want.shootdowns_stalled);
+      EXPECT_EQ(got.flush_ipis, want.flush_ipis);
+      EXPECT_EQ(got.handler_ns.count, want.handler_ns.count);
+      EXPECT_EQ(got.handler_ns.p50, want.handler_ns.p50);
+      EXPECT_EQ(got.ipi_functions, want.ipi_functions);
+      EXPECT_EQ(got.baseline_median_ns, want.baseline_median_ns);
+      EXPECT_EQ(got.stall_threshold_ns, want.stall_threshold_ns);
+      // Labels per kept sample, through its original index.
+      const VictimSamples& v = br.victims[i];
+      ASSERT_EQ(got.labels.size(), v.size());
+      for (std::size_t k = 0; k < v.size(); ++k)
+        ASSERT_EQ(got.labels[k], want.labels[static_cast<std::size_t>(v.index[k])]) << "victim " << i << " sample " << k;
+    }
+  }
+  ASSERT_EQ(back.analysis.clean_victims.size(), a.clean_victims.size());
+  // The console's kernel-trace and attribution lines, as the run printed them.
+  auto from_trace = [](const std::string& s) { return s.substr(s.find("kernel trace:")); };
+  EXPECT_EQ(from_trace(sink::console_summary(br, back.analysis)), from_trace(sink::console_summary(r, a)));
+  // Writing the read-back result gives the same JSON, attribution included.
+  auto no_chains = [](nlohmann::json x) {
+    x["trace"].erase("callchains");
+    return x;
+  };
+  EXPECT_EQ(no_chains(nlohmann::json::parse(sink::result_to_string(br, back.analysis))), no_chains(j));
+}
+
+TEST(ResultFromJson, EventsTableIsCapped) {
+  Result r = two_victims();
+  const std::int64_t t0 = r.measure_start_ns;
+  r.trace.events.clear();
+  for (std::size_t i = 0; i < kResultMaxEvents + 3; ++i)
+    r.trace.events.push_back(KernelEvent{t0 + static_cast<std::int64_t>(i), 2, 0, 5, EventType::kLocalTimerEntry, 236, 0, 0, -1});
+  const sink::LoadedResult back = sink::result_from_json(sink::result_to_string(r, analyze(r)));
+  EXPECT_TRUE(back.result.events_truncated);
+  EXPECT_EQ(back.result.trace.events.size(), kResultMaxEvents);
+  EXPECT_EQ(event_total(back.result), static_cast<std::int64_t>(kResultMaxEvents + 3));  // the counts cover all
+  EXPECT_EQ(event_counts(back.result).at(0).count, static_cast<std::int64_t>(kResultMaxEvents + 3));
 }
 
 TEST(ResultFromJson, ReRenderedFilesAreIdentical) {
@@ -123,6 +278,10 @@ TEST(ResultFromJson, OneClearErrorPerProblem) {
   expect_error([](auto& j) { j["intervals"][0].erase("histogram"); }, "intervals[0].histogram: missing");
   expect_error([](auto& j) { j["raw_windows"][0]["latency_ns"].push_back(1); }, "raw_windows[0]: end_offset_ns has");
   expect_error([](auto& j) { j["trace"]["events"] = 3; }, "trace.events: 3 but the counts add up to 2");
+  expect_error([](auto& j) { j["trace"]["events_table"]["cpu"].push_back(1); }, "trace.events_table.cpu: has 3 entries but mono_ns 2");
+  expect_error([](auto& j) { j["trace"]["events_table"]["type"][0] = 99; }, "trace.events_table.type[0]: code 99 not in type_codes");
+  expect_error([](auto& j) { j["attribution"]["victims"][0]["label_runs"][0][0] = 42; }, "attribution.victims[0].label_runs[0]: unknown label code 42");
+  expect_error([](auto& j) { j["attribution"]["victims"][0]["label_runs"][0][1] = 1000; }, "attribution.victims[0].label_runs[0]: label runs cover more than");
   EXPECT_THROW((void)sink::result_from_json("{\"tool\": "), sink::JsonReadError);
   EXPECT_THROW((void)sink::result_from_json("[]"), sink::JsonReadError);
 }
