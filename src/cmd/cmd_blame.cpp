@@ -9,6 +9,7 @@
 // mapping made while it runs, and /proc/PID/maps is read at start (-p) and at
 // the end while the target is still alive. So a target that exits before the
 // report is still symbolized from the files on disk; we never keep it alive.
+#include <memory>
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cerrno>
@@ -244,7 +245,7 @@ int execute_blame(const BlameOpts& o) {
 }  // namespace
 
 Command add_blame(CLI::App& root) {
-  auto* o = new BlameOpts();  // lives for the process
+  auto o = std::make_shared<BlameOpts>();  // owned by the returned callback
   CLI::App* app = root.add_subcommand("blame", "Find the call sites in a process that cause shootdowns");
   app->add_option("-p,--pid", o->pid, "Process to watch (its threads and the processes it starts)");
   app->add_option("--duration", o->duration, "Stop after this long (e.g. 10s); default: Ctrl-C or target exit");

@@ -1,6 +1,7 @@
 // shootdown compare: arms x trials, each trial a fresh experiment, arms
 // interleaved in seeded random blocks; statistics in core/compare, outputs in
 // sink/compare_out. Method and figures: docs/compare.md.
+#include <memory>
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -428,7 +429,7 @@ int execute_compare(CompareCommand& c) {
 }  // namespace
 
 Command add_compare(CLI::App& root) {
-  auto* cmd = new CompareCommand();  // lives for the process
+  auto cmd = std::make_shared<CompareCommand>();  // owned by the returned callback
   cmd->run.baseline = kCompareBaseline;
   cmd->run.after = kCompareAfter;
   cmd->run.trigger = std::string("after=") + kCompareBaseline;

@@ -6,6 +6,7 @@
 // (spawn with LD_PRELOAD + SHOOTDOWN_PROBE_FD, drain the ring) → report
 // (Result → analyze → console/JSON/--out files) → restore (Tracer closes
 // its fds; the memfd goes with its last mapping).
+#include <memory>
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cerrno>
@@ -337,7 +338,7 @@ int execute_probe(const ProbeOpts& o) {
 }  // namespace
 
 Command add_probe(CLI::App& root) {
-  auto* o = new ProbeOpts();  // lives for the process
+  auto o = std::make_shared<ProbeOpts>();  // owned by the returned callback
   CLI::App* app = root.add_subcommand("probe", "Run a victim thread inside another program");
   app->add_option("--cpu", o->cpu, "CPU for the probe thread (default: the last online CPU)")->check(CLI::NonNegativeNumber);
   app->add_option("--duration", o->duration, "Stop after this long (the command gets SIGTERM); default: command exit");

@@ -7,6 +7,7 @@
 // samples, so it cannot be recomputed; the stall attribution comes from the
 // saved one (Result::saved_attribution), chart 2's ticks from the saved
 // kernel events (trace.events_table).
+#include <memory>
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <sys/stat.h>
@@ -72,7 +73,7 @@ int execute_report(const ReportOptions& o) {
 }  // namespace
 
 Command add_report(CLI::App& root) {
-  auto* o = new ReportOptions();  // lives for the process
+  auto o = std::make_shared<ReportOptions>();  // owned by the returned callback
   CLI::App* app = root.add_subcommand("report", "Re-render every output from a saved result directory");
   app->add_option("DIR", o->dir, "Directory written by 'shootdown run --out DIR' (reads DIR/result.json)")->required();
   app->add_option("--influx", o->influx, "Also send the result to InfluxDB: http://HOST:PORT/write?db=NAME or udp://HOST:PORT");

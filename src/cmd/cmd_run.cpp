@@ -1,4 +1,5 @@
 // shootdown run: plan → prepare → run → report → restore.
+#include <memory>
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
@@ -39,7 +40,7 @@ static std::string current_command_line() {
 }
 
 Command add_run(CLI::App& root) {
-  auto* cmd = new RunCommand();  // lives for the process
+  auto cmd = std::make_shared<RunCommand>();  // owned by the returned callback
   CLI::App* app = root.add_subcommand("run", "The culprit/victim experiment: one thread releases memory, victims measure the stall");
   cli::add_run_options(*app, cmd->opts);
   app->footer(

@@ -2,6 +2,7 @@
 // TLB shootdowns (the article's SystemTap script, done with perf tracepoints),
 // and a per-CPU summary that cross-checks the tracepoint counts against
 // /proc/interrupts over the same span.
+#include <memory>
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cerrno>
@@ -375,7 +376,7 @@ int execute_trace(const TraceOptions& o) {
 }  // namespace
 
 Command add_trace(CLI::App& root) {
-  auto* o = new TraceOptions();  // lives for the process
+  auto o = std::make_shared<TraceOptions>();  // owned by the returned callback
   CLI::App* app = root.add_subcommand("trace", "Live stream of the kernel events behind shootdowns");
   app->add_option("--culprit-cpu", o->culprit_cpu, "CPU whose IPI sends and reason-4 flushes are traced with backtraces")
       ->check(CLI::NonNegativeNumber);
