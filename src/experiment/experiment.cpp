@@ -40,7 +40,7 @@ struct Waiter {
 
   bool victims_done() const {
     for (const auto& v : victims)
-      if (v->output().ring_full) return true;
+      if (v->ring_full_now()) return true;
     return false;
   }
   void tick() {

@@ -121,6 +121,7 @@ void Victim::measure() {
         out_.ring_full = sink.n == cap;
         out_.samples = sink.n;
         overflow_n_ = sink.overflow_n;
+        ring_full_.store(out_.ring_full, std::memory_order_release);
         return;
       }
     }

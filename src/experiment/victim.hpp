@@ -64,6 +64,8 @@ public:
   const VictimOutput& output() const { return out_; }
   const VictimConfig& config() const { return cfg_; }
   std::size_t published_samples() const { return published_.load(std::memory_order_relaxed); }
+  // Readable while the victim runs (output() is only read after join).
+  bool ring_full_now() const { return ring_full_.load(std::memory_order_acquire); }
   // After the thread joined: raw tick deltas (UINT32_MAX marks an entry in
   // overflow()), and the whole-run histogram recorded in the loop (ns).
   const std::uint32_t* ring() const { return reinterpret_cast<const std::uint32_t*>(ring_.data()); }
@@ -91,6 +93,7 @@ private:
   hdr::Histogram hist_{1, 3600LL * 1000000000LL, 3};
   std::atomic<bool> ready_{false};
   alignas(64) std::atomic<std::size_t> published_{0};
+  std::atomic<bool> ring_full_{false};
 };
 
 // Instrumentation of one batch, shared by the victim's loop and bench/ so the
