@@ -38,8 +38,29 @@ std::vector<Phase> sample_phases(const Result& r, const VictimSamples& v) {
   return out;
 }
 
+hdr::Histogram Interval::histogram() const {
+  hdr::Histogram h = make_latency_histogram();
+  add_to(h);
+  return h;
+}
+
+void Interval::add_to(hdr::Histogram& h) const {
+  // record_n of the bucket's lowest value lands in the same bucket, so min,
+  // max and percentiles (all bucket-equivalent values) are those of the full
+  // histogram.
+  for (const auto& [index, count] : counts) h.record_n(h.value_from_index(index), count);
+}
+
+void Interval::set_histogram(const hdr::Histogram& h) {
+  counts.clear();
+  for (std::int32_t i = 0; i < h.counts_length(); ++i)
+    if (const std::int64_t c = h.count_at_index(i); c != 0) counts.emplace_back(i, c);
+  summary = summarize(h);
+}
+
 void build_intervals(Result& r) {
   r.intervals.clear();
+  hdr::Histogram scratch = make_latency_histogram();
   const std::int64_t per_interval =
       r.plan.batch > 0 ? std::max<std::int64_t>(1, r.plan.report_every / r.plan.batch) : 1;
   for (const auto& v : r.victims) {
@@ -49,7 +70,9 @@ void build_intervals(Result& r) {
       iv.victim_cpu = v.cpu;
       iv.start_ns = v.span_start(i);
       iv.end_ns = v.end_ns[j - 1];
-      for (std::size_t k = i; k < j; ++k) iv.hist.record(v.lat_ns[k]);
+      scratch.reset();
+      for (std::size_t k = i; k < j; ++k) scratch.record(v.lat_ns[k]);
+      iv.set_histogram(scratch);
       Phase p = phase_at(r, iv.end_ns);
       for (const auto& rel : r.releases)
         if (iv.start_ns <= rel.after_ns + r.plan.settle_ns && iv.end_ns >= rel.before_ns) p = Phase::kRelease;

@@ -14,6 +14,7 @@
 #include "core/events.hpp"
 #include "core/hdr/histogram.hpp"
 #include "core/samples.hpp"
+#include "core/stats.hpp"
 
 namespace shootdown {
 
@@ -94,7 +95,17 @@ struct Interval {
   std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;
   std::string phase;             // baseline|release|after (phase of the interval's majority)
-  hdr::Histogram hist{1, 3600LL * 1000000000LL, 3};
+  // The interval's HDR histogram (layout of make_latency_histogram(): 1 ns ..
+  // 1 h, 3 digits) kept sparse: an interval holds --report-every / --batch
+  // samples (512 by default), so its non-zero buckets are few, while a full
+  // histogram of this layout is 216 KiB — times ~20k intervals in a 4 GiB run.
+  std::vector<std::pair<std::int32_t, std::int64_t>> counts;  // (counts index, count), ascending
+  Summary summary;               // of the histogram, computed once
+
+  hdr::Histogram histogram() const;            // the full histogram, built on demand
+  void add_to(hdr::Histogram& h) const;        // adds the counts (h: latency layout)
+  void set_histogram(const hdr::Histogram& h); // fills counts and summary
+  std::int64_t total_count() const { return summary.count; }
 };
 
 struct CpuCounters {

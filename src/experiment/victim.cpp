@@ -69,15 +69,24 @@ bool Victim::prepare() {
   // Warm-up pass over B (untimed samples) to size the ring.
   const std::size_t per_batch = cfg_.batch / kTouchStride;
   const std::size_t batches = cfg_.chunk_size / cfg_.batch;
+  // The fastest warm-up batch sizes the ring: a mean is inflated by any
+  // preemption during the pass and would leave the ring too small.
   const std::int64_t w0 = sys::mono_now_ns();
   volatile char* b = bp_->data();
-  for (std::size_t i = 0; i < batches; ++i)
+  std::uint64_t fastest = UINT64_MAX;
+  std::uint64_t prev = sys::rdtsc_fenced();
+  for (std::size_t i = 0; i < batches; ++i) {
     for (std::size_t k = 0; k < per_batch; ++k) b[i * cfg_.batch + k * kTouchStride] = 2;
+    const std::uint64_t now = sys::rdtsc_fenced();
+    fastest = std::min(fastest, now - prev);
+    prev = now;
+  }
   const std::int64_t wdur = sys::mono_now_ns() - w0;
   out_.warmup_batch_ns = std::max<std::int64_t>(1, wdur / static_cast<std::int64_t>(std::max<std::size_t>(1, batches)));
+  const double fastest_ns = std::max(1.0, static_cast<double>(fastest) * cfg_.ns_per_tick);
 
-  // Ring: planned duration at a quarter of the warm-up batch time, +64k.
-  const double expected = static_cast<double>(cfg_.planned_ns) / static_cast<double>(out_.warmup_batch_ns) * 4.0 + 65536.0;
+  // Ring: the planned duration at the fastest batch rate, +25%, +64k.
+  const double expected = static_cast<double>(cfg_.planned_ns) / fastest_ns * 1.25 + 65536.0;
   ring_cap_ = static_cast<std::size_t>(std::min(expected, static_cast<double>(cfg_.max_ring_samples)));
   try {
     ring_ = Chunk(ring_cap_ * sizeof(std::uint32_t), PageMode::k4k, Allocator::kMmap, cfg_.numa_node);

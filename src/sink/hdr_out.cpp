@@ -56,7 +56,7 @@ std::string victim_hlog(const Result& r) {
     std::int64_t start = INT64_MAX, end = INT64_MIN;
     for (const auto& [cpu, ivs] : victims) {
       if (k >= ivs.size()) continue;
-      combined.add(ivs[k]->hist);
+      ivs[k]->add_to(combined);
       start = std::min(start, ivs[k]->start_ns);
       end = std::max(end, ivs[k]->end_ns);
     }
@@ -66,8 +66,9 @@ std::string victim_hlog(const Result& r) {
       const Interval& iv = *ivs[k];
       const double s = sec_from_start(r, iv.start_ns);
       const double len = static_cast<double>(iv.end_ns - iv.start_ns) / 1e9;
-      add_or_throw(w, hlog_cpu_tag(cpu), s, len, iv.hist);
-      add_or_throw(w, hlog_phase_tag(cpu, iv.phase), s, len, iv.hist);
+      const hdr::Histogram hist = iv.histogram();
+      add_or_throw(w, hlog_cpu_tag(cpu), s, len, hist);
+      add_or_throw(w, hlog_phase_tag(cpu, iv.phase), s, len, hist);
     }
   }
   return w.take();
@@ -75,7 +76,7 @@ std::string victim_hlog(const Result& r) {
 
 std::string victim_hgrm(const Result& r) {
   hdr::Histogram all = make_latency_histogram();
-  for (const auto& iv : r.intervals) all.add(iv.hist);
+  for (const auto& iv : r.intervals) iv.add_to(all);
   return hdr::format_percentile_distribution(all);
 }
 

@@ -453,12 +453,12 @@ std::string timeseries_section(const Result& r, const Analysis& a) {
     svg::Series smax{"max", kColorMax, {}, true, 1.2, "", ""};
     std::int64_t last_end = 0;
     for (const auto& iv : r.intervals) {
-      if (iv.victim_cpu != va.cpu || iv.hist.total_count() == 0) continue;
+      if (iv.victim_cpu != va.cpu || iv.total_count() == 0) continue;
       const double x = static_cast<double>(iv.start_ns - t0);
-      s50.points.push_back({x, static_cast<double>(iv.hist.value_at_percentile(50))});
-      s90.points.push_back({x, static_cast<double>(iv.hist.value_at_percentile(90))});
-      s99.points.push_back({x, static_cast<double>(iv.hist.value_at_percentile(99))});
-      smax.points.push_back({x, static_cast<double>(iv.hist.max())});
+      s50.points.push_back({x, iv.summary.p50});
+      s90.points.push_back({x, iv.summary.p90});
+      s99.points.push_back({x, iv.summary.p99});
+      smax.points.push_back({x, iv.summary.max});
       last_end = iv.end_ns;
     }
     // Step series: close the last interval at its end.

@@ -276,7 +276,7 @@ json result_json(const Result& r, const Analysis& a) {
   j["victims"] = vs;
   json ivs = json::array();
   for (const auto& iv : r.intervals) {
-    const Summary s = summarize(iv.hist);
+    const Summary& s = iv.summary;
     ivs.push_back({{"victim_cpu", iv.victim_cpu},
                    {"start_ns", iv.start_ns},
                    {"end_ns", iv.end_ns},
@@ -289,7 +289,7 @@ json result_json(const Result& r, const Analysis& a) {
                    {"p99", s.p99},
                    {"p999", s.p999},
                    {"max", s.max},
-                   {"histogram", hdr::encode_compressed_base64(iv.hist)}});
+                   {"histogram", hdr::encode_compressed_base64(iv.histogram())}});
   }
   j["intervals"] = ivs;
   j["raw_windows"] = raw_windows(r);

@@ -208,13 +208,14 @@ void read_intervals(const Node& n, Result& r) {
     const Node h = x["histogram"];
     auto dec = hdr::decode_base64(h.str());
     if (!dec) fail(h.path(), dec.error());
-    if (!dec->same_layout(iv.hist))
+    const hdr::Histogram layout = make_latency_histogram();
+    if (!dec->same_layout(layout))
       fail(h.path(), fmt::format("histogram layout {}..{} ns, {} digits; expected 1..{} ns, 3 digits",
                                  dec->lowest_discernible(), dec->highest_trackable(), dec->significant_figures(),
-                                 iv.hist.highest_trackable()));
-    iv.hist = std::move(dec.value());
-    if (iv.hist.total_count() != x["count"].i64())
-      fail(h.path(), fmt::format("holds {} samples but count is {}", iv.hist.total_count(), x["count"].i64()));
+                                 layout.highest_trackable()));
+    iv.set_histogram(dec.value());
+    if (iv.total_count() != x["count"].i64())
+      fail(h.path(), fmt::format("holds {} samples but count is {}", iv.total_count(), x["count"].i64()));
     r.intervals.push_back(std::move(iv));
   }
 }

@@ -60,7 +60,7 @@ TEST(Analysis, IntervalsCoverEverySampleOnce) {
   build_intervals(r);
   ASSERT_EQ(r.intervals.size(), 10u);
   std::int64_t total = 0;
-  for (const auto& iv : r.intervals) total += iv.hist.total_count();
+  for (const auto& iv : r.intervals) total += iv.total_count();
   EXPECT_EQ(total, 1000);
   EXPECT_EQ(r.intervals[0].phase, "baseline");
   EXPECT_EQ(r.intervals[5].phase, "release");  // 500..599 overlaps the window start

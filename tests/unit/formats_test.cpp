@@ -148,7 +148,7 @@ TEST(ResultFromJson, RoundTripsEveryField) {
   const sink::LoadedResult back = sink::result_from_json(text);
   EXPECT_EQ(comparable(sink::result_to_string(back.result, back.analysis)), comparable(text));
   ASSERT_EQ(back.result.intervals.size(), r.intervals.size());
-  for (std::size_t i = 0; i < r.intervals.size(); ++i) EXPECT_TRUE(back.result.intervals[i].hist == r.intervals[i].hist) << i;
+  for (std::size_t i = 0; i < r.intervals.size(); ++i) EXPECT_TRUE(back.result.intervals[i].histogram() == r.intervals[i].histogram()) << i;
   EXPECT_EQ(back.result.realtime_offset_ns, r.realtime_offset_ns);
   EXPECT_EQ(event_total(back.result), 2);
   // Raw windows cover all 40 samples here: complete series come back, indexed.
