@@ -57,12 +57,18 @@ void add_run_options(CLI::App& app, RunOptions& o, bool for_compare) {
     app.add_option("--release", o.release,
                    "Release strategy: free, munmap, madvise-dontneed, madvise-free, mprotect, reuse (control), membarrier "
                    "(IPI validation) (default free)");
-  app.add_option("--trigger", o.trigger, "enter (wait for Enter) or after=DURATION (default: enter on a TTY, after=2s otherwise)");
+  app.add_option("--trigger", o.trigger,
+                 for_compare ? "after=DURATION per trial (default after=150ms)"
+                             : "enter (wait for Enter) or after=DURATION (default: enter on a TTY, after=2s otherwise)");
   app.add_option("--repeat", o.repeat, "Number of releases (A re-allocated between them) (default 1)");
   app.add_option("--every", o.every, "Time between repeated releases (default 500ms)");
-  app.add_option("--baseline", o.baseline, "Minimum baseline before the first release (default 1s)");
+  app.add_option("--baseline", o.baseline,
+                 for_compare ? "Minimum baseline before the release (default 150ms)"
+                             : "Minimum baseline before the first release (default 1s)");
   app.add_option("--settle", o.settle, "Release window extends this long after the call returns (default 1ms)");
-  app.add_option("--after", o.after, "Measurement after the last release window (default 1s)");
+  app.add_option("--after", o.after,
+                 for_compare ? "Measurement after the release window (default 100ms)"
+                             : "Measurement after the last release window (default 1s)");
   app.add_option("--trace", o.trace, "Kernel evidence: auto (when permitted), on (required), off (default auto)");
   app.add_option("--stall-threshold", o.stall_threshold, "Stall threshold for attribution (default: 8 x baseline median)");
   app.add_option("--stall-factor", o.stall_factor, "Auto stall threshold = factor x baseline median (default 8)");
