@@ -160,6 +160,7 @@ Plan read_plan(const Node& n) {
   p.stall_threshold_ns = n["stall_threshold_ns"].i64();
   p.stall_factor = n["stall_factor"].f64();
   p.mlock = n["mlock"].boolean();
+  if (n.has("rt")) p.rt = n["rt"].boolean();  // added within schema 1: optional
   p.numa_node = n["numa_node"].i32();
   if (p.batch <= 0) fail(join(n.path(), "batch"), "must be positive");
   return p;
