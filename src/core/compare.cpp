@@ -233,6 +233,17 @@ std::uint64_t Rng::below(std::uint64_t n) {
 
 double Rng::uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
 
+namespace {
+
+// The percentile interval of bootstrap statistics (sorted in place).
+ConfInterval percentile_interval(std::vector<double>& stats, double confidence) {
+  std::sort(stats.begin(), stats.end());
+  const double alpha = (1 - confidence) / 2;
+  return {quantile_sorted(stats, alpha), quantile_sorted(stats, 1 - alpha)};
+}
+
+}  // namespace
+
 ConfInterval bootstrap_median_diff(const std::vector<double>& x, const std::vector<double>& y, const BootstrapOptions& o) {
   const std::vector<double> a = finite(x), b = finite(y);
   if (a.empty() || b.empty()) return {kNaN, kNaN};
@@ -246,9 +257,22 @@ ConfInterval bootstrap_median_diff(const std::vector<double>& x, const std::vect
     for (auto& v : rb) v = b[rng.below(b.size())];
     diffs.push_back(median_inplace(ra) - median_inplace(rb));
   }
-  std::sort(diffs.begin(), diffs.end());
-  const double alpha = (1 - o.confidence) / 2;
-  return {quantile_sorted(diffs, alpha), quantile_sorted(diffs, 1 - alpha)};
+  return percentile_interval(diffs, o.confidence);
+}
+
+ConfInterval bootstrap_median(const std::vector<double>& x, const BootstrapOptions& o) {
+  const std::vector<double> a = finite(x);
+  if (a.empty()) return {kNaN, kNaN};
+  Rng rng(o.seed);
+  std::vector<double> meds;
+  const int n = std::max(o.resamples, 1);
+  meds.reserve(static_cast<std::size_t>(n));
+  std::vector<double> ra(a.size());
+  for (int k = 0; k < n; ++k) {
+    for (auto& v : ra) v = a[rng.below(a.size())];
+    meds.push_back(median_inplace(ra));
+  }
+  return percentile_interval(meds, o.confidence);
 }
 
 double normal_sf(double z) { return 0.5 * std::erfc(z / std::sqrt(2.0)); }

@@ -104,6 +104,10 @@ struct ConfInterval {
 // Percentile bootstrap CI of median(x) - median(y): each resample draws
 // |x| values from x and |y| from y with replacement.
 ConfInterval bootstrap_median_diff(const std::vector<double>& x, const std::vector<double>& y, const BootstrapOptions& o);
+// Percentile bootstrap CI of median(x) (one sample, e.g. per-pair ratios):
+// each resample draws |x| values from x with replacement. NaNs are ignored;
+// {NaN, NaN} when no finite value is left.
+ConfInterval bootstrap_median(const std::vector<double>& x, const BootstrapOptions& o);
 
 struct MannWhitney {
   double u = 0;        // U of x: pairs (xi, yj) with xi > yj, ties count 1/2

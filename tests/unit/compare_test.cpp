@@ -165,6 +165,38 @@ TEST(CompareStats, BootstrapIsSeededAndBracketsTheDifference) {
   EXPECT_EQ(c.hi, 0);
 }
 
+TEST(CompareStats, OneSampleBootstrapOfTheMedian) {
+  const std::vector<double> x = {0.97, 0.99, 1.00, 1.01, 1.02, 1.03, 1.05};
+  BootstrapOptions o;
+  o.seed = 3;
+  const ConfInterval a = bootstrap_median(x, o);
+  const ConfInterval b = bootstrap_median(x, o);
+  EXPECT_EQ(a.lo, b.lo);
+  EXPECT_EQ(a.hi, b.hi);
+  // Resampled medians are order statistics of x: the interval lies in [min, max].
+  EXPECT_GE(a.lo, 0.97);
+  EXPECT_LE(a.hi, 1.05);
+  EXPECT_TRUE(a.contains(1.01));
+  const ConfInterval c = bootstrap_median({2, 2, 2, NAN}, o);
+  EXPECT_EQ(c.lo, 2);
+  EXPECT_EQ(c.hi, 2);
+  EXPECT_TRUE(std::isnan(bootstrap_median({}, o).lo));
+  // Coverage of the true median of N(1, 0.01^2), n = 30, over 300 seeds.
+  int covered = 0;
+  const int reps = 300;
+  for (int k = 0; k < reps; ++k) {
+    Rng r(500 + static_cast<std::uint64_t>(k));
+    std::vector<double> v;
+    for (int i = 0; i < 30; ++i) v.push_back(1 + 0.01 * normal(r));
+    BootstrapOptions ok;
+    ok.seed = static_cast<std::uint64_t>(k);
+    if (bootstrap_median(v, ok).contains(1.0)) ++covered;
+  }
+  const double rate = covered / static_cast<double>(reps);
+  EXPECT_GE(rate, 0.90) << "coverage " << rate;
+  EXPECT_LE(rate, 0.99) << "coverage " << rate;
+}
+
 TEST(CompareStats, BootstrapCoverageOfAKnownShift) {
   // y ~ N(0,1), x ~ N(delta,1), n = 20: the true median difference is delta.
   // A 95% interval should contain it in roughly 95% of 400 replications.
