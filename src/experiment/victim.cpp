@@ -97,7 +97,6 @@ bool Victim::prepare() {
   ring_.prefault();
   if (cfg_.mlock) ring_.lock(&why);
   overflow_.assign(4096, Overflow{0, 0});
-  hist_.reset();
   return true;
 }
 
@@ -106,30 +105,20 @@ void Victim::measure() {
   const std::size_t batches = cfg_.chunk_size / cfg_.batch;
   const std::size_t stride = cfg_.batch;
   volatile char* b = bp_->data();
-  const std::size_t cap = ring_cap_;
-  SampleSink sink{reinterpret_cast<std::uint32_t*>(ring_.data()),
-                  0,
-                  static_cast<u128>(std::llround(cfg_.ns_per_tick * 4294967296.0)),
-                  &hist_,
-                  overflow_.data(),
-                  overflow_.size(),
-                  0};
+  BatchRecorder rec{reinterpret_cast<std::uint32_t*>(ring_.data()), ring_cap_, overflow_.data(), overflow_.size(),
+                    &published_, &ctl_.stop};
   char val = 3;
 
-  std::uint64_t prev = sys::rdtsc_fenced();
-  out_.start_tsc = prev;
+  rec.prev = sys::rdtsc_fenced();
+  out_.start_tsc = rec.prev;
   for (;;) {
     for (std::size_t i = 0; i < batches; ++i) {
       volatile char* p = b + i * stride;
       for (std::size_t k = 0; k < per_batch; ++k) p[k * kTouchStride] = val;
-      const std::uint64_t now = sys::rdtsc_fenced();
-      sink.push(now - prev);
-      prev = now;
-      published_.store(sink.n, std::memory_order_relaxed);
-      if (sink.n == cap || ctl_.stop.load(std::memory_order_relaxed)) [[unlikely]] {
-        out_.ring_full = sink.n == cap;
-        out_.samples = sink.n;
-        overflow_n_ = sink.overflow_n;
+      if (rec.end_batch()) [[unlikely]] {
+        out_.ring_full = rec.n == ring_cap_;
+        out_.samples = rec.n;
+        overflow_n_ = rec.overflow_n;
         ring_full_.store(out_.ring_full, std::memory_order_release);
         return;
       }

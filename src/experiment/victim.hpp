@@ -1,9 +1,12 @@
 // The victim thread: pinned, fills its TLB with chunk A, pre-faults its own
 // chunk B, waits at a spin barrier, then writes one byte per 4 KiB page of B
 // in batches, timing each batch with one fenced TSC read (gapless: sample i =
-// t[i+1] - t[i]). The hot loop does no allocation, syscall, lock, logging or
-// page fault: the ring and histogram are allocated, pre-faulted and mlocked
-// before the barrier.
+// t[i+1] - t[i]) stored in a ring of raw tick deltas. The hot loop does no
+// allocation, syscall, lock, logging or page fault: the ring is allocated,
+// pre-faulted and mlocked before the barrier. Histograms (per interval, per
+// phase) are built from the ring after the run: it holds every sample, so
+// recording into a histogram in the loop as well would only cost the victim
+// time (bench/bench_victim measures both).
 #pragma once
 
 #include <atomic>
@@ -11,12 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "core/hdr/histogram.hpp"
 #include "experiment/arena.hpp"
+#include "sys/tsc.hpp"
 
 namespace shootdown::exp {
-
-__extension__ using u128 = unsigned __int128;
 
 struct alignas(64) Control {
   std::atomic<bool> go{false};     // barrier: the victims start measuring
@@ -35,7 +36,7 @@ struct VictimConfig {
   Chunk* chunk_b = nullptr;            // borrowed B (Hooks::victim_chunk); nullptr = own a fresh one
   std::int64_t planned_ns = 0;         // measurement length, sizes the ring
   std::size_t max_ring_samples = 256u << 20;
-  double ns_per_tick = 0;              // pre-run TSC calibration for histogram values
+  double ns_per_tick = 0;              // pre-run TSC calibration (sizes the ring)
   bool rt = false;                     // SCHED_FIFO: the victim keeps its CPU (and so gets its IPIs)
 };
 
@@ -67,7 +68,7 @@ public:
   // Readable while the victim runs (output() is only read after join).
   bool ring_full_now() const { return ring_full_.load(std::memory_order_acquire); }
   // After the thread joined: raw tick deltas (UINT32_MAX marks an entry in
-  // overflow()), and the whole-run histogram recorded in the loop (ns).
+  // overflow()).
   const std::uint32_t* ring() const { return reinterpret_cast<const std::uint32_t*>(ring_.data()); }
   struct Overflow {
     std::uint64_t index;
@@ -75,7 +76,6 @@ public:
   };
   const std::vector<Overflow>& overflow() const { return overflow_; }
   std::size_t overflow_count() const { return overflow_n_; }
-  const hdr::Histogram& histogram() const { return hist_; }
 
 private:
   bool prepare();
@@ -90,24 +90,32 @@ private:
   std::size_t ring_cap_ = 0;
   std::vector<Overflow> overflow_;  // preallocated
   std::size_t overflow_n_ = 0;
-  hdr::Histogram hist_{1, 3600LL * 1000000000LL, 3};
   std::atomic<bool> ready_{false};
   alignas(64) std::atomic<std::size_t> published_{0};
   std::atomic<bool> ring_full_{false};
 };
 
 // Instrumentation of one batch, shared by the victim's loop and bench/ so the
-// benchmark measures exactly what the loop does: ring store + histogram record.
-struct SampleSink {
+// benchmark measures exactly what the loop does after each batch: one fenced
+// TSC read, the ring store (deltas >= 2^32 ticks go to the overflow list),
+// the progress counter the culprit polls, and the end test.
+struct BatchRecorder {
   std::uint32_t* ring;
-  std::size_t n;
-  u128 mult;  // ns per tick, 32.32 fixed point
-  hdr::Histogram* hist;
+  std::size_t cap;                           // ring entries
   Victim::Overflow* overflow;
   std::size_t overflow_cap;
-  std::size_t overflow_n;
+  std::atomic<std::size_t>* published;       // samples so far, for progress
+  const std::atomic<bool>* stop;
+  std::uint64_t prev = 0;                    // TSC at the end of the previous batch
+  std::size_t n = 0;
+  std::size_t overflow_n = 0;
 
-  void push(std::uint64_t d) noexcept {
+  // Call right after a batch's work. Returns true when the loop must end
+  // (ring full or stop requested).
+  bool end_batch() noexcept {
+    const std::uint64_t now = sys::rdtsc_fenced();
+    const std::uint64_t d = now - prev;
+    prev = now;
     if (d >= UINT32_MAX) [[unlikely]] {
       ring[n] = UINT32_MAX;
       if (overflow_n < overflow_cap) overflow[overflow_n] = Victim::Overflow{n, d};
@@ -115,8 +123,9 @@ struct SampleSink {
     } else {
       ring[n] = static_cast<std::uint32_t>(d);
     }
-    hist->record(static_cast<std::int64_t>((d * mult) >> 32));
     ++n;
+    published->store(n, std::memory_order_relaxed);
+    return n == cap || stop->load(std::memory_order_relaxed);
   }
 };
 

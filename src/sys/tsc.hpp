@@ -48,7 +48,7 @@ struct TscClock {
 };
 
 // Calibrate over `window_ns` (spinning): used before the run to get the
-// scale the hot loop uses for histogram values.
+// scale that sizes the victim's ring (the run's fit replaces it afterwards).
 TscClock calibrate(std::int64_t window_ns);
 
 }  // namespace shootdown::sys
