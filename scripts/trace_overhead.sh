@@ -1,21 +1,26 @@
 #!/usr/bin/env bash
-# Tracing overhead: baseline p50 per batch with --trace on vs --trace off,
-# alternating runs on the same CPUs in one session (N pairs, default 5).
-# Prints each pair and the ratio of the medians (target: within 1%).
-# Usage: scripts/trace_overhead.sh [N] [shootdown binary]
+# Tracing overhead inside ONE run: the victim's baseline p50 per batch with
+# the kernel tracer open vs closed, in alternating segments of the same
+# experiment (same chunk B, same pages, same victim thread), via
+# bench/trace_overhead. Method and measured figures: docs/kernel-evidence.md,
+# section "Tracing overhead".
+#
+# Usage: scripts/trace_overhead.sh [PAIRS [SEGMENT]] [trace_overhead options...]
+#   PAIRS    blocks of one traced and one untraced segment (default 30)
+#   SEGMENT  length of each segment (default 400ms)
+#   further options go to the tool (--guard, --seed, --chunk-size, ...; see --help)
+#   BUILD=dir selects the build directory (default build).
+# Prints the run's parameters (CPUs, kernel, load average), a line per pair
+# (p50/p90/p99 in ns traced and untraced, their ratios, samples kept, trace
+# events on the victim CPU), then
+#   median p50 ratio traced/untraced = X [95% CI a, b] over N pairs: within target (< 1%)
+# (or "above target" / "inconclusive") and the same for p90 and p99.
+# Needs root and tracefs (exit 77 otherwise); exit 2 on bad input.
 set -euo pipefail
-N=${1:-5}
-BIN=${2:-build/src/shootdown}
-command -v jq >/dev/null || { echo "needs jq" >&2; exit 2; }
-[[ -x $BIN ]] || { echo "no binary at $BIN (make build first)" >&2; exit 2; }
-args=(run --release reuse --chunk-size 512MiB --trigger after=1s --after 100ms --quiet --json)
-on=(); off=()
-for ((i = 1; i <= N; i++)); do
-  a=$("$BIN" "${args[@]}" --trace on </dev/null | jq '.victims[0].phases.baseline.per_batch_ns.p50')
-  b=$("$BIN" "${args[@]}" --trace off </dev/null | jq '.victims[0].phases.baseline.per_batch_ns.p50')
-  echo "pair $i: baseline p50 trace on $a ns, trace off $b ns"
-  on+=("$a"); off+=("$b")
-done
-median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
-mon=$(median "${on[@]}"); moff=$(median "${off[@]}")
-awk -v a="$mon" -v b="$moff" 'BEGIN { printf "median baseline p50: trace on %.1f ns, off %.1f ns, ratio on/off %.4f (%+.2f%%)\n", a, b, a / b, (a / b - 1) * 100 }'
+BIN=${BUILD:-build}/bench/trace_overhead
+[[ -x $BIN ]] || { echo "no binary at $BIN (build it: cmake --build ${BUILD:-build} --target trace_overhead)" >&2; exit 2; }
+PAIRS=30
+SEGMENT=400ms
+if [[ $# -gt 0 && $1 != -* ]]; then PAIRS=$1; shift; fi
+if [[ $# -gt 0 && $1 != -* ]]; then SEGMENT=$1; shift; fi
+exec "$BIN" --pairs "$PAIRS" --segment "$SEGMENT" "$@"

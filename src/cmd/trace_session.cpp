@@ -18,14 +18,18 @@ private:
 
 }  // namespace
 
-std::unique_ptr<exp::TraceSession> open_kernel_trace(const Plan& plan, std::string* why) {
+sys::TracerOptions kernel_trace_options(const Plan& plan) {
   sys::TracerOptions o;
   o.cpus.push_back(plan.culprit_cpu);
   for (int v : plan.victim_cpus) o.cpus.push_back(v);
   o.culprit_cpu = plan.culprit_cpu;
   o.reader_cpu = plan.culprit_cpu;  // never a victim CPU
   o.callchains = true;
-  auto t = sys::Tracer::open(o, why);
+  return o;
+}
+
+std::unique_ptr<exp::TraceSession> open_kernel_trace(const Plan& plan, std::string* why) {
+  auto t = sys::Tracer::open(kernel_trace_options(plan), why);
   if (!t) return nullptr;
   return std::make_unique<KernelTraceSession>(std::move(t));
 }
