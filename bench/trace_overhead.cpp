@@ -10,6 +10,9 @@
 // into per-pair p50 ratios, their median and a bootstrap CI (docs/kernel-evidence.md,
 // "Tracing overhead").
 //
+// --aa runs the same schedule with "traced" segments that open no tracer (an
+// A/A control): its interval is the method's noise floor on this machine.
+//
 // Exit status: 0 measured (whatever the verdict), 1 runtime failure or
 // incomplete run, 2 bad input, 77 skipped (no root / no tracefs: the tracer
 // cannot be opened), 130/143 interrupted.
@@ -63,6 +66,7 @@ struct Options {
   int min_samples = 200;
   int resamples = 2000;
   bool rt = false;
+  bool aa = false;
   bool quiet = false;
 };
 
@@ -79,6 +83,9 @@ struct Schedule {
   int pairs = 0;
   std::int64_t segment_ns = 0;
   std::int64_t transition_ns = 0;  // estimated open + close of a tracer
+  bool aa = false;                 // A/A control: "traced" segments open no tracer
+  std::int64_t sham_open_ns = 0;   // ... and wait as long as an open / a close took
+  std::int64_t sham_close_ns = 0;
   std::int64_t baseline_ns = 0;
   std::uint64_t seed = 1;
   int victim_cpu = -1;
@@ -153,7 +160,19 @@ private:
         overhead::Segment seg;
         seg.block = b;
         seg.traced = (k == 0) == traced_first;
-        if (seg.traced) {
+        if (seg.traced && s.aa) {
+          // Same gaps as a real traced segment, no tracer.
+          TracedInfo info;
+          const std::int64_t o0 = sys::mono_now_ns();
+          if (!sleep_until(o0 + s.sham_open_ns)) return;
+          seg.start_ns = sys::mono_now_ns();
+          info.open_ns = seg.start_ns - o0;
+          const bool full = sleep_until(seg.start_ns + s.segment_ns);
+          seg.end_ns = sys::mono_now_ns();
+          if (!full || !sleep_until(seg.end_ns + s.sham_close_ns)) return;
+          info.close_ns = sys::mono_now_ns() - seg.end_ns;
+          s.traced.push_back(info);
+        } else if (seg.traced) {
           TracedInfo info;
           const std::int64_t o0 = sys::mono_now_ns();
           auto tracer = sys::Tracer::open(s.tracer, &why);
@@ -270,10 +289,14 @@ int run(const Options& o) {
     tracepoints = t->tracepoints().size();
     missing = t->missing().size();
     t->start_reader();
+    const std::int64_t t1 = sys::mono_now_ns();
     t->stop();
     t.reset();
+    const std::int64_t t2 = sys::mono_now_ns();
+    schedule->sham_open_ns = t1 - t0;
+    schedule->sham_close_ns = t2 - t1;
     // Margin: the victims will be running (and the machine may be busier).
-    schedule->transition_ns = std::max<std::int64_t>(sys::mono_now_ns() - t0, 50 * kMs) * 3 / 2;
+    schedule->transition_ns = std::max<std::int64_t>(t2 - t0, 50 * kMs) * 3 / 2;
   }
   if (baseline_ns == 0) baseline_ns = need_ns + static_cast<std::int64_t>(o.pairs) * schedule->transition_ns + 500 * kMs;
   plan.baseline_ns = baseline_ns;
@@ -284,6 +307,7 @@ int run(const Options& o) {
   schedule->segment_ns = segment_ns;
   schedule->baseline_ns = baseline_ns;
   schedule->seed = o.seed;
+  schedule->aa = o.aa;
   schedule->victim_cpu = plan.victim_cpus[0];
   schedule->segments.reserve(static_cast<std::size_t>(o.pairs) * 2);
   schedule->traced.reserve(static_cast<std::size_t>(o.pairs));
@@ -295,6 +319,10 @@ int run(const Options& o) {
               o.pairs, format_duration_ns(segment_ns).c_str(), format_duration_ns(*guard).c_str(),
               static_cast<unsigned long long>(o.seed), format_size(plan.chunk_size).c_str(), format_size(plan.batch).c_str(),
               format_duration_ns(baseline_ns).c_str());
+  if (o.aa)
+    std::printf("A/A CONTROL (--aa): the \"traced\" segments open no tracer; they wait %s before and %s after, as an "
+                "open and a close took\n",
+                format_duration_ns(schedule->sham_open_ns).c_str(), format_duration_ns(schedule->sham_close_ns).c_str());
   std::printf("culprit cpu%d (segment thread, tracer reader), victim cpu%d%s; kernel %s; load average %s; tracer: %zu "
               "tracepoints (%zu missing), callchains on the culprit\n",
               plan.culprit_cpu, plan.victim_cpus[0], plan.rt ? " SCHED_FIFO" : "", env.kernel.c_str(), load_before.c_str(),
@@ -378,11 +406,20 @@ int run(const Options& o) {
     lost += t.lost;
   }
   std::printf("blocks %d of %d; segments skipped (< %d samples after the guard) %zu, unpaired blocks %zu, cut at the "
-              "release %d; tracer open <= %s, close <= %s, lost events %lld; load average after %s\n",
+              "release %d; tracer%s open <= %s, close <= %s, lost events %lld; load average after %s\n",
               schedule->blocks_done, o.pairs, o.min_samples, rep.skipped_segments, rep.unpaired_blocks, clipped,
+              o.aa ? " (sham)" : "",
               format_duration_ns(open_max).c_str(), format_duration_ns(close_max).c_str(), static_cast<long long>(lost),
               load_after.c_str());
   if (!schedule->note.empty()) std::printf("note: %s\n", schedule->note.c_str());
+  // Drift within a block shows as a difference between the two orders.
+  std::vector<double> traced_first, untraced_first;
+  for (const auto& p : rep.pairs)
+    (rep.segments[p.traced].seg.start_ns < rep.segments[p.untraced].seg.start_ns ? traced_first : untraced_first)
+        .push_back(p.ratio[overhead::kP50]);
+  std::printf("p50 ratio by order: traced first %s (%zu pairs), untraced first %s (%zu pairs)\n",
+              ratio_cell(compare::median(traced_first)).c_str(), traced_first.size(),
+              ratio_cell(compare::median(untraced_first)).c_str(), untraced_first.size());
   std::printf("%s\n", overhead::summary_line(rep, overhead::kP50).c_str());
   std::printf("(information) %s\n", overhead::summary_line(rep, overhead::kP90).c_str());
   std::printf("(information) %s\n", overhead::summary_line(rep, overhead::kP99).c_str());
@@ -418,6 +455,10 @@ int main(int argc, char** argv) {
   app.add_option("--min-samples", o.min_samples, "A segment with fewer samples after the guard is skipped (default 200)");
   app.add_option("--resamples", o.resamples, "Bootstrap resamples (default 2000)");
   app.add_flag("--rt", o.rt, "Run the victim SCHED_FIFO, as run --rt");
+  app.add_flag("--aa",
+               o.aa,
+               "A/A control: the \"traced\" segments open no tracer (same timing), so the ratio shows the method's "
+               "noise floor on this machine");
   app.add_flag("-q,--quiet", o.quiet, "No progress lines on stderr");
   app.footer(
       "OUTPUT: a line per pair (p50/p90/p99 in ns per batch, traced and untraced, their ratios, samples kept, the\n"
