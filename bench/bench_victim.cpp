@@ -57,7 +57,9 @@ struct Recorder {
   }
 };
 
-hdr::Histogram latency_histogram() { return hdr::Histogram(1, 3600LL * 1000000000LL, 3); }
+hdr::Histogram latency_histogram() {
+  return hdr::Histogram(1, 3600LL * 1000000000LL, 3);
+}
 
 // The article's per-batch scheme: a clock_gettime before and after the batch,
 // the difference recorded in an HDR histogram.
@@ -214,7 +216,7 @@ BENCHMARK(BM_InLoop)->Iterations(1)->Repetitions(1)->ReportAggregatesOnly(false)
 // Keeps the median CPU time per benchmark (the plain value without
 // repetitions) and prints the ratios at the end.
 class RatioReporter : public benchmark::ConsoleReporter {
-public:
+ public:
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const auto& r : runs) {
       const std::string name = r.run_name.function_name;
@@ -227,10 +229,15 @@ public:
   }
   void Finalize() override {
     ConsoleReporter::Finalize();
-    auto get = [&](const char* n) { auto it = ns_.find(n); return it == ns_.end() ? -1.0 : it->second; };
+    auto get = [&](const char* n) {
+      auto it = ns_.find(n);
+      return it == ns_.end() ? -1.0 : it->second;
+    };
     const double art = get("BM_Article");
     if (art > 0) {
-      std::printf("\nisolated, ratio to the article's scheme (2 x clock_gettime(CLOCK_REALTIME) + HDR record, %.1f ns):\n", art);
+      std::printf(
+          "\nisolated, ratio to the article's scheme (2 x clock_gettime(CLOCK_REALTIME) + HDR record, %.1f ns):\n",
+          art);
       const double ours = get("BM_Shootdown");
       if (ours > 0)
         std::printf("  %-22s %.3f  %.1f ns  (target <= 0.35: %s)\n", "shootdown victim", ours / art, ours,
@@ -238,17 +245,20 @@ public:
       const double hdr = get("BM_ShootdownPlusHdr");
       if (hdr > 0) std::printf("  %-22s %.3f  %.1f ns\n", "+ in-loop HDR record", hdr / art, hdr);
       const double tsc = get("BM_FencedTscOnly");
-      if (tsc > 0) std::printf("  %-22s %.3f  %.1f ns  (floor: one fenced TSC read)\n", "fenced TSC read alone", tsc / art, tsc);
+      if (tsc > 0)
+        std::printf("  %-22s %.3f  %.1f ns  (floor: one fenced TSC read)\n", "fenced TSC read alone", tsc / art, tsc);
     }
     if (in_loop_.count("bare_ns")) {
       const double ours = in_loop_["shootdown_added_ns"], theirs = in_loop_["article_added_ns"];
-      std::printf("in the loop (64 KiB batch = 16 page writes of a 256 MiB buffer, bare %.1f ns, medians of %d interleaved cycles):\n"
-                  "  added per batch: shootdown %.1f ns, article %.1f ns, ratio %.3f\n",
-                  in_loop_["bare_ns"], kCycles, ours, theirs, theirs > 0 ? ours / theirs : 0.0);
+      std::printf(
+          "in the loop (64 KiB batch = 16 page writes of a 256 MiB buffer, bare %.1f ns, medians of %d interleaved "
+          "cycles):\n"
+          "  added per batch: shootdown %.1f ns, article %.1f ns, ratio %.3f\n",
+          in_loop_["bare_ns"], kCycles, ours, theirs, theirs > 0 ? ours / theirs : 0.0);
     }
   }
 
-private:
+ private:
   std::map<std::string, double> ns_;
   std::map<std::string, double> in_loop_;
 };

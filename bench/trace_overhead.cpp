@@ -100,7 +100,7 @@ struct Schedule {
 // exp::TraceSession whose start() launches the alternating thread; stop()
 // joins it. The run's KernelTrace stays empty (the tracers are the thread's).
 class AlternatingSession final : public shootdown::exp::TraceSession {
-public:
+ public:
   explicit AlternatingSession(std::shared_ptr<Schedule> s) : s_(std::move(s)) {}
   ~AlternatingSession() override { finish(); }
 
@@ -115,7 +115,7 @@ public:
     return kt;
   }
 
-private:
+ private:
   void finish() {
     {
       std::lock_guard<std::mutex> lk(mu_);
@@ -232,30 +232,38 @@ std::string loadavg() {
   return pos == std::string::npos ? s : s.substr(0, pos);
 }
 
-std::string ns_cell(double v) { return std::isfinite(v) ? fmt::format("{:.0f}", v) : std::string("-"); }
-std::string ratio_cell(double v) { return std::isfinite(v) ? fmt::format("{:.4f}", v) : std::string("-"); }
+std::string ns_cell(double v) {
+  return std::isfinite(v) ? fmt::format("{:.0f}", v) : std::string("-");
+}
+std::string ratio_cell(double v) {
+  return std::isfinite(v) ? fmt::format("{:.4f}", v) : std::string("-");
+}
 
 int run(const Options& o) {
   // The plan: the `run` subcommand's own option validation, with the control
   // arm and a baseline long enough for every block.
-  if (o.pairs < 1 || o.pairs > 10000) throw std::invalid_argument(fmt::format("--pairs {}: out of range [1, 10000]", o.pairs));
-  if (o.min_samples < 1) throw std::invalid_argument(fmt::format("--min-samples {}: must be at least 1", o.min_samples));
+  if (o.pairs < 1 || o.pairs > 10000)
+    throw std::invalid_argument(fmt::format("--pairs {}: out of range [1, 10000]", o.pairs));
+  if (o.min_samples < 1)
+    throw std::invalid_argument(fmt::format("--min-samples {}: must be at least 1", o.min_samples));
   if (o.resamples < 100 || o.resamples > 1000000)
     throw std::invalid_argument(fmt::format("--resamples {}: out of range [100, 1000000]", o.resamples));
   const std::int64_t segment_ns = duration_opt("--segment", o.segment);
   std::string why;
   const auto guard = parse_duration_ns(o.guard, &why);
-  if (!guard || *guard < 0) throw std::invalid_argument(fmt::format("--guard '{}': {} (accepted: a duration like 20ms, 0ms)", o.guard, why));
+  if (!guard || *guard < 0)
+    throw std::invalid_argument(fmt::format("--guard '{}': {} (accepted: a duration like 20ms, 0ms)", o.guard, why));
   if (*guard >= segment_ns)
-    throw std::invalid_argument(fmt::format("--guard {}: not shorter than --segment {} (nothing would be measured)", o.guard, o.segment));
+    throw std::invalid_argument(
+        fmt::format("--guard {}: not shorter than --segment {} (nothing would be measured)", o.guard, o.segment));
   const std::int64_t need_ns = kLeadInNs + static_cast<std::int64_t>(o.pairs) * 2 * segment_ns;
   std::int64_t baseline_ns = 0;
   if (!o.baseline.empty()) {
     baseline_ns = duration_opt("--baseline", o.baseline);
     if (baseline_ns < need_ns)
-      throw std::invalid_argument(fmt::format("--baseline {}: shorter than {} pairs of 2 x {} plus the {} lead-in (need more than {})",
-                                              o.baseline, o.pairs, o.segment, format_duration_ns(kLeadInNs),
-                                              format_duration_ns(need_ns)));
+      throw std::invalid_argument(
+          fmt::format("--baseline {}: shorter than {} pairs of 2 x {} plus the {} lead-in (need more than {})",
+                      o.baseline, o.pairs, o.segment, format_duration_ns(kLeadInNs), format_duration_ns(need_ns)));
   }
 
   cli::RunOptions ro;
@@ -298,7 +306,8 @@ int run(const Options& o) {
     // Margin: the victims will be running (and the machine may be busier).
     schedule->transition_ns = std::max<std::int64_t>(t2 - t0, 50 * kMs) * 3 / 2;
   }
-  if (baseline_ns == 0) baseline_ns = need_ns + static_cast<std::int64_t>(o.pairs) * schedule->transition_ns + 500 * kMs;
+  if (baseline_ns == 0)
+    baseline_ns = need_ns + static_cast<std::int64_t>(o.pairs) * schedule->transition_ns + 500 * kMs;
   plan.baseline_ns = baseline_ns;
   plan.trigger = "after";
   plan.trigger_after_ns = baseline_ns;
@@ -314,19 +323,22 @@ int run(const Options& o) {
 
   const Environment env = sys::read_environment();
   const std::string load_before = loadavg();
-  std::printf("trace_overhead: %d pairs of %s traced/untraced segments (guard %s, order seeded %llu), release reuse, "
-              "chunk %s, batch %s, baseline %s\n",
-              o.pairs, format_duration_ns(segment_ns).c_str(), format_duration_ns(*guard).c_str(),
-              static_cast<unsigned long long>(o.seed), format_size(plan.chunk_size).c_str(), format_size(plan.batch).c_str(),
-              format_duration_ns(baseline_ns).c_str());
+  std::printf(
+      "trace_overhead: %d pairs of %s traced/untraced segments (guard %s, order seeded %llu), release reuse, "
+      "chunk %s, batch %s, baseline %s\n",
+      o.pairs, format_duration_ns(segment_ns).c_str(), format_duration_ns(*guard).c_str(),
+      static_cast<unsigned long long>(o.seed), format_size(plan.chunk_size).c_str(), format_size(plan.batch).c_str(),
+      format_duration_ns(baseline_ns).c_str());
   if (o.aa)
-    std::printf("A/A CONTROL (--aa): the \"traced\" segments open no tracer; they wait %s before and %s after, as an "
-                "open and a close took\n",
-                format_duration_ns(schedule->sham_open_ns).c_str(), format_duration_ns(schedule->sham_close_ns).c_str());
-  std::printf("culprit cpu%d (segment thread, tracer reader), victim cpu%d%s; kernel %s; load average %s; tracer: %zu "
-              "tracepoints (%zu missing), callchains on the culprit\n",
-              plan.culprit_cpu, plan.victim_cpus[0], plan.rt ? " SCHED_FIFO" : "", env.kernel.c_str(), load_before.c_str(),
-              tracepoints, missing);
+    std::printf(
+        "A/A CONTROL (--aa): the \"traced\" segments open no tracer; they wait %s before and %s after, as an "
+        "open and a close took\n",
+        format_duration_ns(schedule->sham_open_ns).c_str(), format_duration_ns(schedule->sham_close_ns).c_str());
+  std::printf(
+      "culprit cpu%d (segment thread, tracer reader), victim cpu%d%s; kernel %s; load average %s; tracer: %zu "
+      "tracepoints (%zu missing), callchains on the culprit\n",
+      plan.culprit_cpu, plan.victim_cpus[0], plan.rt ? " SCHED_FIFO" : "", env.kernel.c_str(), load_before.c_str(),
+      tracepoints, missing);
   std::fflush(stdout);
   for (const auto& w : warnings) std::fprintf(stderr, "trace_overhead: warning: %s\n", w.c_str());
 
@@ -405,12 +417,12 @@ int run(const Options& o) {
     close_max = std::max(close_max, t.close_ns);
     lost += t.lost;
   }
-  std::printf("blocks %d of %d; segments skipped (< %d samples after the guard) %zu, unpaired blocks %zu, cut at the "
-              "release %d; tracer%s open <= %s, close <= %s, lost events %lld; load average after %s\n",
-              schedule->blocks_done, o.pairs, o.min_samples, rep.skipped_segments, rep.unpaired_blocks, clipped,
-              o.aa ? " (sham)" : "",
-              format_duration_ns(open_max).c_str(), format_duration_ns(close_max).c_str(), static_cast<long long>(lost),
-              load_after.c_str());
+  std::printf(
+      "blocks %d of %d; segments skipped (< %d samples after the guard) %zu, unpaired blocks %zu, cut at the "
+      "release %d; tracer%s open <= %s, close <= %s, lost events %lld; load average after %s\n",
+      schedule->blocks_done, o.pairs, o.min_samples, rep.skipped_segments, rep.unpaired_blocks, clipped,
+      o.aa ? " (sham)" : "", format_duration_ns(open_max).c_str(), format_duration_ns(close_max).c_str(),
+      static_cast<long long>(lost), load_after.c_str());
   if (!schedule->note.empty()) std::printf("note: %s\n", schedule->note.c_str());
   // Drift within a block shows as a difference between the two orders.
   std::vector<double> traced_first, untraced_first;
@@ -436,10 +448,11 @@ int run(const Options& o) {
 
 int main(int argc, char** argv) {
   Options o;
-  CLI::App app{"trace_overhead: baseline latency of the victim with the kernel tracer open vs closed, inside one run\n"
-               "(release=reuse, so no shootdowns). Blocks of one traced and one untraced segment in a seeded random\n"
-               "order; per block the ratio traced/untraced of the segment p50; the median ratio with a bootstrap CI.",
-               "trace_overhead"};
+  CLI::App app{
+      "trace_overhead: baseline latency of the victim with the kernel tracer open vs closed, inside one run\n"
+      "(release=reuse, so no shootdowns). Blocks of one traced and one untraced segment in a seeded random\n"
+      "order; per block the ratio traced/untraced of the segment p50; the median ratio with a bootstrap CI.",
+      "trace_overhead"};
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_option("--pairs", o.pairs, "Blocks of one traced and one untraced segment (default 30)");
   app.add_option("--segment", o.segment, "Length of each segment (default 400ms)");
@@ -449,21 +462,23 @@ int main(int argc, char** argv) {
   app.add_option("--baseline", o.baseline,
                  "Baseline of the run (default: the lead-in + pairs x (2 x segment + tracer open/close time) + 0.5 s)");
   app.add_option("--chunk-size", o.chunk_size, "Size of chunks A and B (default 256MiB)");
-  app.add_option("--culprit-cpu", o.culprit_cpu, "Culprit CPU: the segment thread and the tracer reader (default: as run)");
+  app.add_option("--culprit-cpu", o.culprit_cpu,
+                 "Culprit CPU: the segment thread and the tracer reader (default: as run)");
   app.add_option("--victim-cpu", o.victim_cpu, "The one victim CPU (default: as run)");
   app.add_option("--seed", o.seed, "Seed of the segment order and of the bootstrap (default 1)");
-  app.add_option("--min-samples", o.min_samples, "A segment with fewer samples after the guard is skipped (default 200)");
+  app.add_option("--min-samples", o.min_samples,
+                 "A segment with fewer samples after the guard is skipped (default 200)");
   app.add_option("--resamples", o.resamples, "Bootstrap resamples (default 2000)");
   app.add_flag("--rt", o.rt, "Run the victim SCHED_FIFO, as run --rt");
-  app.add_flag("--aa",
-               o.aa,
+  app.add_flag("--aa", o.aa,
                "A/A control: the \"traced\" segments open no tracer (same timing), so the ratio shows the method's "
                "noise floor on this machine");
   app.add_flag("-q,--quiet", o.quiet, "No progress lines on stderr");
   app.footer(
       "OUTPUT: a line per pair (p50/p90/p99 in ns per batch, traced and untraced, their ratios, samples kept, the\n"
       "victim CPU's trace events in the traced segment), then\n"
-      "  median p50 ratio traced/untraced = X [95% CI a, b] over N pairs: within target (< 1%) | above target | inconclusive\n"
+      "  median p50 ratio traced/untraced = X [95% CI a, b] over N pairs: within target (< 1%) | above target | "
+      "inconclusive\n"
       "and the same for p90 and p99 (information). Within target: the CI lies inside [0.99, 1.01].\n\n"
       "EXIT STATUS: 0 measured (any verdict), 1 runtime failure, 2 bad input, 77 skipped (needs root and tracefs),\n"
       "130/143 interrupted.");

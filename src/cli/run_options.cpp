@@ -15,7 +15,9 @@ namespace shootdown::cli {
 
 namespace {
 
-[[noreturn]] void bad(const std::string& msg) { throw std::invalid_argument(msg); }
+[[noreturn]] void bad(const std::string& msg) {
+  throw std::invalid_argument(msg);
+}
 
 std::int64_t size_opt(const char* name, const std::string& v) {
   std::string why;
@@ -34,7 +36,8 @@ std::int64_t duration_opt(const char* name, const std::string& v) {
 int cpu_opt(const char* name, const std::string& v, const MachineFacts& m) {
   std::string why;
   auto n = parse_int(v, &why);
-  if (!n || *n < 0 || *n > 65535) bad(fmt::format("{} '{}': not a CPU number (online CPUs: {})", name, v, format_cpulist(m.online)));
+  if (!n || *n < 0 || *n > 65535)
+    bad(fmt::format("{} '{}': not a CPU number (online CPUs: {})", name, v, format_cpulist(m.online)));
   const int cpu = static_cast<int>(*n);
   if (std::find(m.online.begin(), m.online.end(), cpu) == m.online.end())
     bad(fmt::format("{} {}: CPU {} is not online (online CPUs: {})", name, v, cpu, format_cpulist(m.online)));
@@ -48,18 +51,21 @@ void add_run_options(CLI::App& app, RunOptions& o, bool for_compare) {
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_option("--culprit-cpu", o.culprit_cpu, "CPU of the culprit thread that releases memory (default: chosen)");
   app.add_option("--victim-cpus", o.victim_cpus, "CPU list of victim threads, e.g. 1 or 1,3-5 (default: chosen)");
-  app.add_option("--chunk-size", o.chunk_size, "Size of chunk A and of each victim's chunk B (default 4GiB, capped to fit memory)")
+  app.add_option("--chunk-size", o.chunk_size,
+                 "Size of chunk A and of each victim's chunk B (default 4GiB, capped to fit memory)")
       ->each([&o](const std::string&) { o.chunk_size_given = true; });
   app.add_option("--batch", o.batch, "Bytes written per timed batch, multiple of 4KiB (default 64KiB)");
   app.add_option("--report-every", o.report_every, "Bytes of victim writes per report interval (default 32MiB)");
   app.add_option("--pages", o.pages, "Page mode: 4k, thp (madvise) or hugetlb (MAP_HUGETLB) (default 4k)");
   if (!for_compare)
-    app.add_option("--release", o.release,
-                   "Release strategy: free, munmap, madvise-dontneed, madvise-free, mprotect, reuse (control), membarrier "
-                   "(IPI validation) (default free)");
+    app.add_option(
+        "--release", o.release,
+        "Release strategy: free, munmap, madvise-dontneed, madvise-free, mprotect, reuse (control), membarrier "
+        "(IPI validation) (default free)");
   app.add_option("--trigger", o.trigger,
-                 for_compare ? "after=DURATION per trial (default after=150ms)"
-                             : "enter (wait for Enter) or after=DURATION (default: enter on a TTY, after=2s otherwise)");
+                 for_compare
+                     ? "after=DURATION per trial (default after=150ms)"
+                     : "enter (wait for Enter) or after=DURATION (default: enter on a TTY, after=2s otherwise)");
   app.add_option("--repeat", o.repeat, "Number of releases (A re-allocated between them) (default 1)");
   app.add_option("--every", o.every, "Time between repeated releases (default 500ms)");
   app.add_option("--baseline", o.baseline,
@@ -70,7 +76,8 @@ void add_run_options(CLI::App& app, RunOptions& o, bool for_compare) {
                  for_compare ? "Measurement after the release window (default 100ms)"
                              : "Measurement after the last release window (default 1s)");
   app.add_option("--trace", o.trace, "Kernel evidence: auto (when permitted), on (required), off (default auto)");
-  app.add_option("--stall-threshold", o.stall_threshold, "Stall threshold for attribution (default: 8 x baseline median)");
+  app.add_option("--stall-threshold", o.stall_threshold,
+                 "Stall threshold for attribution (default: 8 x baseline median)");
   app.add_option("--stall-factor", o.stall_factor, "Auto stall threshold = factor x baseline median (default 8)");
   app.add_flag("--no-mlock", o.no_mlock, "Do not mlock chunk B and the sample ring");
   app.add_flag("--rt", o.rt,
@@ -78,9 +85,11 @@ void add_run_options(CLI::App& app, RunOptions& o, bool for_compare) {
   if (!for_compare) {
     app.add_flag("--json", o.json, "Print the full result as JSON on stdout instead of the table");
     app.add_option("--out", o.out, "Write result.json, timeline.csv and the other files to this directory");
-    app.add_flag("--open", o.open, "Print the file:// URL of DIR/report.html when done (needs --out; starts no browser)");
-    app.add_option("--influx", o.influx,
-                   "Also send the result to InfluxDB: http://HOST:PORT/write?db=NAME or udp://HOST:PORT (after the files)");
+    app.add_flag("--open", o.open,
+                 "Print the file:// URL of DIR/report.html when done (needs --out; starts no browser)");
+    app.add_option(
+        "--influx", o.influx,
+        "Also send the result to InfluxDB: http://HOST:PORT/write?db=NAME or udp://HOST:PORT (after the files)");
   }
   app.add_flag("-q,--quiet", o.quiet, "No progress output on stderr");
 }
@@ -120,13 +129,15 @@ Plan validate_run_options(const RunOptions& o, const MachineFacts& m, std::vecto
     if (l->empty()) bad("--victim-cpus '': give at least one CPU (accepted: a CPU list like 1 or 1,3-5)");
     for (int c : *l)
       if (std::find(m.online.begin(), m.online.end(), c) == m.online.end())
-        bad(fmt::format("--victim-cpus {}: CPU {} is not online (online CPUs: {})", o.victim_cpus, c, format_cpulist(m.online)));
+        bad(fmt::format("--victim-cpus {}: CPU {} is not online (online CPUs: {})", o.victim_cpus, c,
+                        format_cpulist(m.online)));
     p.victim_cpus = *l;
   }
   if (p.culprit_cpu < 0 && p.victim_cpus.empty()) {
     if (m.default_cpus.size() < 2)
       bad("--culprit-cpu/--victim-cpus: cannot choose defaults: " +
-          (m.default_cpus_why.empty() ? std::string("need two online CPUs") : m.default_cpus_why) + "; give them explicitly");
+          (m.default_cpus_why.empty() ? std::string("need two online CPUs") : m.default_cpus_why) +
+          "; give them explicitly");
     p.culprit_cpu = m.default_cpus[0];
     p.victim_cpus = {m.default_cpus[1]};
     p.cpu_choice = "default: online CPUs of one NUMA node, not SMT siblings, isolated first";
@@ -157,7 +168,8 @@ Plan validate_run_options(const RunOptions& o, const MachineFacts& m, std::vecto
     const bool ib = b == p.culprit_cpu || std::count(p.victim_cpus.begin(), p.victim_cpus.end(), b);
     if (ia && ib) warn(fmt::format("CPUs {} and {} are SMT siblings: they share a core and its TLB", a, b));
   }
-  if (p.culprit_cpu < static_cast<int>(m.cpu_node.size())) p.numa_node = m.cpu_node[static_cast<std::size_t>(p.culprit_cpu)];
+  if (p.culprit_cpu < static_cast<int>(m.cpu_node.size()))
+    p.numa_node = m.cpu_node[static_cast<std::size_t>(p.culprit_cpu)];
   for (int c : p.victim_cpus)
     if (c < static_cast<int>(m.cpu_node.size()) && m.cpu_node[static_cast<std::size_t>(c)] != p.numa_node)
       warn(fmt::format("victim CPU {} is on another NUMA node than the culprit", c));
@@ -167,12 +179,13 @@ Plan validate_run_options(const RunOptions& o, const MachineFacts& m, std::vecto
   if (std::find(kPages.begin(), kPages.end(), o.pages) == kPages.end())
     bad(fmt::format("--pages '{}': unknown page mode (accepted: 4k, thp, hugetlb)", o.pages));
   p.pages = o.pages;
-  static const std::vector<std::string> kRelease = {"free", "munmap", "madvise-dontneed", "madvise-free",
-                                                    "mprotect", "reuse", "membarrier"};
+  static const std::vector<std::string> kRelease = {"free",     "munmap", "madvise-dontneed", "madvise-free",
+                                                    "mprotect", "reuse",  "membarrier"};
   if (std::find(kRelease.begin(), kRelease.end(), o.release) == kRelease.end())
-    bad(fmt::format("--release '{}': unknown strategy (accepted: free, munmap, madvise-dontneed, madvise-free, mprotect, "
-                    "reuse, membarrier)",
-                    o.release));
+    bad(fmt::format(
+        "--release '{}': unknown strategy (accepted: free, munmap, madvise-dontneed, madvise-free, mprotect, "
+        "reuse, membarrier)",
+        o.release));
   p.release = o.release;
   if (o.trace != "auto" && o.trace != "on" && o.trace != "off")
     bad(fmt::format("--trace '{}': unknown mode (accepted: auto, on, off)", o.trace));
@@ -223,12 +236,15 @@ Plan validate_run_options(const RunOptions& o, const MachineFacts& m, std::vecto
   if (chunk > usable / chunks) {
     const std::int64_t fit = std::max<std::int64_t>(0, usable / chunks) / (2LL << 20) * (2LL << 20);
     if (o.chunk_size_given)
-      bad(fmt::format("--chunk-size {}: {} chunks (A + one B per victim) need {} but MemAvailable is {} (keep {} free); "
-                      "use at most {}",
-                      o.chunk_size, chunks, format_size(chunk * chunks), format_size(m.mem_available), format_size(margin),
-                      format_size(fit)));
+      bad(fmt::format(
+          "--chunk-size {}: {} chunks (A + one B per victim) need {} but MemAvailable is {} (keep {} free); "
+          "use at most {}",
+          o.chunk_size, chunks, format_size(chunk * chunks), format_size(m.mem_available), format_size(margin),
+          format_size(fit)));
     if (fit < (64LL << 20))
-      bad(fmt::format("--chunk-size: not enough memory for the default chunks (MemAvailable {}); free memory or give a smaller size",
+      bad(
+          fmt::format("--chunk-size: not enough memory for the default chunks (MemAvailable {}); free memory or give a "
+                      "smaller size",
                       format_size(m.mem_available)));
     warn(fmt::format("chunk size capped from {} to {} so {} chunks fit in MemAvailable ({}) with {} to spare",
                      format_size(chunk), format_size(fit), chunks, format_size(m.mem_available), format_size(margin)));
@@ -246,7 +262,8 @@ Plan validate_run_options(const RunOptions& o, const MachineFacts& m, std::vecto
   if (p.pages == "hugetlb") {
     const std::int64_t need = chunks * ((p.chunk_size + m.hugepage_size - 1) / m.hugepage_size);
     if (m.hugepages_free < need)
-      bad(fmt::format("--pages hugetlb: needs {} free huge pages of {} but HugePages_Free is {}; reserve them with "
+      bad(
+          fmt::format("--pages hugetlb: needs {} free huge pages of {} but HugePages_Free is {}; reserve them with "
                       "'echo {} > /proc/sys/vm/nr_hugepages' or use --pages thp",
                       need, format_size(m.hugepage_size), m.hugepages_free, need));
   }

@@ -34,7 +34,7 @@ struct RunOptions {
   bool rt = false;
   bool json = false;
   std::string out;
-  bool open = false;  // --open: print the report's file:// URL (no browser is started)
+  bool open = false;   // --open: print the report's file:// URL (no browser is started)
   std::string influx;  // --influx URL ("" = none)
   bool quiet = false;
   bool chunk_size_given = false;
@@ -46,11 +46,11 @@ void add_run_options(CLI::App& app, RunOptions& o, bool for_compare = false);
 // Facts the validation needs, read by the caller (sys/) so this stays testable.
 struct MachineFacts {
   std::vector<int> online;
-  std::vector<int> default_cpus;       // sys::choose_cpus result (culprit first)
-  std::string default_cpus_why;        // why defaults are impossible, if so
+  std::vector<int> default_cpus;               // sys::choose_cpus result (culprit first)
+  std::string default_cpus_why;                // why defaults are impossible, if so
   std::vector<std::pair<int, int>> smt_pairs;  // sibling pairs among online CPUs
   std::vector<int> isolated;
-  std::vector<int> cpu_node;           // node of each CPU, indexed by CPU number
+  std::vector<int> cpu_node;  // node of each CPU, indexed by CPU number
   std::int64_t mem_available = 0;
   std::int64_t hugepages_free = 0;
   std::int64_t hugepage_size = 2 << 20;

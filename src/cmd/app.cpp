@@ -20,9 +20,10 @@ std::string one_line_failure(const CLI::App* app, const CLI::Error& e) {
 }  // namespace
 
 int main_entry(int argc, char** argv) {
-  CLI::App root{"shootdown: what does releasing memory in one thread cost the other threads?\n"
-                "Measures TLB-shootdown stalls with kernel evidence.",
-                "shootdown"};
+  CLI::App root{
+      "shootdown: what does releasing memory in one thread cost the other threads?\n"
+      "Measures TLB-shootdown stalls with kernel evidence.",
+      "shootdown"};
   root.set_version_flag("--version", std::string("shootdown ") + SHOOTDOWN_VERSION + " (" + SHOOTDOWN_BUILD_TYPE + ")");
   root.require_subcommand(1);
   root.footer(
@@ -34,8 +35,8 @@ int main_entry(int argc, char** argv) {
       "Run 'shootdown SUBCOMMAND --help' for the options of each subcommand.");
 
   std::vector<Command> cmds = {
-      add_run(root), add_trace(root), add_report(root), add_compare(root),
-      add_monitor(root), add_doctor(root), add_blame(root), add_probe(root),
+      add_run(root),     add_trace(root),  add_report(root), add_compare(root),
+      add_monitor(root), add_doctor(root), add_blame(root),  add_probe(root),
   };
 
   try {

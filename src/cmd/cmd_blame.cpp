@@ -59,7 +59,9 @@ std::string proc_comm(int pid) {
   return sys::trim(sys::read_file_or("/proc/" + std::to_string(pid) + "/comm", ""));
 }
 
-bool alive(int pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
+bool alive(int pid) {
+  return ::kill(pid, 0) == 0 || errno == EPERM;
+}
 
 int execute_blame(const BlameOpts& o) {
   // --- plan -----------------------------------------------------------------
@@ -72,10 +74,13 @@ int execute_blame(const BlameOpts& o) {
   if (!o.duration.empty()) {
     std::string why;
     auto d = parse_duration_ns(o.duration, &why);
-    if (!d || *d <= 0) throw UsageError(fmt::format("--duration '{}': {} (accepted: a positive duration like 10s, 500ms)", o.duration, d ? "must be positive" : why));
+    if (!d || *d <= 0)
+      throw UsageError(fmt::format("--duration '{}': {} (accepted: a positive duration like 10s, 500ms)", o.duration,
+                                   d ? "must be positive" : why));
     duration_ns = *d;
   }
-  if (o.stack_bytes < 8 || o.stack_bytes > 4096) throw UsageError(fmt::format("--stack-bytes {}: out of range [8, 4096]", o.stack_bytes));
+  if (o.stack_bytes < 8 || o.stack_bytes > 4096)
+    throw UsageError(fmt::format("--stack-bytes {}: out of range [8, 4096]", o.stack_bytes));
 
   // --- prepare --------------------------------------------------------------
   sys::StopSignals signals;
@@ -110,8 +115,11 @@ int execute_blame(const BlameOpts& o) {
     target = child;
     for (auto& a : o.command) command += (command.empty() ? "" : " ") + a;
   }
-  std::fprintf(stderr, "shootdown blame: sampling pid %d (%s) on %zu CPUs; %s\n", target, command.c_str(), so.cpus.size(),
-               child >= 0 ? "until the command exits" : duration_ns ? "for the given duration" : "Ctrl-C to stop");
+  std::fprintf(stderr, "shootdown blame: sampling pid %d (%s) on %zu CPUs; %s\n", target, command.c_str(),
+               so.cpus.size(),
+               child >= 0    ? "until the command exits"
+               : duration_ns ? "for the given duration"
+                             : "Ctrl-C to stop");
   std::fflush(stderr);
   const std::int64_t t0 = sys::mono_now_ns();
   int child_status = 0;
@@ -135,8 +143,7 @@ int execute_blame(const BlameOpts& o) {
   auto irq1 = sys::read_interrupts();
   if (!child_done) {  // duration or signal: do not leave the command behind
     ::kill(child, SIGTERM);
-    while (::waitpid(child, &child_status, 0) < 0 && errno == EINTR) {
-    }
+    while (::waitpid(child, &child_status, 0) < 0 && errno == EINTR) {}
   }
 
   // --- report ---------------------------------------------------------------
@@ -160,9 +167,11 @@ int execute_blame(const BlameOpts& o) {
   in.end_ns = data.stop_ns;
   in.lost = data.lost;
   in.processes = static_cast<int>(pids.size());
-  in.has_csd = std::none_of(data.missing.begin(), data.missing.end(), [](const std::string& m) { return m.rfind("csd:csd_queue_cpu", 0) == 0; });
+  in.has_csd = std::none_of(data.missing.begin(), data.missing.end(),
+                            [](const std::string& m) { return m.rfind("csd:csd_queue_cpu", 0) == 0; });
   for (auto& m : data.missing) in.notes.push_back("missing: " + m);
-  if (data.dropped) in.notes.push_back(fmt::format("{} flush samples over the in-memory limit were not kept", data.dropped));
+  if (data.dropped)
+    in.notes.push_back(fmt::format("{} flush samples over the in-memory limit were not kept", data.dropped));
   if (ksyms.empty()) in.notes.push_back("kernel symbols unavailable (/proc/kallsyms hidden): syscalls unknown");
 
   std::map<std::pair<int, std::uint64_t>, UserFrame> cache;
@@ -250,10 +259,12 @@ Command add_blame(CLI::App& root) {
   app->add_option("-p,--pid", o->pid, "Process to watch (its threads and the processes it starts)");
   app->add_option("--duration", o->duration, "Stop after this long (e.g. 10s); default: Ctrl-C or target exit");
   app->add_flag("--json", o->json, "Print the report as JSON (docs/blame-probe.md, FIELDS)");
-  app->add_flag("--folded", o->folded, "Print collapsed stacks (flamegraph.pl / speedscope input) instead of the report");
+  app->add_flag("--folded", o->folded,
+                "Print collapsed stacks (flamegraph.pl / speedscope input) instead of the report");
   app->add_option("--top", o->top, "Call sites shown on the console")->check(CLI::Range(1, 1000));
   app->add_option("--frames", o->frames, "User frames per call site")->check(CLI::Range(1, 64));
-  app->add_option("--stack-bytes", o->stack_bytes, "User stack bytes copied per sample (the hidden caller is at the top)");
+  app->add_option("--stack-bytes", o->stack_bytes,
+                  "User stack bytes copied per sample (the hidden caller is at the top)");
   app->add_option("command", o->command, "Command to run and blame (after --)");
   app->footer(
       "Samples tlb:tlb_flush reason 4 (the initiator, with kernel and user\n"

@@ -37,7 +37,8 @@ namespace {
 constexpr const char* kCompareBaseline = "150ms";
 constexpr const char* kCompareAfter = "100ms";
 
-const std::vector<std::string> kMemoryStrategies = {"reuse", "munmap", "free", "madvise-dontneed", "madvise-free", "mprotect"};
+const std::vector<std::string> kMemoryStrategies = {"reuse",        "munmap",  "free", "madvise-dontneed",
+                                                    "madvise-free", "mprotect"};
 const std::vector<std::string> kJournalStrategies = {"journal-recycle", "journal-unmap"};
 
 struct CompareCommand {
@@ -71,7 +72,7 @@ double now_s() {
 // re-faulting 1 GiB of it per victim per trial would double the time a
 // trial takes without changing what it measures.
 class ChunkPool {
-public:
+ public:
   exp::Chunk* get(int cpu, std::size_t size, exp::PageMode mode, int node) {
     auto key = std::make_tuple(cpu, size, static_cast<int>(mode), node);
     auto it = pool_.find(key);
@@ -79,7 +80,7 @@ public:
     return &it->second;
   }
 
-private:
+ private:
   std::map<std::tuple<int, std::size_t, int, int>, exp::Chunk> pool_;
 };
 
@@ -91,7 +92,7 @@ private:
 // the culprit thread at the window's start and end (a trial's events fit a
 // 1 MiB ring many times over; losses are counted and recorded).
 class SharedTracer {
-public:
+ public:
   std::unique_ptr<exp::TraceSession> open(const Plan& plan, std::string* why) {
     if (!tried_) {
       tried_ = true;
@@ -110,9 +111,9 @@ public:
     return std::make_unique<Window>(*tracer_);
   }
 
-private:
+ private:
   class Window final : public exp::TraceSession {
-  public:
+   public:
     explicit Window(sys::Tracer& t) : t_(t) {}
     void start() override {
       t_.drain();
@@ -142,7 +143,7 @@ private:
       return kt;
     }
 
-  private:
+   private:
     sys::Tracer& t_;
     std::int64_t start_ns_ = 0;
     std::int64_t lost0_ = 0;
@@ -153,14 +154,15 @@ private:
 };
 
 struct Arm {
-  std::string name;      // as given
-  std::string label;     // unique
+  std::string name;   // as given
+  std::string label;  // unique
   std::string strategy;
   std::string pages;
   Plan plan;
 };
 
-std::vector<Arm> parse_arms(const CompareCommand& c, const cli::MachineFacts& facts, std::vector<std::string>* warnings) {
+std::vector<Arm> parse_arms(const CompareCommand& c, const cli::MachineFacts& facts,
+                            std::vector<std::string>* warnings) {
   std::vector<std::string> names;
   std::string cur;
   for (char ch : c.arms + ",") {
@@ -178,7 +180,8 @@ std::vector<Arm> parse_arms(const CompareCommand& c, const cli::MachineFacts& fa
   const std::string accepted =
       journal ? join(kJournalStrategies) : join(kMemoryStrategies) + ", each optionally thp- prefixed (thp-munmap)";
   if (names.size() < 2)
-    throw UsageError(fmt::format("--arms '{}': give at least two arms, the first is the control (accepted: {})", c.arms, accepted));
+    throw UsageError(
+        fmt::format("--arms '{}': give at least two arms, the first is the control (accepted: {})", c.arms, accepted));
   std::vector<Arm> arms;
   for (const auto& n : names) {
     Arm a;
@@ -209,7 +212,8 @@ std::vector<Arm> parse_arms(const CompareCommand& c, const cli::MachineFacts& fa
       throw UsageError(e.what());
     }
     if (journal) a.plan.release = a.strategy;
-    if (a.plan.trigger == "enter") throw UsageError("--trigger enter: compare runs unattended; use --trigger after=DURATION");
+    if (a.plan.trigger == "enter")
+      throw UsageError("--trigger enter: compare runs unattended; use --trigger after=DURATION");
     arms.push_back(std::move(a));
   }
   std::vector<std::string> plain;
@@ -239,14 +243,15 @@ void progress_line(bool tty, bool quiet, std::size_t done, std::size_t total, co
   const double eta = done > 0 ? elapsed / static_cast<double>(done) * static_cast<double>(total - done) : 0;
   if (tty) {
     const int width = 24;
-    const int filled = static_cast<int>(static_cast<double>(width) * static_cast<double>(done) / static_cast<double>(total));
+    const int filled =
+        static_cast<int>(static_cast<double>(width) * static_cast<double>(done) / static_cast<double>(total));
     std::string bar(static_cast<std::size_t>(filled), '#');
     bar += std::string(static_cast<std::size_t>(width - filled), '.');
     std::fprintf(stderr, "\r\033[K[%s] %zu/%zu %-18s %4.0f s, ETA %s", bar.c_str(), done, total, arm.c_str(), elapsed,
                  done > 0 ? fmt::format("{:.0f} s", eta).c_str() : "?");
   } else {
-    std::fprintf(stderr, "shootdown compare: trial %zu/%zu %s (%.0f s elapsed%s)\n", done + 1, total, arm.c_str(), elapsed,
-                 done > 0 ? fmt::format(", ETA {:.0f} s", eta).c_str() : "");
+    std::fprintf(stderr, "shootdown compare: trial %zu/%zu %s (%.0f s elapsed%s)\n", done + 1, total, arm.c_str(),
+                 elapsed, done > 0 ? fmt::format(", ETA {:.0f} s", eta).c_str() : "");
   }
 }
 
@@ -265,7 +270,9 @@ int execute_compare(CompareCommand& c) {
   } else {
     std::string why;
     auto s = parse_int(c.seed, &why);
-    if (!s || *s < 0) throw UsageError(fmt::format("--seed '{}': {} (accepted: a non-negative integer)", c.seed, why.empty() ? "negative" : why));
+    if (!s || *s < 0)
+      throw UsageError(
+          fmt::format("--seed '{}': {} (accepted: a non-negative integer)", c.seed, why.empty() ? "negative" : why));
     seed = static_cast<std::uint64_t>(*s);
   }
   double max_reg = -1;
@@ -279,7 +286,8 @@ int execute_compare(CompareCommand& c) {
       pos = 0;
     }
     if (pos == 0 || pos != v.size() || !(max_reg >= 0 && max_reg <= 100000))
-      throw UsageError(fmt::format("--max-regression '{}': not a percentage (accepted: e.g. 10 or 10%)", c.max_regression));
+      throw UsageError(
+          fmt::format("--max-regression '{}': not a percentage (accepted: e.g. 10 or 10%)", c.max_regression));
   }
   if (c.workload == "journal") {
     std::string why;
@@ -390,13 +398,15 @@ int execute_compare(CompareCommand& c) {
   bool traced = !trials.empty();
   for (const auto& t : trials) traced = traced && t.shootdown_source == "trace";
   if (traced)
-    rep.notes.push_back("shootdowns: kernel trace, tlb_flush reason 1 on victim CPUs in the release window, this process only");
+    rep.notes.push_back(
+        "shootdowns: kernel trace, tlb_flush reason 1 on victim CPUs in the release window, this process only");
   else
     rep.notes.push_back("shootdowns: /proc/interrupts TLB delta of victim CPUs over each trial (no kernel trace: " +
                         (trace_status.empty() ? std::string("none") : trace_status) + "); includes other processes'");
-  rep.notes.push_back(fmt::format("per trial: baseline {}, release window = call + {} settle, after {}; chunk A fresh per trial",
-                                  format_duration_ns(rep.plan.baseline_ns), format_duration_ns(rep.plan.settle_ns),
-                                  format_duration_ns(rep.plan.after_ns)));
+  rep.notes.push_back(
+      fmt::format("per trial: baseline {}, release window = call + {} settle, after {}; chunk A fresh per trial",
+                  format_duration_ns(rep.plan.baseline_ns), format_duration_ns(rep.plan.settle_ns),
+                  format_duration_ns(rep.plan.after_ns)));
   rep.trials = trials;
   rep.summary = compare::summarize_arms(trials, labels, co);
   for (const auto& g : gates) rep.gates.push_back(compare::evaluate_gate(g, trials, co.bootstrap));
@@ -434,9 +444,10 @@ Command add_compare(CLI::App& root) {
   cmd->run.after = kCompareAfter;
   cmd->run.trigger = std::string("after=") + kCompareBaseline;
   CLI::App* app = root.add_subcommand("compare", "Compare release strategies over repeated trials with a verdict");
-  app->add_option("--arms", cmd->arms,
-                  "Comma-separated arms, first = control: reuse, munmap, free, madvise-dontneed, madvise-free, mprotect, "
-                  "thp-<strategy>; journal-recycle, journal-unmap with --workload journal (default reuse,munmap)");
+  app->add_option(
+      "--arms", cmd->arms,
+      "Comma-separated arms, first = control: reuse, munmap, free, madvise-dontneed, madvise-free, mprotect, "
+      "thp-<strategy>; journal-recycle, journal-unmap with --workload journal (default reuse,munmap)");
   app->add_option("--trials", cmd->trials, "Trials per arm, each a fresh experiment (default 20)");
   app->add_option("--seed", cmd->seed, "Seed for the trial order and the bootstrap (default: random, printed)");
   app->add_option("--bootstrap", cmd->bootstrap, "Bootstrap resamples (default 2000)");
@@ -447,7 +458,8 @@ Command add_compare(CLI::App& root) {
                   "Exit 3 when an arm's stall_us is detectably more than PCT % above the control's");
   app->add_option("--out", cmd->out, "Write compare.json, compare.csv and compare.html to this directory");
   app->add_flag("--json", cmd->json, "Print compare.json on stdout instead of the table");
-  app->add_option("--workload", cmd->workload, "memory (release chunk A) or journal (mmap-ed segment files) (default memory)");
+  app->add_option("--workload", cmd->workload,
+                  "memory (release chunk A) or journal (mmap-ed segment files) (default memory)");
   app->add_option("--segment-size", cmd->segment_size, "Journal segment file size (default 16MiB)");
   app->add_option("--journal-dir", cmd->journal_dir, "Directory for journal segments (default /dev/shm, else /tmp)");
   cli::add_run_options(*app, cmd->run, /*for_compare=*/true);

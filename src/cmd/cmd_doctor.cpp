@@ -47,8 +47,8 @@ int run_doctor(const DoctorOptions& o) {
     std::string why;
     auto l = parse_cpulist(o.cpus, &why);
     if (!l || l->empty())
-      throw UsageError(fmt::format("--cpus value '{}' is not a CPU list ({}); accepted: e.g. 0,1 or 2-3",
-                                   o.cpus, why.empty() ? "empty" : why));
+      throw UsageError(fmt::format("--cpus value '{}' is not a CPU list ({}); accepted: e.g. 0,1 or 2-3", o.cpus,
+                                   why.empty() ? "empty" : why));
     cpus = *l;
     choice = "given";
   } else {

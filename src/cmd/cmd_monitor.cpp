@@ -76,12 +76,14 @@ Plan make_plan(const MonitorOptions& o) {
   std::string why;
   auto iv = parse_duration_ns(o.interval, &why, 1000000000LL);
   if (!iv || *iv < 10000000LL || *iv > 3600LL * 1000000000LL)
-    throw UsageError(fmt::format("interval value '{}' is {}; accepted: a duration from 10ms to 1h (bare number = seconds)",
-                                 o.interval, iv ? "out of range" : why));
+    throw UsageError(
+        fmt::format("interval value '{}' is {}; accepted: a duration from 10ms to 1h (bare number = seconds)",
+                    o.interval, iv ? "out of range" : why));
   p.interval_ns = *iv;
   if (!o.count.empty()) {
     auto c = parse_int(o.count, &why);
-    if (!c || *c < 1) throw UsageError(fmt::format("count value '{}' is not a positive integer; accepted: 1, 2, ...", o.count));
+    if (!c || *c < 1)
+      throw UsageError(fmt::format("count value '{}' is not a positive integer; accepted: 1, 2, ...", o.count));
     p.count = *c;
   }
   const sys::Topology topo = sys::read_topology();
@@ -108,7 +110,8 @@ Plan make_plan(const MonitorOptions& o) {
       throw UsageError(fmt::format("--pid value '{}' needs tracepoints; accepted only with --trace auto or on", o.pid));
     p.pid = static_cast<int>(*v);
   }
-  if (o.top < 0 || o.top > 100) throw UsageError(fmt::format("--top value '{}' is out of range; accepted: 0..100", o.top));
+  if (o.top < 0 || o.top > 100)
+    throw UsageError(fmt::format("--top value '{}' is out of range; accepted: 0..100", o.top));
   if (!o.listen.empty()) {
     // HOST:PORT, [V6]:PORT or PORT alone (then loopback).
     std::string host = "127.0.0.1", port = o.listen;
@@ -121,16 +124,16 @@ Plan make_plan(const MonitorOptions& o) {
     }
     auto pn = parse_int(port, &why);
     if (!pn || *pn < 0 || *pn > 65535)
-      throw UsageError(fmt::format("--listen value '{}' is not HOST:PORT; accepted: 127.0.0.1:9100, :9100, 9100 (port 0..65535)",
-                                   o.listen));
+      throw UsageError(fmt::format(
+          "--listen value '{}' is not HOST:PORT; accepted: 127.0.0.1:9100, :9100, 9100 (port 0..65535)", o.listen));
     p.listen_host = host;
     p.listen_port = static_cast<int>(*pn);
   }
   if (!o.influx.empty()) {
     auto u = influx::parse_url(o.influx, &why);
     if (!u)
-      throw UsageError(fmt::format("--influx value '{}': {}; accepted: http://HOST:PORT/write?db=NAME or udp://HOST:PORT",
-                                   o.influx, why));
+      throw UsageError(fmt::format(
+          "--influx value '{}': {}; accepted: http://HOST:PORT/write?db=NAME or udp://HOST:PORT", o.influx, why));
     p.influx = *u;
   }
   return p;
@@ -139,7 +142,7 @@ Plan make_plan(const MonitorOptions& o) {
 // Shared between the loop and the /metrics handler: totals are refreshed on
 // every tick and on every scrape, so a scrape sees current counters.
 class Collector {
-public:
+ public:
   Collector(std::vector<int> cpus, sys::Tracer* tracer, int pid) : cpus_(std::move(cpus)), tracer_(tracer), pid_(pid) {
     totals_.trace = tracer_ != nullptr;
   }
@@ -179,7 +182,7 @@ public:
     return totals_;
   }
 
-private:
+ private:
   std::mutex mu_;
   std::vector<int> cpus_;
   sys::Tracer* tracer_;
@@ -202,9 +205,11 @@ int run_monitor(const MonitorOptions& o) {
     tracer = sys::Tracer::open(topt, &why);
     if (!tracer) {
       if (plan.trace == "on" || plan.pid > 0)
-        throw RuntimeError(fmt::format("tracepoints unavailable: {}{}", why, plan.pid > 0 ? " (--pid needs them)" : ""));
+        throw RuntimeError(
+            fmt::format("tracepoints unavailable: {}{}", why, plan.pid > 0 ? " (--pid needs them)" : ""));
       trace_status = "unavailable: " + why;
-      std::fprintf(stderr, "shootdown monitor: tracepoints unavailable (%s); showing /proc/interrupts only\n", why.c_str());
+      std::fprintf(stderr, "shootdown monitor: tracepoints unavailable (%s); showing /proc/interrupts only\n",
+                   why.c_str());
     } else {
       tracer->start_reader();
       trace_status = plan.pid > 0 ? fmt::format("on (pid {})", plan.pid) : "on";
@@ -226,8 +231,11 @@ int run_monitor(const MonitorOptions& o) {
       }
     });
     int port = plan.listen_port;
-    bool bound = port == 0 ? (port = server->bind_to_any_port(plan.listen_host)) > 0 : server->bind_to_port(plan.listen_host, port);
-    if (!bound) throw RuntimeError(fmt::format("cannot listen on {}:{} (in use or not a local address)", plan.listen_host, plan.listen_port));
+    bool bound = port == 0 ? (port = server->bind_to_any_port(plan.listen_host)) > 0
+                           : server->bind_to_port(plan.listen_host, port);
+    if (!bound)
+      throw RuntimeError(
+          fmt::format("cannot listen on {}:{} (in use or not a local address)", plan.listen_host, plan.listen_port));
     server_thread = std::thread([&server] { server->listen_after_bind(); });
     std::fprintf(stderr, "shootdown monitor: serving http://%s:%d/metrics\n", plan.listen_host.c_str(), port);
   }
@@ -276,10 +284,12 @@ int run_monitor(const MonitorOptions& o) {
           pol.max_attempts = 2;  // the next interval brings fresh totals anyway
           pol.connect_timeout_ms = 500;
           pol.read_timeout_ms = 2000;
-          auto r = sys::http_post(fmt::format("http://{}:{}{}", plan.influx->host.find(':') != std::string::npos
-                                                                    ? "[" + plan.influx->host + "]" : plan.influx->host,
-                                              plan.influx->port, plan.influx->target),
-                                  body, "text/plain; charset=utf-8", pol);
+          auto r = sys::http_post(
+              fmt::format(
+                  "http://{}:{}{}",
+                  plan.influx->host.find(':') != std::string::npos ? "[" + plan.influx->host + "]" : plan.influx->host,
+                  plan.influx->port, plan.influx->target),
+              body, "text/plain; charset=utf-8", pol);
           if (!r.ok) err = r.error;
         } else {
           std::size_t oversized = 0;
@@ -288,7 +298,8 @@ int run_monitor(const MonitorOptions& o) {
         }
         // One warning per distinct failure, not one per interval.
         if (!err.empty() && err != last_influx_error)
-          std::fprintf(stderr, "shootdown monitor: warning: --influx %s: %s (monitoring continues)\n", plan.influx->text.c_str(), err.c_str());
+          std::fprintf(stderr, "shootdown monitor: warning: --influx %s: %s (monitoring continues)\n",
+                       plan.influx->text.c_str(), err.c_str());
         last_influx_error = err;
       }
     }
@@ -308,14 +319,17 @@ int run_monitor(const MonitorOptions& o) {
 Command add_monitor(CLI::App& root) {
   auto o = std::make_shared<MonitorOptions>();
   CLI::App* app = root.add_subcommand("monitor", "Live per-CPU TLB shootdown and IPI rates");
-  app->add_option("interval", o->interval, "Sampling interval (e.g. 1s, 500ms; bare number = seconds)")->capture_default_str();
+  app->add_option("interval", o->interval, "Sampling interval (e.g. 1s, 500ms; bare number = seconds)")
+      ->capture_default_str();
   app->add_option("count", o->count, "Number of intervals, then exit (default: until Ctrl-C)");
   app->add_option("--cpus", o->cpus, "Show only these CPUs, e.g. 0,1 or 2-3 (default: all)");
   app->add_flag("--json", o->json, "One JSON object per interval on stdout (JSON lines)");
   app->add_option("--pid", o->pid, "Count only tlb_flush events of this process's threads (needs tracepoints)");
   app->add_option("--listen", o->listen, "Serve Prometheus /metrics on HOST:PORT (PORT alone = 127.0.0.1)");
-  app->add_option("--influx", o->influx, "Send points each interval: http://HOST:PORT/write?db=NAME or udp://HOST:PORT");
-  app->add_option("--trace", o->trace, "tlb:tlb_flush tracepoints: auto (if permitted), on (required), off")->capture_default_str();
+  app->add_option("--influx", o->influx,
+                  "Send points each interval: http://HOST:PORT/write?db=NAME or udp://HOST:PORT");
+  app->add_option("--trace", o->trace, "tlb:tlb_flush tracepoints: auto (if permitted), on (required), off")
+      ->capture_default_str();
   app->add_option("--top", o->top, "Top initiating processes to show (0..100)")->capture_default_str();
   app->footer(
       "TLB and CAL rates come from /proc/interrupts (no root needed). With tracepoints\n"

@@ -73,8 +73,8 @@ std::string find_library() {
   if (n > 0) {
     std::string dir(exe, static_cast<std::size_t>(n));
     dir = dir.substr(0, dir.rfind('/'));
-    tries = {dir + "/libshootdown_probe.so", dir + "/probe/libshootdown_probe.so", dir + "/../lib/libshootdown_probe.so",
-             dir + "/../lib/shootdown/libshootdown_probe.so"};
+    tries = {dir + "/libshootdown_probe.so", dir + "/probe/libshootdown_probe.so",
+             dir + "/../lib/libshootdown_probe.so", dir + "/../lib/shootdown/libshootdown_probe.so"};
   }
   tries.emplace_back(SHOOTDOWN_PROBE_BUILD_PATH);
   for (const auto& t : tries)
@@ -99,20 +99,25 @@ int execute_probe(const ProbeOpts& o) {
     throw UsageError(fmt::format("--arena '{}': {} (accepted: 4KiB .. 1GiB)", o.arena, arena ? "out of range" : why));
   const auto ring_bytes = parse_size(o.ring, &why);
   if (!ring_bytes || *ring_bytes < (1 << 20) || *ring_bytes > (4LL << 30))
-    throw UsageError(fmt::format("--ring '{}': {} (accepted: 1MiB .. 4GiB)", o.ring, ring_bytes ? "out of range" : why));
+    throw UsageError(
+        fmt::format("--ring '{}': {} (accepted: 1MiB .. 4GiB)", o.ring, ring_bytes ? "out of range" : why));
   const std::int64_t arena_pages = *arena / 4096;
   if (o.batch_pages < 1 || o.batch_pages > arena_pages)
-    throw UsageError(fmt::format("--batch-pages {}: out of range [1, {}] (the arena's pages)", o.batch_pages, arena_pages));
+    throw UsageError(
+        fmt::format("--batch-pages {}: out of range [1, {}] (the arena's pages)", o.batch_pages, arena_pages));
   std::int64_t duration_ns = 0;
   if (!o.duration.empty()) {
     auto d = parse_duration_ns(o.duration, &why);
-    if (!d || *d <= 0) throw UsageError(fmt::format("--duration '{}': {} (accepted: a positive duration like 10s)", o.duration, d ? "must be positive" : why));
+    if (!d || *d <= 0)
+      throw UsageError(fmt::format("--duration '{}': {} (accepted: a positive duration like 10s)", o.duration,
+                                   d ? "must be positive" : why));
     duration_ns = *d;
   }
   std::int64_t threshold_ns = 0;
   if (!o.stall_threshold.empty()) {
     auto d = parse_duration_ns(o.stall_threshold, &why);
-    if (!d || *d <= 0) throw UsageError(fmt::format("--stall-threshold '{}': {}", o.stall_threshold, d ? "must be positive" : why));
+    if (!d || *d <= 0)
+      throw UsageError(fmt::format("--stall-threshold '{}': {}", o.stall_threshold, d ? "must be positive" : why));
     threshold_ns = *d;
   }
   std::unique_ptr<sink::OutputDir> out;
@@ -124,7 +129,9 @@ int execute_probe(const ProbeOpts& o) {
     }
   }
   const std::string lib = find_library();
-  if (lib.empty()) throw RuntimeError("cannot find libshootdown_probe.so next to the binary or in the build tree (set SHOOTDOWN_PROBE_LIB)");
+  if (lib.empty())
+    throw RuntimeError(
+        "cannot find libshootdown_probe.so next to the binary or in the build tree (set SHOOTDOWN_PROBE_LIB)");
 
   // --- prepare --------------------------------------------------------------
   sys::StopSignals signals;
@@ -137,7 +144,8 @@ int execute_probe(const ProbeOpts& o) {
     int fd;
     ~FdGuard() { ::close(fd); }
   } guard{mfd};
-  if (::ftruncate(mfd, static_cast<off_t>(shm_len)) != 0) throw RuntimeError(fmt::format("sizing the probe ring: {}", std::strerror(errno)));
+  if (::ftruncate(mfd, static_cast<off_t>(shm_len)) != 0)
+    throw RuntimeError(fmt::format("sizing the probe ring: {}", std::strerror(errno)));
   void* base = ::mmap(nullptr, shm_len, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
   if (base == MAP_FAILED) throw RuntimeError(fmt::format("mapping the probe ring: {}", std::strerror(errno)));
   struct MapGuard {
@@ -192,8 +200,10 @@ int execute_probe(const ProbeOpts& o) {
   std::string preload = lib;
   for (char** e = environ; *e; ++e) {
     std::string kv = *e;
-    if (kv.rfind("LD_PRELOAD=", 0) == 0) preload += ":" + kv.substr(11);
-    else if (kv.rfind(std::string(SD_PROBE_ENV_FD) + "=", 0) != 0) env_s.push_back(kv);
+    if (kv.rfind("LD_PRELOAD=", 0) == 0)
+      preload += ":" + kv.substr(11);
+    else if (kv.rfind(std::string(SD_PROBE_ENV_FD) + "=", 0) != 0)
+      env_s.push_back(kv);
   }
   env_s.push_back("LD_PRELOAD=" + preload);
   env_s.push_back(fmt::format("{}={}", SD_PROBE_ENV_FD, mfd));
@@ -250,23 +260,30 @@ int execute_probe(const ProbeOpts& o) {
   KernelTrace kt = tracer->stop();
   if (!child_done) {  // --duration or a signal: do not leave the command behind
     ::kill(child, SIGTERM);
-    while (::waitpid(child, &child_status, 0) < 0 && errno == EINTR) {
-    }
+    while (::waitpid(child, &child_status, 0) < 0 && errno == EINTR) {}
   }
   const int sig = sys::StopSignals::pending();
   const auto state = __atomic_load_n(&shm->state, __ATOMIC_ACQUIRE);
   if (shm->claimed == 0)
-    throw RuntimeError(fmt::format("the probe never started in '{}' (a static or setuid binary ignores LD_PRELOAD; a shell wrapper that clears the environment too)", o.command[0]));
+    throw RuntimeError(
+        fmt::format("the probe never started in '{}' (a static or setuid binary ignores LD_PRELOAD; a shell wrapper "
+                    "that clears the environment too)",
+                    o.command[0]));
   if (state == SD_PROBE_FAILED) throw RuntimeError(fmt::format("the probe failed inside the command: {}", shm->error));
 
   // --- report ---------------------------------------------------------------
-  if (state == SD_PROBE_OVERRUN) r.warnings.push_back("probe ring full (the tool fell behind): measurement ended early; raise --ring");
-  if (!shm->mlocked) r.warnings.push_back("probe arena/ring not mlocked (RLIMIT_MEMLOCK): page faults may show as stalls");
+  if (state == SD_PROBE_OVERRUN)
+    r.warnings.push_back("probe ring full (the tool fell behind): measurement ended early; raise --ring");
+  if (!shm->mlocked)
+    r.warnings.push_back("probe arena/ring not mlocked (RLIMIT_MEMLOCK): page faults may show as stalls");
   if (!child_done || !WIFEXITED(child_status) || WEXITSTATUS(child_status) != 0) {
     r.complete = child_done && WIFEXITED(child_status);
-    if (!child_done) r.incomplete_reason = stop_reason;
-    else if (WIFSIGNALED(child_status)) r.warnings.push_back(fmt::format("command killed by signal {}", WTERMSIG(child_status)));
-    else r.warnings.push_back(fmt::format("command exited with status {}", WEXITSTATUS(child_status)));
+    if (!child_done)
+      r.incomplete_reason = stop_reason;
+    else if (WIFSIGNALED(child_status))
+      r.warnings.push_back(fmt::format("command killed by signal {}", WTERMSIG(child_status)));
+    else
+      r.warnings.push_back(fmt::format("command exited with status {}", WEXITSTATUS(child_status)));
   }
   r.exit_signal = sig;
   const sys::TscClock clock = sys::TscClock::from(first, last);
@@ -317,16 +334,19 @@ int execute_probe(const ProbeOpts& o) {
     const VictimAttribution& va = at.victims.front();
     const auto& vs = r.victims.front();
     summary += fmt::format("probe cpu{}: {} samples of {} pages over {}, median {}\n", va.cpu, vs.size(), o.batch_pages,
-                           format_duration_ns(r.measure_end_ns - r.measure_start_ns), format_duration_ns(va.baseline_median_ns));
-    summary += fmt::format("  shootdowns received {} (tlb_flush reason 1 on cpu{}), matched to samples {}\n", va.shootdowns_received, va.cpu,
-                           va.shootdowns_matched);
-    summary += fmt::format("  tlb-shootdown samples {}, stall lost {}; per shootdown p50 {} p90 {} max {}\n",
-                           va.samples[static_cast<int>(StallLabel::kTlbShootdown)],
-                           format_duration_ns(va.stall_ns[static_cast<int>(StallLabel::kTlbShootdown)]),
-                           format_duration_ns(va.stall_per_shootdown.p50), format_duration_ns(va.stall_per_shootdown.p90),
-                           format_duration_ns(va.stall_per_shootdown.max));
-    summary += fmt::format("  other IPIs {}, unexplained stalls {} (> {})\n", va.samples[static_cast<int>(StallLabel::kOtherIpi)],
-                           va.samples[static_cast<int>(StallLabel::kUnexplained)], format_duration_ns(va.stall_threshold_ns));
+                           format_duration_ns(r.measure_end_ns - r.measure_start_ns),
+                           format_duration_ns(va.baseline_median_ns));
+    summary += fmt::format("  shootdowns received {} (tlb_flush reason 1 on cpu{}), matched to samples {}\n",
+                           va.shootdowns_received, va.cpu, va.shootdowns_matched);
+    summary +=
+        fmt::format("  tlb-shootdown samples {}, stall lost {}; per shootdown p50 {} p90 {} max {}\n",
+                    va.samples[static_cast<int>(StallLabel::kTlbShootdown)],
+                    format_duration_ns(va.stall_ns[static_cast<int>(StallLabel::kTlbShootdown)]),
+                    format_duration_ns(va.stall_per_shootdown.p50), format_duration_ns(va.stall_per_shootdown.p90),
+                    format_duration_ns(va.stall_per_shootdown.max));
+    summary += fmt::format(
+        "  other IPIs {}, unexplained stalls {} (> {})\n", va.samples[static_cast<int>(StallLabel::kOtherIpi)],
+        va.samples[static_cast<int>(StallLabel::kUnexplained)], format_duration_ns(va.stall_threshold_ns));
     summary += "  who sent them: shootdown blame -- " + command + "\n";
   }
   finish_run_outputs(r, a, out.get(), o.json);
@@ -340,12 +360,14 @@ int execute_probe(const ProbeOpts& o) {
 Command add_probe(CLI::App& root) {
   auto o = std::make_shared<ProbeOpts>();  // owned by the returned callback
   CLI::App* app = root.add_subcommand("probe", "Run a victim thread inside another program");
-  app->add_option("--cpu", o->cpu, "CPU for the probe thread (default: the last online CPU)")->check(CLI::NonNegativeNumber);
+  app->add_option("--cpu", o->cpu, "CPU for the probe thread (default: the last online CPU)")
+      ->check(CLI::NonNegativeNumber);
   app->add_option("--duration", o->duration, "Stop after this long (the command gets SIGTERM); default: command exit");
   app->add_option("--out", o->out, "Write result.json, timeline.csv, ... into this directory");
   app->add_flag("--json", o->json, "Print the result JSON instead of the console summary");
   app->add_option("--arena", o->arena, "Probe arena size (its own mlocked memory; default 2MiB)");
-  app->add_option("--batch-pages", o->batch_pages, "Pages written per timed sample (default 512: one pass over the arena)");
+  app->add_option("--batch-pages", o->batch_pages,
+                  "Pages written per timed sample (default 512: one pass over the arena)");
   app->add_option("--ring", o->ring, "Shared sample ring size (8 bytes per sample; default 16MiB)");
   app->add_option("--stall-threshold", o->stall_threshold, "Stall threshold (default: 8 x median)");
   app->add_flag("--rt", o->rt, "Run the probe thread SCHED_FIFO 1, so it owns its CPU on a loaded machine (root)");

@@ -34,7 +34,7 @@ struct ReportOptions {
 int execute_report(const ReportOptions& o) {
   std::string dir = o.dir;
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-  struct stat st{};
+  struct stat st {};
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     throw UsageError("DIR '" + dir + "': not a directory (give the --out directory of a run)");
   const std::string file = dir + "/result.json";
@@ -76,7 +76,8 @@ Command add_report(CLI::App& root) {
   auto o = std::make_shared<ReportOptions>();  // owned by the returned callback
   CLI::App* app = root.add_subcommand("report", "Re-render every output from a saved result directory");
   app->add_option("DIR", o->dir, "Directory written by 'shootdown run --out DIR' (reads DIR/result.json)")->required();
-  app->add_option("--influx", o->influx, "Also send the result to InfluxDB: http://HOST:PORT/write?db=NAME or udp://HOST:PORT");
+  app->add_option("--influx", o->influx,
+                  "Also send the result to InfluxDB: http://HOST:PORT/write?db=NAME or udp://HOST:PORT");
   app->add_flag("--json", o->json, "Print the result JSON on stdout instead of the table");
   app->add_flag("-q,--quiet", o->quiet, "No notes on stderr");
   app->footer(

@@ -41,7 +41,8 @@ static std::string current_command_line() {
 
 Command add_run(CLI::App& root) {
   auto cmd = std::make_shared<RunCommand>();  // owned by the returned callback
-  CLI::App* app = root.add_subcommand("run", "The culprit/victim experiment: one thread releases memory, victims measure the stall");
+  CLI::App* app = root.add_subcommand(
+      "run", "The culprit/victim experiment: one thread releases memory, victims measure the stall");
   cli::add_run_options(*app, cmd->opts);
   app->footer(
       "EXAMPLES:\n"

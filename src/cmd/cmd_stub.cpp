@@ -9,7 +9,8 @@
 namespace shootdown::cmd {
 
 namespace {
-[[maybe_unused]] Command stub(CLI::App& root, const char* name, const char* what) {  // unused once every subcommand landed
+[[maybe_unused]] Command stub(CLI::App& root, const char* name,
+                              const char* what) {  // unused once every subcommand landed
   CLI::App* app = root.add_subcommand(name, what);
   app->allow_extras();
   app->prefix_command();
@@ -19,6 +20,5 @@ namespace {
           }};
 }
 }  // namespace
-
 
 }  // namespace shootdown::cmd

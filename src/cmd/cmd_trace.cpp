@@ -57,7 +57,8 @@ Plan validate(const TraceOptions& o) {
   if (!o.victim_cpus.empty()) {
     std::string why;
     auto v = parse_cpulist(o.victim_cpus, &why);
-    if (!v) throw UsageError(fmt::format("--victim-cpus '{}': {} (accepted: a CPU list like 1,3-5)", o.victim_cpus, why));
+    if (!v)
+      throw UsageError(fmt::format("--victim-cpus '{}': {} (accepted: a CPU list like 1,3-5)", o.victim_cpus, why));
     p.victims = *v;
   }
   p.culprit = o.culprit_cpu;
@@ -67,13 +68,17 @@ Plan validate(const TraceOptions& o) {
         p.culprit = c;
         break;
       }
-    if (p.culprit < 0) throw UsageError("--victim-cpus " + o.victim_cpus + ": leaves no online CPU for the culprit (give --culprit-cpu)");
+    if (p.culprit < 0)
+      throw UsageError("--victim-cpus " + o.victim_cpus +
+                       ": leaves no online CPU for the culprit (give --culprit-cpu)");
   } else if (p.victims.empty()) {
     std::string why;
     const auto pick = sys::choose_cpus(topo, 2, &why);
     for (int c : pick)
-      if (p.culprit < 0) p.culprit = c;
-      else if (c != p.culprit && p.victims.empty()) p.victims.push_back(c);
+      if (p.culprit < 0)
+        p.culprit = c;
+      else if (c != p.culprit && p.victims.empty())
+        p.victims.push_back(c);
     if (p.victims.empty())
       for (int c : topo.online)
         if (c != p.culprit) {
@@ -85,17 +90,22 @@ Plan validate(const TraceOptions& o) {
   }
   auto online = [&](int c) { return topo.online.empty() || topo.is_online(c); };
   if (!online(p.culprit))
-    throw UsageError(fmt::format("--culprit-cpu {}: not an online CPU (online: {})", p.culprit, format_cpulist(topo.online)));
+    throw UsageError(
+        fmt::format("--culprit-cpu {}: not an online CPU (online: {})", p.culprit, format_cpulist(topo.online)));
   for (int v : p.victims) {
     if (!online(v))
-      throw UsageError(fmt::format("--victim-cpus {}: CPU {} is not online (online: {})", o.victim_cpus, v, format_cpulist(topo.online)));
+      throw UsageError(fmt::format("--victim-cpus {}: CPU {} is not online (online: {})", o.victim_cpus, v,
+                                   format_cpulist(topo.online)));
     if (v == p.culprit)
-      throw UsageError(fmt::format("--victim-cpus {}: contains the culprit CPU {} (victims must differ from the culprit)", o.victim_cpus, v));
+      throw UsageError(fmt::format(
+          "--victim-cpus {}: contains the culprit CPU {} (victims must differ from the culprit)", o.victim_cpus, v));
   }
   if (!o.duration.empty()) {
     std::string why;
     auto d = parse_duration_ns(o.duration, &why);
-    if (!d || *d <= 0) throw UsageError(fmt::format("--duration '{}': {} (accepted: a positive duration like 10s, 500ms)", o.duration, d ? "must be positive" : why));
+    if (!d || *d <= 0)
+      throw UsageError(fmt::format("--duration '{}': {} (accepted: a positive duration like 10s, 500ms)", o.duration,
+                                   d ? "must be positive" : why));
     p.duration_ns = *d;
   }
   return p;
@@ -103,17 +113,26 @@ Plan validate(const TraceOptions& o) {
 
 const char* reason_name(std::int64_t r) {
   switch (r) {
-    case kTlbFlushOnTaskSwitch: return "task switch";
-    case kTlbRemoteShootdown: return "remote shootdown";
-    case kTlbLocalShootdown: return "local shootdown";
-    case kTlbLocalMmShootdown: return "local mm shootdown";
-    case kTlbRemoteSendIpi: return "remote IPI send";
-    case kTlbRemoteWrongCpu: return "remote wrong CPU";
-    default: return "?";
+    case kTlbFlushOnTaskSwitch:
+      return "task switch";
+    case kTlbRemoteShootdown:
+      return "remote shootdown";
+    case kTlbLocalShootdown:
+      return "local shootdown";
+    case kTlbLocalMmShootdown:
+      return "local mm shootdown";
+    case kTlbRemoteSendIpi:
+      return "remote IPI send";
+    case kTlbRemoteWrongCpu:
+      return "remote wrong CPU";
+    default:
+      return "?";
   }
 }
 
-std::string pages_str(std::int64_t pages) { return pages == -1 ? "all" : std::to_string(pages); }
+std::string pages_str(std::int64_t pages) {
+  return pages == -1 ? "all" : std::to_string(pages);
+}
 
 std::string mask_str(std::int64_t word) {
   std::vector<int> cpus;
@@ -125,13 +144,13 @@ std::string mask_str(std::int64_t word) {
 // Per-CPU counts for the summary (only events inside the /proc/interrupts span).
 struct CpuCounts {
   std::int64_t by_reason[6] = {0, 0, 0, 0, 0, 0};
-  std::int64_t call_function = 0;     // entries, both vectors
+  std::int64_t call_function = 0;  // entries, both vectors
   std::int64_t timer = 0, resched = 0, irq = 0, ipi_sent = 0;
   std::map<std::string, std::int64_t> csd;  // function -> count
 };
 
 class Printer {
-public:
+ public:
   Printer(const sys::Tracer& t, const Plan& p, std::int64_t t0, bool all, bool quiet, bool raw)
       : tracer_(t), plan_(p), t0_(t0), all_(all), quiet_(quiet || raw), raw_(raw) {}
 
@@ -168,8 +187,10 @@ public:
         std::string fn = tracer_.function_name(static_cast<std::uint64_t>(e.b));
         if (fn.empty()) fn = tracer_.symbolize(static_cast<std::uint64_t>(e.b));
         if (in_span) ++c.csd[fn];
-        if (o.cf_start) o.cf_funcs.push_back(fn);
-        else if (all_) line(e, "csd function " + fn + " (outside an IPI handler)");
+        if (o.cf_start)
+          o.cf_funcs.push_back(fn);
+        else if (all_)
+          line(e, "csd function " + fn + " (outside an IPI handler)");
         return;
       }
       case EventType::kLocalTimerEntry:
@@ -193,7 +214,8 @@ public:
         o.irq_start = e.mono_ns;
         return;
       case EventType::kIrqHandlerExit:
-        if (all_ && o.irq_start) line(e, fmt::format("irq {} handler {}", e.a, format_duration_ns(e.mono_ns - o.irq_start)));
+        if (all_ && o.irq_start)
+          line(e, fmt::format("irq {} handler {}", e.a, format_duration_ns(e.mono_ns - o.irq_start)));
         o.irq_start = 0;
         return;
       case EventType::kIpiSendCpu:
@@ -207,7 +229,8 @@ public:
         backtrace(e);
         return;
       }
-      case EventType::kCsdFunctionExit: return;
+      case EventType::kCsdFunctionExit:
+        return;
       case EventType::kSchedSwitch:
         if (all_) line(e, fmt::format("sched_switch pid {} → pid {}", e.a, e.b));
         return;
@@ -216,7 +239,7 @@ public:
 
   const std::map<int, CpuCounts>& counts() const { return counts_; }
 
-private:
+ private:
   struct Open {
     std::int64_t cf_start = 0, timer_start = 0, resched_start = 0, irq_start = 0;
     std::vector<std::string> cf_funcs;
@@ -231,8 +254,9 @@ private:
       fn = tracer_.function_name(static_cast<std::uint64_t>(e.b));
       if (fn.empty()) fn = "-";
     }
-    std::printf("%lld %d %d %s %lld %lld %lld %s\n", static_cast<long long>(e.mono_ns), e.cpu, e.tid, event_type_name(e.type),
-                static_cast<long long>(e.a), static_cast<long long>(e.b), static_cast<long long>(e.c), fn.c_str());
+    std::printf("%lld %d %d %s %lld %lld %lld %s\n", static_cast<long long>(e.mono_ns), e.cpu, e.tid,
+                event_type_name(e.type), static_cast<long long>(e.a), static_cast<long long>(e.b),
+                static_cast<long long>(e.c), fn.c_str());
   }
 
   const char* role(int cpu) const {
@@ -242,7 +266,8 @@ private:
 
   void line(const KernelEvent& e, const std::string& what) {
     if (quiet_) return;
-    std::printf("%s cpu%d %+10.3fms %s [%d]\n", role(e.cpu), e.cpu, static_cast<double>(e.mono_ns - t0_) / 1e6, what.c_str(), e.tid);
+    std::printf("%s cpu%d %+10.3fms %s [%d]\n", role(e.cpu), e.cpu, static_cast<double>(e.mono_ns - t0_) / 1e6,
+                what.c_str(), e.tid);
   }
 
   void backtrace(const KernelEvent& e) {
@@ -276,9 +301,10 @@ int execute_trace(const TraceOptions& o) {
 
   auto snap0 = sys::read_interrupts();
   const std::int64_t t0 = snap0 ? snap0->mono_ns : tracer->start_ns();
-  std::fprintf(stderr, "shootdown trace: culprit cpu%d, victims cpu%s; %zu tracepoints; %s\n", plan.culprit,
-               format_cpulist(plan.victims).c_str(), tracer->tracepoints().size(),
-               o.command.empty() ? (plan.duration_ns ? "for the given duration" : "Ctrl-C to stop") : "until the command exits");
+  std::fprintf(
+      stderr, "shootdown trace: culprit cpu%d, victims cpu%s; %zu tracepoints; %s\n", plan.culprit,
+      format_cpulist(plan.victims).c_str(), tracer->tracepoints().size(),
+      o.command.empty() ? (plan.duration_ns ? "for the given duration" : "Ctrl-C to stop") : "until the command exits");
   std::fflush(stderr);
 
   pid_t child = -1;
@@ -322,8 +348,7 @@ int execute_trace(const TraceOptions& o) {
   const int sig = sys::StopSignals::pending();
   if (!child_done) {  // stopped by a signal: do not leave the command behind
     ::kill(child, SIGTERM);
-    while (::waitpid(child, &child_status, 0) < 0 && errno == EINTR) {
-    }
+    while (::waitpid(child, &child_status, 0) < 0 && errno == EINTR) {}
     child_done = true;
   }
   tracer->drain();
@@ -338,7 +363,7 @@ int execute_trace(const TraceOptions& o) {
   std::FILE* sout = o.format == "raw" ? stderr : stdout;
   // The summary (on stderr with --format raw): tracepoint counts next to /proc/interrupts over [t0, t1].
   std::fprintf(sout, "\nsummary over %s (tracepoint counts inside the /proc/interrupts snapshot span):\n",
-              format_duration_ns(t1 - t0).c_str());
+               format_duration_ns(t1 - t0).c_str());
   std::vector<int> cpus = topts.cpus;
   for (int cpu : cpus) {
     const auto it = printer.counts().find(cpu);
@@ -347,11 +372,13 @@ int execute_trace(const TraceOptions& o) {
     const std::int64_t tlb = have ? sys::interrupts_delta(*snap0, *snap1, "TLB", cpu) : -1;
     const std::int64_t cal = have ? sys::interrupts_delta(*snap0, *snap1, "CAL", cpu) : -1;
     const char* role = cpu == plan.culprit ? "culprit" : "victim";
-    std::fprintf(sout, "cpu%d %s: tlb_flush reason=1: %lld, /proc/interrupts TLB: %lld, CAL: %lld, call-function IPIs: %lld, "
-                "reason=5: %lld, reason=4 sends: %lld, timer: %lld, resched: %lld, irq: %lld\n",
-                cpu, role, static_cast<long long>(c.by_reason[1]), static_cast<long long>(tlb), static_cast<long long>(cal),
-                static_cast<long long>(c.call_function), static_cast<long long>(c.by_reason[5]), static_cast<long long>(c.by_reason[4]),
-                static_cast<long long>(c.timer), static_cast<long long>(c.resched), static_cast<long long>(c.irq));
+    std::fprintf(sout,
+                 "cpu%d %s: tlb_flush reason=1: %lld, /proc/interrupts TLB: %lld, CAL: %lld, call-function IPIs: %lld, "
+                 "reason=5: %lld, reason=4 sends: %lld, timer: %lld, resched: %lld, irq: %lld\n",
+                 cpu, role, static_cast<long long>(c.by_reason[1]), static_cast<long long>(tlb),
+                 static_cast<long long>(cal), static_cast<long long>(c.call_function),
+                 static_cast<long long>(c.by_reason[5]), static_cast<long long>(c.by_reason[4]),
+                 static_cast<long long>(c.timer), static_cast<long long>(c.resched), static_cast<long long>(c.irq));
     std::string funcs;
     for (auto& [f, n] : c.csd) funcs += fmt::format(" {}={}", f, n);
     std::fprintf(sout, "cpu%d %s: csd functions:%s\n", cpu, role, funcs.empty() ? " none" : funcs.c_str());
@@ -378,14 +405,16 @@ int execute_trace(const TraceOptions& o) {
 Command add_trace(CLI::App& root) {
   auto o = std::make_shared<TraceOptions>();  // owned by the returned callback
   CLI::App* app = root.add_subcommand("trace", "Live stream of the kernel events behind shootdowns");
-  app->add_option("--culprit-cpu", o->culprit_cpu, "CPU whose IPI sends and reason-4 flushes are traced with backtraces")
+  app->add_option("--culprit-cpu", o->culprit_cpu,
+                  "CPU whose IPI sends and reason-4 flushes are traced with backtraces")
       ->check(CLI::NonNegativeNumber);
   app->add_option("--victim-cpus", o->victim_cpus, "CPU list receiving shootdowns, e.g. 1,3-5");
   app->add_option("--duration", o->duration, "Stop after this long (e.g. 10s); default: Ctrl-C or command exit");
   app->add_flag("--all", o->all, "Also show timer ticks, device IRQs, reschedule IPIs and task-switch flushes");
   app->add_flag("-q,--quiet", o->quiet, "Only print the summary");
-  app->add_option("--format", o->format, "text: the human-readable stream; raw: one event per line "
-                                         "(mono_ns cpu tid event a b c function) for scripts")
+  app->add_option("--format", o->format,
+                  "text: the human-readable stream; raw: one event per line "
+                  "(mono_ns cpu tid event a b c function) for scripts")
       ->check(CLI::IsMember({"text", "raw"}));
   app->add_flag("--no-callchains", o->no_callchains, "Do not sample kernel backtraces on the culprit CPU");
   app->add_option("command", o->command, "Command to run while tracing (after --)");

@@ -21,7 +21,8 @@ influx::Url parse_influx_option(const std::string& text) {
   std::string why;
   auto u = influx::parse_url(text, &why);
   if (!u)
-    throw UsageError(fmt::format("--influx '{}': {} (accepted: http://HOST:PORT/write?db=NAME or udp://HOST:PORT)", text, why));
+    throw UsageError(
+        fmt::format("--influx '{}': {} (accepted: http://HOST:PORT/write?db=NAME or udp://HOST:PORT)", text, why));
   return *u;
 }
 
@@ -44,8 +45,9 @@ InfluxReport send_to_influx(const Result& r, const Analysis& a, const influx::Ur
     for (std::size_t i = 0; i < datagrams.size(); i += kUdpBurst) {
       const std::size_t j = std::min(datagrams.size(), i + kUdpBurst);
       std::string why;
-      if (!sys::udp_send(url.host, url.port, std::vector<std::string>(datagrams.begin() + static_cast<std::ptrdiff_t>(i),
-                                                                    datagrams.begin() + static_cast<std::ptrdiff_t>(j)),
+      if (!sys::udp_send(url.host, url.port,
+                         std::vector<std::string>(datagrams.begin() + static_cast<std::ptrdiff_t>(i),
+                                                  datagrams.begin() + static_cast<std::ptrdiff_t>(j)),
                          &why)) {
         rep.error = why;
         return rep;
@@ -61,8 +63,9 @@ InfluxReport send_to_influx(const Result& r, const Analysis& a, const influx::Ur
     rep.ok = true;
     return rep;
   }
-  const std::string target = fmt::format("http://{}:{}{}", url.host.find(':') != std::string::npos ? "[" + url.host + "]" : url.host,
-                                         url.port, url.target);
+  const std::string target =
+      fmt::format("http://{}:{}{}", url.host.find(':') != std::string::npos ? "[" + url.host + "]" : url.host, url.port,
+                  url.target);
   // Whole lines per batch: the split_datagrams helper does exactly that.
   for (const auto& batch : influx::split_datagrams(lines, kHttpBatchBytes)) {
     const sys::HttpResult res = sys::http_post(target, batch);
@@ -87,16 +90,17 @@ void send_to_influx_or_warn(const Result& r, const Analysis& a, const influx::Ur
   }
   if (rep.ok) {
     if (!quiet)
-      std::fprintf(stderr, "shootdown: influx: %zu points sent to %s (%zu %s)\n", rep.points, url.text.c_str(), rep.requests,
-                   url.scheme == influx::Url::Scheme::kUdp ? "datagrams" : "requests");
+      std::fprintf(stderr, "shootdown: influx: %zu points sent to %s (%zu %s)\n", rep.points, url.text.c_str(),
+                   rep.requests, url.scheme == influx::Url::Scheme::kUdp ? "datagrams" : "requests");
     return;
   }
   const std::string where =
-      saved_dir.empty() ? "it was printed above (keep it with --out DIR, send it later with 'shootdown report DIR --influx URL')"
-                        : fmt::format("it is in {}/result.json (send it later: shootdown report {} --influx {})", saved_dir,
-                                      saved_dir, url.text);
-  std::fprintf(stderr, "shootdown: warning: influx %s: %s; the result is not lost: %s\n", url.text.c_str(), rep.error.c_str(),
-               where.c_str());
+      saved_dir.empty()
+          ? "it was printed above (keep it with --out DIR, send it later with 'shootdown report DIR --influx URL')"
+          : fmt::format("it is in {}/result.json (send it later: shootdown report {} --influx {})", saved_dir,
+                        saved_dir, url.text);
+  std::fprintf(stderr, "shootdown: warning: influx %s: %s; the result is not lost: %s\n", url.text.c_str(),
+               rep.error.c_str(), where.c_str());
 }
 
 }  // namespace shootdown::cmd

@@ -17,9 +17,9 @@ influx::Url parse_influx_option(const std::string& text);
 
 struct InfluxReport {
   bool ok = false;
-  std::size_t points = 0;   // lines encoded
-  std::size_t requests = 0; // HTTP POSTs or UDP datagrams sent
-  std::string error;        // one line when !ok
+  std::size_t points = 0;    // lines encoded
+  std::size_t requests = 0;  // HTTP POSTs or UDP datagrams sent
+  std::string error;         // one line when !ok
 };
 
 // HTTP: batches of whole lines (kHttpBatchBytes), each POSTed with bounded

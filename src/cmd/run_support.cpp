@@ -27,8 +27,10 @@ std::string report_file_url(const std::string& dir) {
   if (ec) p = std::filesystem::path(dir) / "report.html";
   std::string url = "file://";
   for (unsigned char c : p.lexically_normal().string()) {
-    if (std::isalnum(c) || std::strchr("/-._~", c)) url += static_cast<char>(c);
-    else url += fmt::format("%{:02X}", c);
+    if (std::isalnum(c) || std::strchr("/-._~", c))
+      url += static_cast<char>(c);
+    else
+      url += fmt::format("%{:02X}", c);
   }
   return url;
 }
@@ -68,7 +70,8 @@ exp::Hooks make_run_hooks(const Plan& plan, bool progress, bool quiet) {
   };
   if (progress) {
     h.on_tick = [phase](std::int64_t elapsed, std::size_t samples) {
-      std::fprintf(stderr, "\r\033[K[%s] %.1f s, %zu samples", phase->c_str(), static_cast<double>(elapsed) / 1e9, samples);
+      std::fprintf(stderr, "\r\033[K[%s] %.1f s, %zu samples", phase->c_str(), static_cast<double>(elapsed) / 1e9,
+                   samples);
     };
   }
   h.prompt = [](const std::string& text) { std::fprintf(stderr, "\n%s\n", text.c_str()); };

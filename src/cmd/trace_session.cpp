@@ -7,12 +7,12 @@ namespace shootdown::cmd {
 namespace {
 
 class KernelTraceSession final : public exp::TraceSession {
-public:
+ public:
   explicit KernelTraceSession(std::unique_ptr<sys::Tracer> t) : tracer_(std::move(t)) {}
   void start() override { tracer_->start_reader(); }
   KernelTrace stop() override { return tracer_->stop(); }
 
-private:
+ private:
   std::unique_ptr<sys::Tracer> tracer_;  // its destructor closes everything on early exits
 };
 

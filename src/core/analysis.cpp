@@ -6,9 +6,12 @@ namespace shootdown {
 
 const char* to_string(Phase p) {
   switch (p) {
-    case Phase::kBaseline: return "baseline";
-    case Phase::kRelease: return "release";
-    case Phase::kAfter: return "after";
+    case Phase::kBaseline:
+      return "baseline";
+    case Phase::kRelease:
+      return "release";
+    case Phase::kAfter:
+      return "after";
   }
   return "?";
 }
@@ -144,7 +147,8 @@ Analysis analyze(const Result& r) {
     for (std::size_t i = 0; i < r.victims.size(); ++i) {
       const auto& labels = a.attribution.victims[i].labels;
       std::vector<bool> clean(labels.size());
-      for (std::size_t k = 0; k < labels.size(); ++k) clean[k] = labels[k] == static_cast<std::uint8_t>(StallLabel::kClean);
+      for (std::size_t k = 0; k < labels.size(); ++k)
+        clean[k] = labels[k] == static_cast<std::uint8_t>(StallLabel::kClean);
       a.clean_victims.push_back(analyze_victim(r, r.victims[i], &clean));
     }
   }

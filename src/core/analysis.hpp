@@ -28,8 +28,8 @@ void build_intervals(Result& r);
 
 struct PhaseStats {
   Phase phase;
-  Summary per_batch;  // ns per batch
-  Summary per_page;   // ns per page (per_batch / pages per batch)
+  Summary per_batch;             // ns per batch
+  Summary per_page;              // ns per page (per_batch / pages per batch)
   std::int64_t duration_ns = 0;  // time covered by the samples of this phase
 };
 

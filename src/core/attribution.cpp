@@ -10,28 +10,43 @@ namespace shootdown {
 
 const char* label_name(StallLabel l) {
   switch (l) {
-    case StallLabel::kClean: return "clean";
-    case StallLabel::kTlbShootdown: return "tlb-shootdown";
-    case StallLabel::kOtherIpi: return "other-ipi";
-    case StallLabel::kResched: return "resched";
-    case StallLabel::kIrq: return "irq";
-    case StallLabel::kTimer: return "timer";
-    case StallLabel::kUnexplained: return "unexplained";
-    case StallLabel::kPreempted: return "preempted";
+    case StallLabel::kClean:
+      return "clean";
+    case StallLabel::kTlbShootdown:
+      return "tlb-shootdown";
+    case StallLabel::kOtherIpi:
+      return "other-ipi";
+    case StallLabel::kResched:
+      return "resched";
+    case StallLabel::kIrq:
+      return "irq";
+    case StallLabel::kTimer:
+      return "timer";
+    case StallLabel::kUnexplained:
+      return "unexplained";
+    case StallLabel::kPreempted:
+      return "preempted";
   }
   return "?";
 }
 
 int label_priority(StallLabel l) {
   switch (l) {
-    case StallLabel::kPreempted: return 6;
-    case StallLabel::kTlbShootdown: return 5;
-    case StallLabel::kOtherIpi: return 4;
-    case StallLabel::kResched: return 3;
-    case StallLabel::kIrq: return 2;
-    case StallLabel::kTimer: return 1;
+    case StallLabel::kPreempted:
+      return 6;
+    case StallLabel::kTlbShootdown:
+      return 5;
+    case StallLabel::kOtherIpi:
+      return 4;
+    case StallLabel::kResched:
+      return 3;
+    case StallLabel::kIrq:
+      return 2;
+    case StallLabel::kTimer:
+      return 1;
     case StallLabel::kClean:
-    case StallLabel::kUnexplained: return 0;
+    case StallLabel::kUnexplained:
+      return 0;
   }
   return 0;
 }
@@ -59,10 +74,10 @@ enum class Kind : std::uint8_t { kCallFunction, kTlbPoint, kTimer, kResched, kIr
 struct Incident {
   Kind kind;
   std::int64_t start_ns;
-  std::int64_t end_ns = -1;  // -1: no exit seen
-  bool tlb = false;          // a TLB flush for the victim's mm ran in it (reason 1)
-  bool foreign = false;      // a flush for another mm ran in it (reason 5, or reason 1 in another task)
-  bool flush_func = false;   // csd ran flush_tlb_func (the flush itself may be foreign)
+  std::int64_t end_ns = -1;          // -1: no exit seen
+  bool tlb = false;                  // a TLB flush for the victim's mm ran in it (reason 1)
+  bool foreign = false;              // a flush for another mm ran in it (reason 5, or reason 1 in another task)
+  bool flush_func = false;           // csd ran flush_tlb_func (the flush itself may be foreign)
   std::vector<std::uint64_t> funcs;  // csd functions run in it
 };
 
@@ -96,7 +111,8 @@ std::int64_t median_of(std::vector<std::int64_t> v) {
 
 bool targets(const KernelEvent& e, int cpu) {
   if (e.type == EventType::kIpiSendCpu) return e.a == cpu;
-  if (e.type == EventType::kIpiSendCpumask) return cpu >= 0 && cpu < 64 && ((static_cast<std::uint64_t>(e.a) >> cpu) & 1u);
+  if (e.type == EventType::kIpiSendCpumask)
+    return cpu >= 0 && cpu < 64 && ((static_cast<std::uint64_t>(e.a) >> cpu) & 1u);
   return false;
 }
 
@@ -190,15 +206,30 @@ std::vector<Incident> build_incidents(const KernelTrace& t, int cpu, std::int32_
         cf_entries->push_back(e.mono_ns);
         break;
       case EventType::kCallFunctionExit:
-      case EventType::kCallFunctionSingleExit: close(open_cf, e.mono_ns); break;
-      case EventType::kLocalTimerEntry: open(open_timer, Kind::kTimer, e.mono_ns); break;
-      case EventType::kLocalTimerExit: close(open_timer, e.mono_ns); break;
-      case EventType::kReschedEntry: open(open_resched, Kind::kResched, e.mono_ns); break;
-      case EventType::kReschedExit: close(open_resched, e.mono_ns); break;
-      case EventType::kIrqHandlerEntry: open(open_irq, Kind::kIrq, e.mono_ns); break;
-      case EventType::kIrqHandlerExit: close(open_irq, e.mono_ns); break;
+      case EventType::kCallFunctionSingleExit:
+        close(open_cf, e.mono_ns);
+        break;
+      case EventType::kLocalTimerEntry:
+        open(open_timer, Kind::kTimer, e.mono_ns);
+        break;
+      case EventType::kLocalTimerExit:
+        close(open_timer, e.mono_ns);
+        break;
+      case EventType::kReschedEntry:
+        open(open_resched, Kind::kResched, e.mono_ns);
+        break;
+      case EventType::kReschedExit:
+        close(open_resched, e.mono_ns);
+        break;
+      case EventType::kIrqHandlerEntry:
+        open(open_irq, Kind::kIrq, e.mono_ns);
+        break;
+      case EventType::kIrqHandlerExit:
+        close(open_irq, e.mono_ns);
+        break;
       case EventType::kTlbFlush:
-        if (e.a == kTlbFlushOnTaskSwitch) out.push_back({Kind::kPreempt, e.mono_ns, e.mono_ns, false, false, false, {}});
+        if (e.a == kTlbFlushOnTaskSwitch)
+          out.push_back({Kind::kPreempt, e.mono_ns, e.mono_ns, false, false, false, {}});
         if (e.a == kTlbRemoteWrongCpu) wrong_cpu->push_back(e.mono_ns);
         // Reason 5: the IPI flushed for an mm this CPU no longer runs (another
         // process): it interrupts the victim but our culprit did not send it.
@@ -212,8 +243,10 @@ std::vector<Incident> build_incidents(const KernelTrace& t, int cpu, std::int32_
           break;
         }
         remote_flushes->push_back(e.mono_ns);
-        if (open_cf >= 0) out[static_cast<std::size_t>(open_cf)].tlb = true;
-        else out.push_back({Kind::kTlbPoint, e.mono_ns, e.mono_ns, true, false, false, {}});
+        if (open_cf >= 0)
+          out[static_cast<std::size_t>(open_cf)].tlb = true;
+        else
+          out.push_back({Kind::kTlbPoint, e.mono_ns, e.mono_ns, true, false, false, {}});
         break;
       case EventType::kCsdFunctionEntry: {
         const auto fn = static_cast<std::uint64_t>(e.b);
@@ -228,7 +261,8 @@ std::vector<Incident> build_incidents(const KernelTrace& t, int cpu, std::int32_
         // without the vector (idle polling) still shows as reason 1 above.
         break;
       }
-      default: break;
+      default:
+        break;
     }
   }
   return out;
@@ -240,25 +274,32 @@ StallLabel label_of(const Incident& inc) {
     // counts as ours unless the span shows it flushed another mm.
     case Kind::kCallFunction:
       return inc.tlb || (inc.flush_func && !inc.foreign) ? StallLabel::kTlbShootdown : StallLabel::kOtherIpi;
-    case Kind::kPreempt: return StallLabel::kPreempted;
-    case Kind::kTlbPoint: return StallLabel::kTlbShootdown;
-    case Kind::kTimer: return StallLabel::kTimer;
-    case Kind::kResched: return StallLabel::kResched;
-    case Kind::kIrq: return StallLabel::kIrq;
+    case Kind::kPreempt:
+      return StallLabel::kPreempted;
+    case Kind::kTlbPoint:
+      return StallLabel::kTlbShootdown;
+    case Kind::kTimer:
+      return StallLabel::kTimer;
+    case Kind::kResched:
+      return StallLabel::kResched;
+    case Kind::kIrq:
+      return StallLabel::kIrq;
   }
   return StallLabel::kClean;
 }
 
 }  // namespace
 
-Attribution attribute(const std::vector<VictimSamples>& victims, const KernelTrace& trace, const AttributionOptions& opts) {
+Attribution attribute(const std::vector<VictimSamples>& victims, const KernelTrace& trace,
+                      const AttributionOptions& opts) {
   Attribution out;
   if (!trace.enabled) {
     out.note = trace.status.empty() ? "kernel trace off" : trace.status;
     return out;
   }
   out.available = true;
-  if (trace.lost_events > 0) out.note = std::to_string(trace.lost_events) + " kernel events lost: counts are lower bounds";
+  if (trace.lost_events > 0)
+    out.note = std::to_string(trace.lost_events) + " kernel events lost: counts are lower bounds";
   const bool sched_switch = traced_sched_switch(trace);
   if (!sched_switch)
     out.note += std::string(out.note.empty() ? "" : "; ") +
@@ -276,9 +317,10 @@ Attribution attribute(const std::vector<VictimSamples>& victims, const KernelTra
       if (opts.baseline_end_ns <= 0 || v.span_end(i) <= opts.baseline_end_ns) base.push_back(v.lat_ns[i]);
     if (base.empty()) base = v.lat_ns;
     a.baseline_median_ns = opts.baseline_median_ns > 0 ? opts.baseline_median_ns : median_of(base);
-    a.stall_threshold_ns = opts.stall_threshold_ns > 0
-                               ? opts.stall_threshold_ns
-                               : static_cast<std::int64_t>(std::llround(opts.stall_factor * static_cast<double>(a.baseline_median_ns)));
+    a.stall_threshold_ns =
+        opts.stall_threshold_ns > 0
+            ? opts.stall_threshold_ns
+            : static_cast<std::int64_t>(std::llround(opts.stall_factor * static_cast<double>(a.baseline_median_ns)));
 
     // The victim's tid: the most frequent tid of events on its CPU inside
     // short samples (< kShortSampleNs). A sample in which another task ran
@@ -316,8 +358,10 @@ Attribution attribute(const std::vector<VictimSamples>& victims, const KernelTra
       const bool call_function = inc.kind == Kind::kCallFunction;
       if (call_function) {
         for (auto f : inc.funcs) ++funcs[function_of(trace, f)];
-        if (l == StallLabel::kTlbShootdown) ++a.shootdown_ipis;
-        else ++a.other_ipis;
+        if (l == StallLabel::kTlbShootdown)
+          ++a.shootdown_ipis;
+        else
+          ++a.other_ipis;
         if (inc.kind == Kind::kCallFunction && inc.end_ns >= inc.start_ns)
           (l == StallLabel::kTlbShootdown ? handler : other_handler).push_back(inc.end_ns - inc.start_ns);
       }
@@ -361,7 +405,8 @@ Attribution attribute(const std::vector<VictimSamples>& victims, const KernelTra
     auto excess = [&](std::size_t i) { return std::max<std::int64_t>(0, v.lat_ns[i] - a.baseline_median_ns); };
     for (std::size_t i = 0; i < n; ++i) {
       auto& l = a.labels[i];
-      if (l == static_cast<std::uint8_t>(StallLabel::kClean) && a.stall_threshold_ns > 0 && v.lat_ns[i] > a.stall_threshold_ns)
+      if (l == static_cast<std::uint8_t>(StallLabel::kClean) && a.stall_threshold_ns > 0 &&
+          v.lat_ns[i] > a.stall_threshold_ns)
         l = static_cast<std::uint8_t>(StallLabel::kUnexplained);
       ++a.samples[l];
       a.stall_ns[l] += excess(i);
@@ -376,9 +421,12 @@ Attribution attribute(const std::vector<VictimSamples>& victims, const KernelTra
       const std::int64_t s = sample_at(v, t);
       if (s < 0) continue;
       ++a.shootdowns_matched;
-      if (a.stall_threshold_ns > 0 && v.lat_ns[static_cast<std::size_t>(s)] > a.stall_threshold_ns) ++a.shootdowns_stalled;
+      if (a.stall_threshold_ns > 0 && v.lat_ns[static_cast<std::size_t>(s)] > a.stall_threshold_ns)
+        ++a.shootdowns_stalled;
     }
-    a.recall = a.shootdowns_received ? static_cast<double>(a.shootdowns_matched) / static_cast<double>(a.shootdowns_received) : 1.0;
+    a.recall = a.shootdowns_received
+                   ? static_cast<double>(a.shootdowns_matched) / static_cast<double>(a.shootdowns_received)
+                   : 1.0;
 
     // Victim-side stall per shootdown IPI: a sample's excess shared by the
     // shootdowns in it.
@@ -412,7 +460,8 @@ Attribution attribute(const std::vector<VictimSamples>& victims, const KernelTra
     a.delivery_ns = quantiles(std::move(delivery));
     a.ipi_functions.assign(funcs.begin(), funcs.end());
     // Stable: ties stay in name order, as result.json (an object) restores them.
-    std::stable_sort(a.ipi_functions.begin(), a.ipi_functions.end(), [](auto& x, auto& y) { return x.second > y.second; });
+    std::stable_sort(a.ipi_functions.begin(), a.ipi_functions.end(),
+                     [](auto& x, auto& y) { return x.second > y.second; });
     out.victims.push_back(std::move(a));
   }
   return out;
@@ -430,13 +479,17 @@ AttributionOptions attribution_options(const Result& r) {
   return o;
 }
 
-Attribution attribute_result(const Result& r) { return attribute(r.victims, r.trace, attribution_options(r)); }
+Attribution attribute_result(const Result& r) {
+  return attribute(r.victims, r.trace, attribution_options(r));
+}
 
 std::vector<std::pair<std::uint8_t, std::int64_t>> label_runs(const std::vector<std::uint8_t>& labels) {
   std::vector<std::pair<std::uint8_t, std::int64_t>> out;
   for (auto l : labels) {
-    if (!out.empty() && out.back().first == l) ++out.back().second;
-    else out.emplace_back(l, 1);
+    if (!out.empty() && out.back().first == l)
+      ++out.back().second;
+    else
+      out.emplace_back(l, 1);
   }
   return out;
 }

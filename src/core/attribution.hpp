@@ -58,7 +58,7 @@ struct AttributionOptions {
   // victim's own sample span.
   std::int64_t span_start_ns = 0;
   std::int64_t span_end_ns = 0;
-  int culprit_cpu = -1;                 // IPI senders for delivery latency; -1 = any other CPU
+  int culprit_cpu = -1;  // IPI senders for delivery latency; -1 = any other CPU
   // A send is paired with the next IPI entry on the target within this window.
   std::int64_t delivery_window_ns = 10'000'000;
   // Release calls [before_ns, after_ns] (Result::releases), for release_on_cpu.
@@ -68,7 +68,8 @@ struct AttributionOptions {
 // Nearest-rank percentiles (value at rank ceil(p/100 * N)); empty -> zeros.
 Quantiles quantiles(std::vector<std::int64_t> v);
 
-Attribution attribute(const std::vector<VictimSamples>& victims, const KernelTrace& trace, const AttributionOptions& opts);
+Attribution attribute(const std::vector<VictimSamples>& victims, const KernelTrace& trace,
+                      const AttributionOptions& opts);
 
 // Options for a run's Result: baseline = samples before the first release,
 // threshold from the plan (--stall-threshold / stall factor), shootdowns

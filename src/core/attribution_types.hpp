@@ -33,39 +33,40 @@ struct Quantiles {
 };
 struct VictimAttribution {
   int cpu = -1;
-  std::vector<std::uint8_t> labels;                // one StallLabel per sample
+  std::vector<std::uint8_t> labels;  // one StallLabel per sample
   std::int64_t baseline_median_ns = 0;
   std::int64_t stall_threshold_ns = 0;
-  std::int64_t shootdowns_received = 0;            // reason-1 flushes on this CPU in the span (kernel count)
-  std::int64_t shootdowns_matched = 0;             // ... that fall inside a sample span
-  std::int64_t shootdowns_stalled = 0;             // ... whose sample exceeds the stall threshold
-  std::int64_t wrong_cpu_flushes = 0;              // flushes for another mm in the span: reason 5, or reason 1 while another task ran (count in TLB, not ours)
-  std::int64_t flush_ipis = 0;                     // call-function spans that ran flush_tlb_func, in the span
-  std::int32_t victim_tid = 0;                     // the tid taken as the victim's (0 = unknown)
-  double recall = 0;                               // matched / received (1 when none received)
-  std::int64_t shootdown_ipis = 0;                 // call-function incidents that flushed the TLB
-  std::int64_t other_ipis = 0;                     // call-function incidents of other functions
+  std::int64_t shootdowns_received = 0;  // reason-1 flushes on this CPU in the span (kernel count)
+  std::int64_t shootdowns_matched = 0;   // ... that fall inside a sample span
+  std::int64_t shootdowns_stalled = 0;   // ... whose sample exceeds the stall threshold
+  std::int64_t wrong_cpu_flushes =
+      0;  // flushes for another mm in the span: reason 5, or reason 1 while another task ran (count in TLB, not ours)
+  std::int64_t flush_ipis = 0;                            // call-function spans that ran flush_tlb_func, in the span
+  std::int32_t victim_tid = 0;                            // the tid taken as the victim's (0 = unknown)
+  double recall = 0;                                      // matched / received (1 when none received)
+  std::int64_t shootdown_ipis = 0;                        // call-function incidents that flushed the TLB
+  std::int64_t other_ipis = 0;                            // call-function incidents of other functions
   std::array<std::int64_t, kStallLabelCount> samples{};   // per label
   std::array<std::int64_t, kStallLabelCount> stall_ns{};  // sum of max(0, latency - median) per label
-  Quantiles stall_per_shootdown;                   // victim excess per shootdown IPI (tlb-shootdown samples only)
-  Quantiles handler_ns;                            // shootdown IPI handler, entry -> exit
-  Quantiles other_handler_ns;                      // other call-function IPIs
-  Quantiles delivery_ns;                           // ipi_send on culprit -> call_function entry here
+  Quantiles stall_per_shootdown;  // victim excess per shootdown IPI (tlb-shootdown samples only)
+  Quantiles handler_ns;           // shootdown IPI handler, entry -> exit
+  Quantiles other_handler_ns;     // other call-function IPIs
+  Quantiles delivery_ns;          // ipi_send on culprit -> call_function entry here
   // Function-call IPIs by csd function name (symbol without offset): "ipi_mb" -> 5.
   std::vector<std::pair<std::string, std::int64_t>> ipi_functions;
   // Off-CPU evidence. sched_switch: intervals from sched:sched_switch (else
   // the tid heuristic labels preempted samples and the release fields are
   // unknown: releases_on_cpu = -1, release_on_cpu empty).
   bool sched_switch = false;
-  std::int64_t offcpu_ns = 0;          // victim switched out, within the span
-  std::int64_t offcpu_intervals = 0;   // switched-out intervals overlapping the span
-  std::int64_t releases_on_cpu = -1;   // releases during whose whole call the victim ran
-  std::vector<bool> release_on_cpu;    // per AttributionOptions::releases entry
+  std::int64_t offcpu_ns = 0;         // victim switched out, within the span
+  std::int64_t offcpu_intervals = 0;  // switched-out intervals overlapping the span
+  std::int64_t releases_on_cpu = -1;  // releases during whose whole call the victim ran
+  std::vector<bool> release_on_cpu;   // per AttributionOptions::releases entry
 };
 
 struct Attribution {
-  bool available = false;       // false when the trace was off/unavailable
-  std::string note;             // why not, or caveats
+  bool available = false;  // false when the trace was off/unavailable
+  std::string note;        // why not, or caveats
   std::vector<VictimAttribution> victims;
 };
 

@@ -9,7 +9,9 @@ namespace shootdown {
 
 namespace {
 
-bool starts_with(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
+bool starts_with(const std::string& s, const char* p) {
+  return s.rfind(p, 0) == 0;
+}
 
 std::string hex(std::uint64_t v) {
   char buf[32];
@@ -25,7 +27,9 @@ std::string bare(std::string f) {
   return f;
 }
 
-bool is_libc(const std::string& module) { return starts_with(module, "libc.so") || starts_with(module, "libc-"); }
+bool is_libc(const std::string& module) {
+  return starts_with(module, "libc.so") || starts_with(module, "libc-");
+}
 
 // The libc syscall stubs at the top of a user stack say nothing the syscall
 // column does not: drop them so the call site starts at the caller.
@@ -67,7 +71,8 @@ std::string strip_parameters(const std::string& d) {
   if (s.empty() || s.back() != ')') return s;
   int depth = 0;
   for (std::size_t i = s.size(); i-- > 0;) {
-    if (s[i] == ')') ++depth;
+    if (s[i] == ')')
+      ++depth;
     else if (s[i] == '(') {
       if (--depth == 0) {
         // "operator()(int)": the parameter list is the last group; keep "operator()"
@@ -99,21 +104,28 @@ std::string advice_for(const std::string& sys, const std::vector<std::string>& f
     return false;
   };
   if (sys == "munmap" && has({"free", "munmap_chunk", "_int_free", "operator delete"}))
-    return "glibc free() of an mmap-backed block: raise M_MMAP_THRESHOLD (mallopt, GLIBC_TUNABLES=glibc.malloc.mmap_threshold) or reuse the buffer";
+    return "glibc free() of an mmap-backed block: raise M_MMAP_THRESHOLD (mallopt, "
+           "GLIBC_TUNABLES=glibc.malloc.mmap_threshold) or reuse the buffer";
   if (sys == "madvise" && has({"je_", "jemalloc", "pages_purge", "arena_decay", "extent_"}))
-    return "jemalloc purging: raise dirty_decay_ms/muzzy_decay_ms (MALLOC_CONF) or disable background purging for this arena";
+    return "jemalloc purging: raise dirty_decay_ms/muzzy_decay_ms (MALLOC_CONF) or disable background purging for this "
+           "arena";
   if (sys == "madvise" && has({"tcmalloc", "ReleaseToSystem", "SystemRelease", "ReleasePages"}))
     return "tcmalloc releasing pages: lower the release rate (TCMALLOC_RELEASE_RATE / SetBackgroundReleaseRate)";
   if (sys == "madvise" && has({"malloc_trim", "mtrim", "heap_trim", "shrink_heap"}))
     return "glibc trimming its heap: raise M_TRIM_THRESHOLD or avoid malloc_trim on the hot path";
   if (sys == "madvise")
-    return "madvise(DONTNEED/FREE) of memory other threads ran on: release less often, in larger batches, or keep and reuse it";
+    return "madvise(DONTNEED/FREE) of memory other threads ran on: release less often, in larger batches, or keep and "
+           "reuse it";
   if (sys == "munmap")
-    return "munmap of touched memory: every call shoots down all CPUs running this process; batch unmaps or reuse the mapping";
+    return "munmap of touched memory: every call shoots down all CPUs running this process; batch unmaps or reuse the "
+           "mapping";
   if (sys == "mprotect" || sys == "pkey_mprotect")
-    return "mprotect toggling: each permission downgrade needs a shootdown; keep permissions stable or use separate mappings";
+    return "mprotect toggling: each permission downgrade needs a shootdown; keep permissions stable or use separate "
+           "mappings";
   if (sys == "mremap") return "mremap moving/shrinking mappings: preallocate capacity instead of growing by remapping";
-  if (sys == "page fault") return "flushes from faults (COW after fork, THP/NUMA migration): avoid fork in a multithreaded process, check numa_balancing";
+  if (sys == "page fault")
+    return "flushes from faults (COW after fork, THP/NUMA migration): avoid fork in a multithreaded process, check "
+           "numa_balancing";
   if (sys == "exit" || sys == "exit_group") return "address-space teardown: expected once at exit";
   return "";
 }
@@ -170,12 +182,14 @@ BlameReport blame(const BlameInput& in, const BlameOptions& opts) {
   std::unordered_map<int, std::vector<std::size_t>> by_tid;  // tid -> flush indices in time order
   for (std::size_t i = 0; i < in.flushes.size(); ++i) by_tid[in.flushes[i].tid].push_back(i);
   for (auto& [tid, v] : by_tid)
-    std::stable_sort(v.begin(), v.end(), [&](std::size_t a, std::size_t b) { return in.flushes[a].mono_ns < in.flushes[b].mono_ns; });
+    std::stable_sort(v.begin(), v.end(),
+                     [&](std::size_t a, std::size_t b) { return in.flushes[a].mono_ns < in.flushes[b].mono_ns; });
   auto paired_flush = [&](const IpiSend& ipi) -> std::ptrdiff_t {
     auto it = by_tid.find(ipi.tid);
     if (it == by_tid.end()) return -1;
     const auto& v = it->second;
-    auto pos = std::upper_bound(v.begin(), v.end(), ipi.mono_ns, [&](std::int64_t t, std::size_t i) { return t < in.flushes[i].mono_ns; });
+    auto pos = std::upper_bound(v.begin(), v.end(), ipi.mono_ns,
+                                [&](std::int64_t t, std::size_t i) { return t < in.flushes[i].mono_ns; });
     if (pos == v.begin()) return -1;
     const std::size_t i = *std::prev(pos);
     if (ipi.mono_ns - in.flushes[i].mono_ns > opts.pair_window_ns) return -1;
@@ -206,7 +220,8 @@ BlameReport blame(const BlameInput& in, const BlameOptions& opts) {
     for (int cpu = 0; cpu < 64; ++cpu)
       if ((ipi.targets >> cpu) & 1u) ++c.receiving_cpus[cpu];
   }
-  std::stable_sort(r.sites.begin(), r.sites.end(), [](const CallSite& a, const CallSite& b) { return a.flushes > b.flushes; });
+  std::stable_sort(r.sites.begin(), r.sites.end(),
+                   [](const CallSite& a, const CallSite& b) { return a.flushes > b.flushes; });
   return r;
 }
 

@@ -29,8 +29,8 @@ namespace shootdown {
 
 struct UserFrame {
   std::uint64_t ip = 0;
-  std::string function;      // demangled, parameters stripped; "" when unknown
-  std::string file;          // source file where debug info exists, else ""
+  std::string function;  // demangled, parameters stripped; "" when unknown
+  std::string file;      // source file where debug info exists, else ""
   int line = 0;
   std::string module;        // ELF basename ("libc.so.6"), "" when no mapping covers ip
   std::uint64_t offset = 0;  // ELF virtual address (what addr2line takes)
@@ -45,9 +45,9 @@ struct FlushSample {  // one tlb:tlb_flush reason 4 of a target thread
   int cpu = -1;
   int pid = 0;
   int tid = 0;
-  std::int64_t pages = 0;             // -1: full flush (TLB_FLUSH_ALL)
-  std::vector<std::string> kernel;    // kernel function names, innermost first
-  std::vector<UserFrame> user;        // innermost first
+  std::int64_t pages = 0;           // -1: full flush (TLB_FLUSH_ALL)
+  std::vector<std::string> kernel;  // kernel function names, innermost first
+  std::vector<UserFrame> user;      // innermost first
 };
 
 struct IpiSend {  // ipi:ipi_send_cpu / ipi_send_cpumask of a target thread
@@ -63,7 +63,7 @@ struct IpiSend {  // ipi:ipi_send_cpu / ipi_send_cpumask of a target thread
 struct BlameInput {
   int pid = 0;
   std::string command;
-  std::int64_t start_ns = 0, end_ns = 0;    // mono ns: sampling enabled / disabled
+  std::int64_t start_ns = 0, end_ns = 0;  // mono ns: sampling enabled / disabled
   std::vector<FlushSample> flushes;
   std::vector<IpiSend> ipis;
   std::map<int, std::int64_t> received_by_target;  // cpu -> reason-1 flushes that interrupted a target thread
@@ -83,30 +83,30 @@ struct BlameOptions {
 };
 
 struct CallSite {
-  std::string stack;                  // "leaf ← caller ← ..." (innermost first)
-  std::vector<std::string> frames;    // labels, innermost first
-  std::string location;               // file:line of the innermost frame with debug info
-  std::string syscall;                // munmap, madvise, mprotect, page fault, ...
-  std::int64_t flushes = 0;           // reason-4 flushes
-  std::int64_t pages = 0;             // sum of ranged flushes' pages
-  std::int64_t full_flushes = 0;      // flushes of the whole TLB (pages = all)
-  std::int64_t ipis = 0;              // flush IPIs delivered (target CPUs of paired sends)
+  std::string stack;                           // "leaf ← caller ← ..." (innermost first)
+  std::vector<std::string> frames;             // labels, innermost first
+  std::string location;                        // file:line of the innermost frame with debug info
+  std::string syscall;                         // munmap, madvise, mprotect, page fault, ...
+  std::int64_t flushes = 0;                    // reason-4 flushes
+  std::int64_t pages = 0;                      // sum of ranged flushes' pages
+  std::int64_t full_flushes = 0;               // flushes of the whole TLB (pages = all)
+  std::int64_t ipis = 0;                       // flush IPIs delivered (target CPUs of paired sends)
   std::map<int, std::int64_t> receiving_cpus;  // cpu -> IPIs
-  std::string advice;                 // one line, "" when the pattern is not known
+  std::string advice;                          // one line, "" when the pattern is not known
 };
 
 struct BlameReport {
   int pid = 0;
   std::string command;
   std::int64_t duration_ns = 0;
-  std::int64_t flushes = 0;            // shootdowns initiated (reason 4)
+  std::int64_t flushes = 0;  // shootdowns initiated (reason 4)
   std::int64_t pages = 0;
   std::int64_t full_flushes = 0;
-  std::int64_t ipis = 0;               // TLB IPIs delivered (all target CPUs of TLB sends)
-  std::int64_t ipis_unpaired = 0;      // ... of sends with no reason-4 flush before them
-  std::int64_t ipi_sends = 0;          // hardware IPIs sent for those flushes (ipi_send_* paired with a flush)
-  std::int64_t other_ipis = 0;         // other function-call IPIs the target sent
-  std::int64_t received = 0;           // reason-1 flushes received by target threads
+  std::int64_t ipis = 0;           // TLB IPIs delivered (all target CPUs of TLB sends)
+  std::int64_t ipis_unpaired = 0;  // ... of sends with no reason-4 flush before them
+  std::int64_t ipi_sends = 0;      // hardware IPIs sent for those flushes (ipi_send_* paired with a flush)
+  std::int64_t other_ipis = 0;     // other function-call IPIs the target sent
+  std::int64_t received = 0;       // reason-1 flushes received by target threads
   std::map<int, std::int64_t> received_by_target;
   std::map<int, std::int64_t> received_all;
   std::map<int, std::int64_t> interrupts_tlb;
@@ -114,7 +114,7 @@ struct BlameReport {
   std::int64_t lost = 0;
   int processes = 1;
   int threads = 0;
-  std::vector<CallSite> sites;         // by flushes, descending
+  std::vector<CallSite> sites;  // by flushes, descending
   std::vector<std::string> notes;
 };
 

@@ -90,8 +90,12 @@ std::uint64_t mix_seed(std::uint64_t seed, std::uint64_t a, std::uint64_t b) {
 
 }  // namespace
 
-const char* metric_key(Metric m) { return kMetricNames[static_cast<int>(m)].key; }
-const char* metric_title(Metric m) { return kMetricNames[static_cast<int>(m)].title; }
+const char* metric_key(Metric m) {
+  return kMetricNames[static_cast<int>(m)].key;
+}
+const char* metric_title(Metric m) {
+  return kMetricNames[static_cast<int>(m)].title;
+}
 
 std::optional<Metric> parse_metric(const std::string& key) {
   for (const auto& n : kMetricNames)
@@ -136,8 +140,10 @@ TrialMetrics trial_metrics(const Result& r, const Attribution* attr, const Trial
       window.push_back(v.lat_ns[i]);
       const std::int64_t excess = std::max<std::int64_t>(0, v.lat_ns[i] - med);
       stall += static_cast<double>(excess);
-      if (va && va->labels[i] == static_cast<std::uint8_t>(StallLabel::kUnexplained)) unexplained += static_cast<double>(excess);
-      if (va && va->labels[i] == static_cast<std::uint8_t>(StallLabel::kTlbShootdown)) ipi += static_cast<double>(excess);
+      if (va && va->labels[i] == static_cast<std::uint8_t>(StallLabel::kUnexplained))
+        unexplained += static_cast<double>(excess);
+      if (va && va->labels[i] == static_cast<std::uint8_t>(StallLabel::kTlbShootdown))
+        ipi += static_cast<double>(excess);
     }
     stall_us.push_back(stall / 1e3 / releases);
     if (va) {
@@ -231,7 +237,9 @@ std::uint64_t Rng::below(std::uint64_t n) {
   }
 }
 
-double Rng::uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+double Rng::uniform() {
+  return static_cast<double>(next() >> 11) * 0x1.0p-53;
+}
 
 namespace {
 
@@ -244,7 +252,8 @@ ConfInterval percentile_interval(std::vector<double>& stats, double confidence) 
 
 }  // namespace
 
-ConfInterval bootstrap_median_diff(const std::vector<double>& x, const std::vector<double>& y, const BootstrapOptions& o) {
+ConfInterval bootstrap_median_diff(const std::vector<double>& x, const std::vector<double>& y,
+                                   const BootstrapOptions& o) {
   const std::vector<double> a = finite(x), b = finite(y);
   if (a.empty() || b.empty()) return {kNaN, kNaN};
   Rng rng(o.seed);
@@ -275,7 +284,9 @@ ConfInterval bootstrap_median(const std::vector<double>& x, const BootstrapOptio
   return percentile_interval(meds, o.confidence);
 }
 
-double normal_sf(double z) { return 0.5 * std::erfc(z / std::sqrt(2.0)); }
+double normal_sf(double z) {
+  return 0.5 * std::erfc(z / std::sqrt(2.0));
+}
 
 namespace {
 
@@ -468,11 +479,12 @@ bool parse_number(const std::string& s, double* out) {
   return pos == s.size() && std::isfinite(*out);
 }
 
-void parse_term(const std::string& text, const std::string& term, const std::vector<std::string>& arms, std::string* arm,
-                Metric* metric) {
+void parse_term(const std::string& text, const std::string& term, const std::vector<std::string>& arms,
+                std::string* arm, Metric* metric) {
   const auto dot = term.rfind('.');
   if (dot == std::string::npos || dot == 0 || dot + 1 == term.size())
-    throw std::invalid_argument("--fail-if '" + text + "': '" + term + "' is not ARM.METRIC or a number (e.g. munmap.stall_us)");
+    throw std::invalid_argument("--fail-if '" + text + "': '" + term +
+                                "' is not ARM.METRIC or a number (e.g. munmap.stall_us)");
   *arm = term.substr(0, dot);
   if (std::find(arms.begin(), arms.end(), *arm) == arms.end()) {
     std::string list;
@@ -483,7 +495,8 @@ void parse_term(const std::string& text, const std::string& term, const std::vec
   if (!m) {
     std::string list;
     for (const auto& n : kMetricNames) list += (list.empty() ? "" : ", ") + std::string(n.key);
-    throw std::invalid_argument("--fail-if '" + text + "': unknown metric '" + term.substr(dot + 1) + "' (accepted: " + list + ")");
+    throw std::invalid_argument("--fail-if '" + text + "': unknown metric '" + term.substr(dot + 1) +
+                                "' (accepted: " + list + ")");
   }
   *metric = *m;
 }
@@ -503,7 +516,9 @@ GateExpr parse_gate(const std::string& text, const std::vector<std::string>& arm
     }
   }
   if (pos == std::string::npos)
-    throw std::invalid_argument("--fail-if '" + text + "': no comparison (accepted: 'ARM.METRIC OP ARM.METRIC|NUMBER' with OP one of > >= < <=)");
+    throw std::invalid_argument(
+        "--fail-if '" + text +
+        "': no comparison (accepted: 'ARM.METRIC OP ARM.METRIC|NUMBER' with OP one of > >= < <=)");
   const std::string lhs = trim(text.substr(0, pos));
   const std::string rhs = trim(text.substr(pos + len));
   if (rhs.find_first_of("<>=") != std::string::npos)
@@ -533,7 +548,8 @@ GateResult evaluate_gate(const GateExpr& g, const std::vector<TrialMetrics>& tri
   if (g.rhs_is_number) {
     const double m = median(lhs);
     const bool strict = g.op.size() == 1;
-    r.failed = greater ? (strict ? m > g.rhs_number : m >= g.rhs_number) : (strict ? m < g.rhs_number : m <= g.rhs_number);
+    r.failed =
+        greater ? (strict ? m > g.rhs_number : m >= g.rhs_number) : (strict ? m < g.rhs_number : m <= g.rhs_number);
     r.detail = "median " + lname + " = " + fmt_num(m) + (r.failed ? " " : " not ") + g.op + " " + fmt_num(g.rhs_number);
     return r;
   }
@@ -548,7 +564,8 @@ GateResult evaluate_gate(const GateExpr& g, const std::vector<TrialMetrics>& tri
   const double d = median(lhs) - median(rhs);
   r.failed = greater ? ci.lo > 0 : ci.hi < 0;
   r.detail = lname + " - " + rname + " = " + fmt_num(d, true) + " [CI " + fmt_num(ci.lo) + ", " + fmt_num(ci.hi) + "]" +
-             (r.failed ? (greater ? ": detectably > 0" : ": detectably < 0") : ": not detectably " + std::string(greater ? "> 0" : "< 0"));
+             (r.failed ? (greater ? ": detectably > 0" : ": detectably < 0")
+                       : ": not detectably " + std::string(greater ? "> 0" : "< 0"));
   return r;
 }
 
@@ -566,8 +583,9 @@ std::vector<GateResult> evaluate_max_regression(double pct, const std::vector<Ar
       r.detail = arms[k].arm + ": not enough trials to check";
     } else {
       r.failed = c.ci.lo > allowance;
-      r.detail = arms[k].arm + ".stall_us - " + arms[0].arm + ".stall_us CI [" + fmt_num(c.ci.lo) + ", " + fmt_num(c.ci.hi) +
-                 "] " + (r.failed ? "exceeds" : "within") + " allowance " + fmt_num(allowance) + " us";
+      r.detail = arms[k].arm + ".stall_us - " + arms[0].arm + ".stall_us CI [" + fmt_num(c.ci.lo) + ", " +
+                 fmt_num(c.ci.hi) + "] " + (r.failed ? "exceeds" : "within") + " allowance " + fmt_num(allowance) +
+                 " us";
     }
     out.push_back(std::move(r));
   }

@@ -19,32 +19,33 @@ namespace shootdown::compare {
 // Per-trial metrics. Values are per release (a trial with --repeat N divides
 // totals by N) and averaged over victim CPUs; NaN = not available.
 enum class Metric : int {
-  kStallUs = 0,       // total stall above the baseline median in the release window, µs (headline)
-  kP99Us = 1,         // victim batch latency p99 in the release window, µs
-  kP999Us = 2,        // ... p99.9
-  kMaxUs = 3,         // ... max
-  kShootdowns = 4,    // shootdown IPIs received per victim CPU per release
-  kReleaseUs = 5,     // culprit's release call duration, µs
-  kUnexplainedUs = 6, // stall above the median in samples no kernel event explains, µs (needs the trace)
-  kIpiStallUs = 7,    // stall above the median in samples labelled tlb-shootdown, µs (needs the trace)
+  kStallUs = 0,        // total stall above the baseline median in the release window, µs (headline)
+  kP99Us = 1,          // victim batch latency p99 in the release window, µs
+  kP999Us = 2,         // ... p99.9
+  kMaxUs = 3,          // ... max
+  kShootdowns = 4,     // shootdown IPIs received per victim CPU per release
+  kReleaseUs = 5,      // culprit's release call duration, µs
+  kUnexplainedUs = 6,  // stall above the median in samples no kernel event explains, µs (needs the trace)
+  kIpiStallUs = 7,     // stall above the median in samples labelled tlb-shootdown, µs (needs the trace)
 };
 inline constexpr int kMetricCount = 8;
 
-const char* metric_key(Metric m);   // "stall_us", "p99_us", ... (gate and CSV names)
-const char* metric_title(Metric m); // "stall µs/release", ... (console)
+const char* metric_key(Metric m);    // "stall_us", "p99_us", ... (gate and CSV names)
+const char* metric_title(Metric m);  // "stall µs/release", ... (console)
 std::optional<Metric> parse_metric(const std::string& key);
 inline constexpr std::array<Metric, kMetricCount> kAllMetrics = {
-    Metric::kStallUs, Metric::kP99Us, Metric::kP999Us, Metric::kMaxUs,
+    Metric::kStallUs,    Metric::kP99Us,     Metric::kP999Us,        Metric::kMaxUs,
     Metric::kShootdowns, Metric::kReleaseUs, Metric::kUnexplainedUs, Metric::kIpiStallUs};
 
 struct TrialMetrics {
-  std::string arm;                 // arm label ("munmap", "reuse#2" for a repeated name)
-  int arm_index = 0;               // position in --arms (0 = control)
-  int trial = 0;                   // 1-based trial number within the arm
-  int order = 0;                   // 1-based position in the whole run (randomized)
+  std::string arm;    // arm label ("munmap", "reuse#2" for a repeated name)
+  int arm_index = 0;  // position in --arms (0 = control)
+  int trial = 0;      // 1-based trial number within the arm
+  int order = 0;      // 1-based position in the whole run (randomized)
   bool complete = true;
   int releases = 0;
-  std::string shootdown_source;    // "trace" (reason-1 tlb_flush of this process) or "interrupts" (/proc/interrupts TLB delta)
+  std::string
+      shootdown_source;  // "trace" (reason-1 tlb_flush of this process) or "interrupts" (/proc/interrupts TLB delta)
   std::array<double, kMetricCount> v{};
 
   double get(Metric m) const { return v[static_cast<std::size_t>(m)]; }
@@ -81,12 +82,12 @@ Spread spread(const std::vector<double>& values);  // NaNs ignored; all zero whe
 // Deterministic generator (SplitMix64): the same seed gives the same
 // resamples on every platform and standard library.
 class Rng {
-public:
+ public:
   explicit Rng(std::uint64_t seed) : s_(seed) {}
   std::uint64_t next();
   std::uint64_t below(std::uint64_t n);  // uniform in [0, n), unbiased (rejection)
   double uniform();                      // [0, 1)
-private:
+ private:
   std::uint64_t s_;
 };
 
@@ -103,7 +104,8 @@ struct ConfInterval {
 
 // Percentile bootstrap CI of median(x) - median(y): each resample draws
 // |x| values from x and |y| from y with replacement.
-ConfInterval bootstrap_median_diff(const std::vector<double>& x, const std::vector<double>& y, const BootstrapOptions& o);
+ConfInterval bootstrap_median_diff(const std::vector<double>& x, const std::vector<double>& y,
+                                   const BootstrapOptions& o);
 // Percentile bootstrap CI of median(x) (one sample, e.g. per-pair ratios):
 // each resample draws |x| values from x with replacement. NaNs are ignored;
 // {NaN, NaN} when no finite value is left.
@@ -129,8 +131,8 @@ double normal_sf(double z);
 struct MetricComparison {
   Metric metric = Metric::kStallUs;
   Spread arm, control;
-  double diff = 0;      // median(arm) - median(control)
-  ConfInterval ci;          // bootstrap CI of diff
+  double diff = 0;  // median(arm) - median(control)
+  ConfInterval ci;  // bootstrap CI of diff
   MannWhitney mw;
   bool available = false;  // both sides have >= 2 finite values
   // -1 arm lower, +1 arm higher, 0 no detectable difference (CI contains 0).
@@ -194,8 +196,8 @@ GateExpr parse_gate(const std::string& text, const std::vector<std::string>& arm
 
 struct GateResult {
   std::string text;
-  bool failed = false;   // the condition holds (or --max-regression exceeded)
-  std::string detail;    // "munmap.stall_us - reuse.stall_us = +210 [CI 180, 240] > 0"
+  bool failed = false;  // the condition holds (or --max-regression exceeded)
+  std::string detail;   // "munmap.stall_us - reuse.stall_us = +210 [CI 180, 240] > 0"
 };
 GateResult evaluate_gate(const GateExpr& g, const std::vector<TrialMetrics>& trials, const BootstrapOptions& o);
 

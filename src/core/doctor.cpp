@@ -9,9 +9,12 @@ namespace shootdown {
 
 const char* to_string(DoctorStatus s) {
   switch (s) {
-    case DoctorStatus::kPass: return "PASS";
-    case DoctorStatus::kWarn: return "WARN";
-    case DoctorStatus::kFail: return "FAIL";
+    case DoctorStatus::kPass:
+      return "PASS";
+    case DoctorStatus::kWarn:
+      return "WARN";
+    case DoctorStatus::kFail:
+      return "FAIL";
   }
   return "?";
 }
@@ -29,9 +32,13 @@ DoctorFinding make(DoctorStatus s, std::string name, std::string found, std::str
   return d;
 }
 
-DoctorFinding pass(std::string name, std::string found) { return make(DoctorStatus::kPass, std::move(name), std::move(found)); }
+DoctorFinding pass(std::string name, std::string found) {
+  return make(DoctorStatus::kPass, std::move(name), std::move(found));
+}
 
-bool contains(const std::vector<int>& v, int x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+bool contains(const std::vector<int>& v, int x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
 
 std::vector<int> missing_from(const std::vector<int>& cpus, const std::vector<int>& set) {
   std::vector<int> out;
@@ -46,11 +53,17 @@ std::vector<int> sorted_unique(std::vector<int> v) {
   return v;
 }
 
-std::string list(const std::vector<int>& cpus) { return format_cpulist(sorted_unique(cpus)); }
+std::string list(const std::vector<int>& cpus) {
+  return format_cpulist(sorted_unique(cpus));
+}
 
-std::string plural_cpu(const std::vector<int>& cpus) { return (cpus.size() == 1 ? "cpu " : "cpus ") + list(cpus); }
+std::string plural_cpu(const std::vector<int>& cpus) {
+  return (cpus.size() == 1 ? "cpu " : "cpus ") + list(cpus);
+}
 
-bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
+bool starts_with(const std::string& s, const std::string& p) {
+  return s.rfind(p, 0) == 0;
+}
 
 std::string first_line(const std::string& s) {
   const auto nl = s.find('\n');
@@ -75,13 +88,17 @@ std::vector<std::string> kernel_words(const std::string& cmdline) {
 std::optional<std::string> cmdline_param(const std::string& cmdline, const std::string& key) {
   std::optional<std::string> value;
   for (const auto& w : kernel_words(cmdline)) {
-    if (w == key) value = "";
-    else if (starts_with(w, key + "=")) value = w.substr(key.size() + 1);  // last one wins, as in the kernel
+    if (w == key)
+      value = "";
+    else if (starts_with(w, key + "="))
+      value = w.substr(key.size() + 1);  // last one wins, as in the kernel
   }
   return value;
 }
 
-bool cmdline_flag(const std::string& cmdline, const std::string& key) { return cmdline_param(cmdline, key).has_value(); }
+bool cmdline_flag(const std::string& cmdline, const std::string& key) {
+  return cmdline_param(cmdline, key).has_value();
+}
 
 std::vector<int> cmdline_cpus(const std::string& value, const std::vector<int>& online) {
   if (value == "all") return online;
@@ -98,7 +115,8 @@ std::vector<int> cmdline_cpus(const std::string& value, const std::vector<int>& 
 }
 
 DoctorFinding check_cpus_online(const DoctorFacts& f, const std::vector<int>& cpus) {
-  if (f.online.empty()) return make(DoctorStatus::kWarn, "cpus", "online CPU list unreadable", "check /sys/devices/system/cpu/online");
+  if (f.online.empty())
+    return make(DoctorStatus::kWarn, "cpus", "online CPU list unreadable", "check /sys/devices/system/cpu/online");
   auto off = missing_from(cpus, f.online);
   if (!off.empty())
     return make(DoctorStatus::kFail, "cpus", plural_cpu(off) + " not online (online: " + list(f.online) + ")",
@@ -129,8 +147,10 @@ DoctorFinding check_rcu_nocbs(const DoctorFacts& f, const std::vector<int>& cpus
   // nohz_full= implies rcu_nocbs= for those CPUs (kernel/rcu/tree_nocb.h).
   std::vector<int> offloaded;
   if (auto v = cmdline_param(f.cmdline, "rcu_nocbs")) {
-    if (v->empty()) offloaded = f.online;  // bare rcu_nocbs (5.x+): all CPUs
-    else offloaded = cmdline_cpus(*v, f.online);
+    if (v->empty())
+      offloaded = f.online;  // bare rcu_nocbs (5.x+): all CPUs
+    else
+      offloaded = cmdline_cpus(*v, f.online);
   }
   if (f.nohz_full)
     for (int c : *f.nohz_full) offloaded.push_back(c);
@@ -190,7 +210,8 @@ DoctorFinding check_cpuidle(const DoctorFacts& f, const std::vector<int>& cpus) 
         deepest = s.name;
       }
   }
-  const std::string found = f.cpuidle_driver + (deepest.empty() ? "" : ", max " + deepest + " (" + std::to_string(max_lat) + " us)");
+  const std::string found =
+      f.cpuidle_driver + (deepest.empty() ? "" : ", max " + deepest + " (" + std::to_string(max_lat) + " us)");
   if (max_lat > 10)
     return make(DoctorStatus::kWarn, "cpuidle", found,
                 "boot with processor.max_cstate=1 intel_idle.max_cstate=0 (or idle=poll)", true);
@@ -209,8 +230,8 @@ DoctorFinding check_cpufreq(const DoctorFacts& f, const std::vector<int>& cpus) 
   }
   const std::string found = f.cpufreq_driver + (gov.empty() ? "" : ", governor " + gov);
   if (!slow.empty())
-    return make(DoctorStatus::kWarn, "cpufreq", found,
-                "cpupower -c " + list(slow) + " frequency-set -g performance", true);
+    return make(DoctorStatus::kWarn, "cpufreq", found, "cpupower -c " + list(slow) + " frequency-set -g performance",
+                true);
   return pass("cpufreq", found);
 }
 
@@ -237,7 +258,8 @@ DoctorFinding check_irq_affinity(const DoctorFacts& f, const std::vector<int>& c
   std::vector<int> others;
   for (int c : f.online)
     if (!contains(cpus, c)) others.push_back(c);
-  std::string found = std::to_string(hit.size()) + " of " + std::to_string(f.irq_affinity.size()) + " IRQs may run on " + plural_cpu(cpus);
+  std::string found = std::to_string(hit.size()) + " of " + std::to_string(f.irq_affinity.size()) +
+                      " IRQs may run on " + plural_cpu(cpus);
   if (others.empty())
     return make(DoctorStatus::kWarn, "irq_affinity", found,
                 "no other CPU to move IRQs to; use a machine with a housekeeping CPU", true);
@@ -260,7 +282,8 @@ DoctorFinding check_numa(const DoctorFacts& f, const std::vector<int>& cpus) {
 
 DoctorFinding check_clocksource(const DoctorFacts& f) {
   if (f.clocksource == "tsc") return pass("clocksource", "tsc");
-  if (f.clocksource.empty()) return make(DoctorStatus::kWarn, "clocksource", "unreadable", "check /sys/devices/system/clocksource");
+  if (f.clocksource.empty())
+    return make(DoctorStatus::kWarn, "clocksource", "unreadable", "check /sys/devices/system/clocksource");
   // hpet and acpi_pm make every clock_gettime a slow MMIO/port read; the
   // conversion of TSC timestamps and the markers get microseconds of error.
   if (f.clocksource == "hpet" || f.clocksource == "acpi_pm")
@@ -275,7 +298,8 @@ DoctorFinding check_clocksource(const DoctorFacts& f) {
 
 DoctorFinding check_invariant_tsc(const DoctorFacts& f) {
   const bool c = f.cpu_flags.count("constant_tsc") > 0, n = f.cpu_flags.count("nonstop_tsc") > 0;
-  if (f.cpu_flags.empty()) return make(DoctorStatus::kWarn, "invariant_tsc", "cpu flags unreadable", "check /proc/cpuinfo");
+  if (f.cpu_flags.empty())
+    return make(DoctorStatus::kWarn, "invariant_tsc", "cpu flags unreadable", "check /proc/cpuinfo");
   if (c && n) return pass("invariant_tsc", "constant_tsc nonstop_tsc");
   std::string found = std::string(c ? "" : "no constant_tsc ") + (n ? "" : "no nonstop_tsc");
   return make(DoctorStatus::kFail, "invariant_tsc", found,
@@ -294,26 +318,32 @@ DoctorFinding check_pcid(const DoctorFacts& f) {
 
 DoctorFinding check_pti(const DoctorFacts& f) {
   auto it = f.vulnerabilities.find("meltdown");
-  if (it == f.vulnerabilities.end()) return make(DoctorStatus::kWarn, "pti", "meltdown status unreadable", "check /sys/devices/system/cpu/vulnerabilities");
+  if (it == f.vulnerabilities.end())
+    return make(DoctorStatus::kWarn, "pti", "meltdown status unreadable",
+                "check /sys/devices/system/cpu/vulnerabilities");
   const std::string v = first_line(it->second);
   if (v.find("PTI") != std::string::npos)
-    return make(DoctorStatus::kWarn, "pti", v,
-                "PTI doubles each flush (user+kernel tables); nopti to measure without", true);
+    return make(DoctorStatus::kWarn, "pti", v, "PTI doubles each flush (user+kernel tables); nopti to measure without",
+                true);
   return pass("pti", v);
 }
 
 DoctorFinding check_mitigations(const DoctorFacts& f) {
-  if (f.vulnerabilities.empty()) return make(DoctorStatus::kWarn, "mitigations", "vulnerabilities unreadable", "check /sys/devices/system/cpu/vulnerabilities");
+  if (f.vulnerabilities.empty())
+    return make(DoctorStatus::kWarn, "mitigations", "vulnerabilities unreadable",
+                "check /sys/devices/system/cpu/vulnerabilities");
   int mitigated = 0;
   for (const auto& [name, v] : f.vulnerabilities)
     if (starts_with(v, "Mitigation")) ++mitigated;
-  const std::string found = std::to_string(mitigated) + " of " + std::to_string(f.vulnerabilities.size()) + " mitigated";
-  if (cmdline_param(f.cmdline, "mitigations") == std::optional<std::string>("off")) return pass("mitigations", found + ", mitigations=off");
+  const std::string found =
+      std::to_string(mitigated) + " of " + std::to_string(f.vulnerabilities.size()) + " mitigated";
+  if (cmdline_param(f.cmdline, "mitigations") == std::optional<std::string>("off"))
+    return pass("mitigations", found + ", mitigations=off");
   if (mitigated == 0) return pass("mitigations", found);
   // Mitigations (retpolines, IBRS, RSB filling) add to every interrupt
   // entry and exit, i.e. to each IPI the victim takes.
-  return make(DoctorStatus::kWarn, "mitigations", found,
-              "mitigations=off to compare; record it, it adds to each IPI", false);
+  return make(DoctorStatus::kWarn, "mitigations", found, "mitigations=off to compare; record it, it adds to each IPI",
+              false);
 }
 
 DoctorFinding check_watchdogs(const DoctorFacts& f) {
@@ -332,7 +362,8 @@ DoctorFinding check_watchdogs(const DoctorFacts& f) {
 }
 
 DoctorFinding check_stat_interval(const DoctorFacts& f) {
-  if (f.stat_interval < 0) return make(DoctorStatus::kWarn, "stat_interval", "unreadable", "check /proc/sys/vm/stat_interval");
+  if (f.stat_interval < 0)
+    return make(DoctorStatus::kWarn, "stat_interval", "unreadable", "check /proc/sys/vm/stat_interval");
   // vmstat_update runs per CPU every stat_interval seconds (mm/vmstat.c).
   if (f.stat_interval < 10)
     return make(DoctorStatus::kWarn, "stat_interval", "vm.stat_interval=" + std::to_string(f.stat_interval) + " s",
@@ -341,7 +372,8 @@ DoctorFinding check_stat_interval(const DoctorFacts& f) {
 }
 
 DoctorFinding check_vm(const DoctorFacts& f) {
-  if (f.cpu_flags.count("hypervisor") == 0 && f.hypervisor_vendor.empty()) return pass("vm", "bare metal (no hypervisor flag)");
+  if (f.cpu_flags.count("hypervisor") == 0 && f.hypervisor_vendor.empty())
+    return pass("vm", "bare metal (no hypervisor flag)");
   const std::string who = f.hypervisor_vendor.empty() ? "unknown hypervisor" : f.hypervisor_vendor;
   return make(DoctorStatus::kWarn, "vm", "virtual machine (" + who + ")",
               "IPIs exit to the host (~20-35 us each): compare with bare metal", true);
@@ -365,7 +397,8 @@ DoctorFinding check_tracing(const DoctorFacts& f) {
     return make(DoctorStatus::kFail, "tracing", "kernel without tracefs",
                 "use a kernel with CONFIG_FTRACE; run has no kernel evidence", true);
   if (!privileged)
-    return make(DoctorStatus::kFail, "tracing", "perf_event_paranoid=" + std::to_string(f.perf_event_paranoid) + ", not root",
+    return make(DoctorStatus::kFail, "tracing",
+                "perf_event_paranoid=" + std::to_string(f.perf_event_paranoid) + ", not root",
                 "run as root or sysctl kernel.perf_event_paranoid=-1", true);
   std::string who = f.is_root ? "root" : f.cap_perfmon ? "CAP_PERFMON" : "paranoid=-1";
   if (f.tracefs_mount.empty()) return pass("tracing", who + ", tracefs unmounted (mounted privately)");
@@ -377,7 +410,8 @@ DoctorFinding check_tracing(const DoctorFacts& f) {
 
 DoctorFinding check_memlock(const DoctorFacts& f) {
   if (f.is_root) return pass("memlock", "root (CAP_IPC_LOCK ignores RLIMIT_MEMLOCK)");
-  if (f.memlock_soft == -2) return make(DoctorStatus::kWarn, "memlock", "RLIMIT_MEMLOCK unknown", "ulimit -l unlimited");
+  if (f.memlock_soft == -2)
+    return make(DoctorStatus::kWarn, "memlock", "RLIMIT_MEMLOCK unknown", "ulimit -l unlimited");
   if (f.memlock_soft == -1) return pass("memlock", "RLIMIT_MEMLOCK unlimited");
   const std::int64_t gib = 1LL << 30;
   const std::string found = "RLIMIT_MEMLOCK " + std::to_string(f.memlock_soft / 1024) + " KiB";
@@ -389,21 +423,40 @@ DoctorFinding check_memlock(const DoctorFacts& f) {
 }
 
 DoctorFinding check_hugepages(const DoctorFacts& f) {
-  if (f.hugepages_total < 0) return make(DoctorStatus::kWarn, "hugepages", "HugePages_Total unreadable", "check /proc/meminfo");
+  if (f.hugepages_total < 0)
+    return make(DoctorStatus::kWarn, "hugepages", "HugePages_Total unreadable", "check /proc/meminfo");
   if (f.hugepages_total == 0)
     return make(DoctorStatus::kWarn, "hugepages", "none reserved",
                 "sysctl vm.nr_hugepages=N (or hugepages=N) for --pages hugetlb", false);
-  return pass("hugepages", std::to_string(f.hugepages_total) + " reserved, " + std::to_string(f.hugepages_free) + " free");
+  return pass("hugepages",
+              std::to_string(f.hugepages_total) + " reserved, " + std::to_string(f.hugepages_free) + " free");
 }
 
 std::vector<DoctorFinding> run_doctor_checks(const DoctorFacts& f, const std::vector<int>& cpus) {
   return {
-      check_cpus_online(f, cpus), check_isolcpus(f, cpus), check_nohz_full(f, cpus), check_rcu_nocbs(f, cpus),
-      check_smt(f, cpus),         check_thp(f),            check_cpuidle(f, cpus),   check_cpufreq(f, cpus),
-      check_irqbalance(f),        check_irq_affinity(f, cpus), check_numa(f, cpus),  check_clocksource(f),
-      check_invariant_tsc(f),     check_pcid(f),           check_pti(f),             check_mitigations(f),
-      check_watchdogs(f),         check_stat_interval(f),  check_vm(f),              check_pv_tlb_flush(f),
-      check_tracing(f),           check_memlock(f),        check_hugepages(f),
+      check_cpus_online(f, cpus),
+      check_isolcpus(f, cpus),
+      check_nohz_full(f, cpus),
+      check_rcu_nocbs(f, cpus),
+      check_smt(f, cpus),
+      check_thp(f),
+      check_cpuidle(f, cpus),
+      check_cpufreq(f, cpus),
+      check_irqbalance(f),
+      check_irq_affinity(f, cpus),
+      check_numa(f, cpus),
+      check_clocksource(f),
+      check_invariant_tsc(f),
+      check_pcid(f),
+      check_pti(f),
+      check_mitigations(f),
+      check_watchdogs(f),
+      check_stat_interval(f),
+      check_vm(f),
+      check_pv_tlb_flush(f),
+      check_tracing(f),
+      check_memlock(f),
+      check_hugepages(f),
   };
 }
 
@@ -428,7 +481,8 @@ std::string suggest_cmdline(const DoctorFacts& f, const std::vector<int>& cpus, 
     if (housekeeping.empty())
       *note = "every online CPU would be isolated: keep one for housekeeping, e.g. isolate only the victims";
     else
-      *note = "then: systemctl stop irqbalance; sysctl vm.stat_interval=120. mitigations=off/nopti change what is measured";
+      *note =
+          "then: systemctl stop irqbalance; sysctl vm.stat_interval=120. mitigations=off/nopti change what is measured";
   }
   return s;
 }
@@ -436,7 +490,8 @@ std::string suggest_cmdline(const DoctorFacts& f, const std::vector<int>& cpus, 
 namespace {
 // Word-wrap `text` to lines of at most `width` columns, each prefixed.
 void wrap_into(std::ostringstream& out, const std::string& prefix, const std::string& text, int width) {
-  const std::size_t avail = width > static_cast<int>(prefix.size()) + 10 ? static_cast<std::size_t>(width) - prefix.size() : 40;
+  const std::size_t avail =
+      width > static_cast<int>(prefix.size()) + 10 ? static_cast<std::size_t>(width) - prefix.size() : 40;
   std::istringstream words(text);
   std::string w, line;
   bool first = true;
@@ -472,9 +527,12 @@ std::string format_doctor_table(const std::vector<DoctorFinding>& findings, int 
 DoctorSummary summarize(const std::vector<DoctorFinding>& findings) {
   DoctorSummary s;
   for (const auto& d : findings) {
-    if (d.status == DoctorStatus::kPass) ++s.pass;
-    else if (d.status == DoctorStatus::kWarn) ++s.warn;
-    else ++s.fail;
+    if (d.status == DoctorStatus::kPass)
+      ++s.pass;
+    else if (d.status == DoctorStatus::kWarn)
+      ++s.warn;
+    else
+      ++s.fail;
   }
   return s;
 }

@@ -19,18 +19,18 @@ const char* to_string(DoctorStatus s);  // "PASS" / "WARN" / "FAIL"
 
 struct DoctorFinding {
   DoctorStatus status = DoctorStatus::kPass;
-  std::string name;     // stable id: "isolcpus", "smt", "thp", ...
-  std::string found;    // what was found, short ("cpu 1 not isolated")
-  std::string advice;   // one line: the fix (empty when nothing to do)
+  std::string name;    // stable id: "isolcpus", "smt", "thp", ...
+  std::string found;   // what was found, short ("cpu 1 not isolated")
+  std::string advice;  // one line: the fix (empty when nothing to do)
   // True when the finding undermines shootdown numbers of a run on these
   // CPUs (run prints these and records them in the result).
   bool undermines_numbers = false;
 };
 
 struct IdleState {
-  std::string name;           // "POLL", "C1", "C6", "haltpoll idle"
+  std::string name;  // "POLL", "C1", "C6", "haltpoll idle"
   std::int64_t latency_us = 0;
-  bool disabled = false;      // stateN/disable == 1
+  bool disabled = false;  // stateN/disable == 1
 };
 
 // Everything the checks look at. "Unknown" is explicit (empty string, -1 or
@@ -38,51 +38,51 @@ struct IdleState {
 struct DoctorFacts {
   // --- CPUs and isolation (/sys/devices/system/cpu, /proc/cmdline)
   std::vector<int> online;
-  std::vector<int> isolated;                    // .../cpu/isolated
-  std::optional<std::vector<int>> nohz_full;    // .../cpu/nohz_full; nullopt: kernel without NO_HZ_FULL
-  std::string cmdline;                          // /proc/cmdline (kernel part, before " -- ")
-  std::map<int, std::vector<int>> siblings;     // cpu -> thread_siblings_list (includes itself)
-  std::string smt_control;                      // .../cpu/smt/control: on|off|forceoff|notsupported|...
-  std::map<int, int> node_of;                   // cpu -> NUMA node
-  int numa_nodes = 0;                           // nodes with CPUs or memory (0 = unknown)
+  std::vector<int> isolated;                  // .../cpu/isolated
+  std::optional<std::vector<int>> nohz_full;  // .../cpu/nohz_full; nullopt: kernel without NO_HZ_FULL
+  std::string cmdline;                        // /proc/cmdline (kernel part, before " -- ")
+  std::map<int, std::vector<int>> siblings;   // cpu -> thread_siblings_list (includes itself)
+  std::string smt_control;                    // .../cpu/smt/control: on|off|forceoff|notsupported|...
+  std::map<int, int> node_of;                 // cpu -> NUMA node
+  int numa_nodes = 0;                         // nodes with CPUs or memory (0 = unknown)
   // --- memory
-  std::string thp_enabled;                      // always|madvise|never|"" (unavailable)
+  std::string thp_enabled;  // always|madvise|never|"" (unavailable)
   std::string thp_defrag;
-  std::int64_t hugepages_total = -1;            // /proc/meminfo HugePages_Total
+  std::int64_t hugepages_total = -1;  // /proc/meminfo HugePages_Total
   std::int64_t hugepages_free = -1;
-  std::int64_t hugepage_size = 0;               // bytes
-  std::int64_t memlock_soft = -2;               // RLIMIT_MEMLOCK bytes; -1 unlimited, -2 unknown
+  std::int64_t hugepage_size = 0;  // bytes
+  std::int64_t memlock_soft = -2;  // RLIMIT_MEMLOCK bytes; -1 unlimited, -2 unknown
   std::int64_t memlock_hard = -2;
   // --- idle and frequency
-  std::string cpuidle_driver;                   // .../cpuidle/current_driver ("none", "intel_idle", "haltpoll")
+  std::string cpuidle_driver;  // .../cpuidle/current_driver ("none", "intel_idle", "haltpoll")
   std::string cpuidle_governor;
   std::map<int, std::vector<IdleState>> idle_states;  // cpu -> states
-  std::string cpufreq_driver;                   // cpu<N>/cpufreq/scaling_driver of the first CPU; "" none
-  std::map<int, std::string> governor;          // cpu -> scaling_governor
+  std::string cpufreq_driver;                         // cpu<N>/cpufreq/scaling_driver of the first CPU; "" none
+  std::map<int, std::string> governor;                // cpu -> scaling_governor
   // --- interrupts
   bool irqbalance_running = false;
   std::map<int, std::vector<int>> irq_affinity;  // irq -> smp_affinity_list
   std::map<int, std::string> irq_names;          // irq -> /proc/interrupts description
   // --- clocks and CPU features
-  std::string clocksource;                      // current_clocksource
+  std::string clocksource;  // current_clocksource
   std::string available_clocksources;
-  std::set<std::string> cpu_flags;              // /proc/cpuinfo "flags" of the first CPU
+  std::set<std::string> cpu_flags;                     // /proc/cpuinfo "flags" of the first CPU
   std::map<std::string, std::string> vulnerabilities;  // file name -> content
   // --- watchdogs and vm
-  int nmi_watchdog = -1;                        // /proc/sys/kernel/nmi_watchdog
-  int soft_watchdog = -1;                       // /proc/sys/kernel/soft_watchdog
-  int watchdog = -1;                            // /proc/sys/kernel/watchdog
-  int stat_interval = -1;                       // /proc/sys/vm/stat_interval (seconds)
+  int nmi_watchdog = -1;   // /proc/sys/kernel/nmi_watchdog
+  int soft_watchdog = -1;  // /proc/sys/kernel/soft_watchdog
+  int watchdog = -1;       // /proc/sys/kernel/watchdog
+  int stat_interval = -1;  // /proc/sys/vm/stat_interval (seconds)
   // --- virtualization
-  std::string hypervisor_vendor;                // cpuid leaf 0x40000000 ("KVMKVMKVM"), /sys/hypervisor/type, dmi
-  std::optional<bool> kvm_pv_tlb_flush;         // KVM_FEATURE_PV_TLB_FLUSH (cpuid 0x40000001 eax bit 9)
+  std::string hypervisor_vendor;         // cpuid leaf 0x40000000 ("KVMKVMKVM"), /sys/hypervisor/type, dmi
+  std::optional<bool> kvm_pv_tlb_flush;  // KVM_FEATURE_PV_TLB_FLUSH (cpuid 0x40000001 eax bit 9)
   // --- tracing permissions
-  int perf_event_paranoid = 99;                 // 99 = unknown
-  bool is_root = false;                         // euid 0
-  bool cap_perfmon = false;                     // CAP_PERFMON or CAP_SYS_ADMIN in CapEff
-  bool tracefs_supported = false;               // "tracefs" in /proc/filesystems
-  std::string tracefs_mount;                    // mount point from /proc/mounts, "" when not mounted
-  bool tlb_tracepoint = false;                  // events/tlb/tlb_flush exists where tracefs is mounted
+  int perf_event_paranoid = 99;    // 99 = unknown
+  bool is_root = false;            // euid 0
+  bool cap_perfmon = false;        // CAP_PERFMON or CAP_SYS_ADMIN in CapEff
+  bool tracefs_supported = false;  // "tracefs" in /proc/filesystems
+  std::string tracefs_mount;       // mount point from /proc/mounts, "" when not mounted
+  bool tlb_tracepoint = false;     // events/tlb/tlb_flush exists where tracefs is mounted
 };
 
 // One check per tuning item, in the order the table prints them. `cpus` are

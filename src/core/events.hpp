@@ -10,8 +10,8 @@
 namespace shootdown {
 
 enum class EventType : std::uint8_t {
-  kTlbFlush,                 // a = reason (0..5), b = pages (ULONG_MAX/-1 = all)
-  kCallFunctionEntry,        // irq_vectors:call_function_entry, a = vector
+  kTlbFlush,           // a = reason (0..5), b = pages (ULONG_MAX/-1 = all)
+  kCallFunctionEntry,  // irq_vectors:call_function_entry, a = vector
   kCallFunctionExit,
   kCallFunctionSingleEntry,  // irq_vectors:call_function_single_entry
   kCallFunctionSingleExit,
@@ -19,35 +19,51 @@ enum class EventType : std::uint8_t {
   kLocalTimerExit,
   kReschedEntry,
   kReschedExit,
-  kIrqHandlerEntry,          // irq:irq_handler_entry, a = irq number
+  kIrqHandlerEntry,  // irq:irq_handler_entry, a = irq number
   kIrqHandlerExit,
-  kIpiSendCpu,               // ipi:ipi_send_cpu, a = target cpu, b = callsite addr, c = callback addr
-  kIpiSendCpumask,           // ipi:ipi_send_cpumask, a = first target cpu bitmask word, b = callsite addr, c = callback
-  kCsdFunctionEntry,         // csd:csd_function_entry, b = func addr (KernelTrace::symbols names it)
-  kCsdFunctionExit,          // csd:csd_function_exit, b = func addr
-  kSchedSwitch,              // sched:sched_switch (victim CPUs), a = prev_pid, b = next_pid, c = prev_state
+  kIpiSendCpu,        // ipi:ipi_send_cpu, a = target cpu, b = callsite addr, c = callback addr
+  kIpiSendCpumask,    // ipi:ipi_send_cpumask, a = first target cpu bitmask word, b = callsite addr, c = callback
+  kCsdFunctionEntry,  // csd:csd_function_entry, b = func addr (KernelTrace::symbols names it)
+  kCsdFunctionExit,   // csd:csd_function_exit, b = func addr
+  kSchedSwitch,       // sched:sched_switch (victim CPUs), a = prev_pid, b = next_pid, c = prev_state
 };
 inline constexpr int kEventTypeCount = static_cast<int>(EventType::kSchedSwitch) + 1;
 
 // "tlb_flush", "call_function_entry", ... (the tracepoint's name).
 inline const char* event_type_name(EventType t) {
   switch (t) {
-    case EventType::kTlbFlush: return "tlb_flush";
-    case EventType::kCallFunctionEntry: return "call_function_entry";
-    case EventType::kCallFunctionExit: return "call_function_exit";
-    case EventType::kCallFunctionSingleEntry: return "call_function_single_entry";
-    case EventType::kCallFunctionSingleExit: return "call_function_single_exit";
-    case EventType::kLocalTimerEntry: return "local_timer_entry";
-    case EventType::kLocalTimerExit: return "local_timer_exit";
-    case EventType::kReschedEntry: return "reschedule_entry";
-    case EventType::kReschedExit: return "reschedule_exit";
-    case EventType::kIrqHandlerEntry: return "irq_handler_entry";
-    case EventType::kIrqHandlerExit: return "irq_handler_exit";
-    case EventType::kIpiSendCpu: return "ipi_send_cpu";
-    case EventType::kIpiSendCpumask: return "ipi_send_cpumask";
-    case EventType::kCsdFunctionEntry: return "csd_function_entry";
-    case EventType::kCsdFunctionExit: return "csd_function_exit";
-    case EventType::kSchedSwitch: return "sched_switch";
+    case EventType::kTlbFlush:
+      return "tlb_flush";
+    case EventType::kCallFunctionEntry:
+      return "call_function_entry";
+    case EventType::kCallFunctionExit:
+      return "call_function_exit";
+    case EventType::kCallFunctionSingleEntry:
+      return "call_function_single_entry";
+    case EventType::kCallFunctionSingleExit:
+      return "call_function_single_exit";
+    case EventType::kLocalTimerEntry:
+      return "local_timer_entry";
+    case EventType::kLocalTimerExit:
+      return "local_timer_exit";
+    case EventType::kReschedEntry:
+      return "reschedule_entry";
+    case EventType::kReschedExit:
+      return "reschedule_exit";
+    case EventType::kIrqHandlerEntry:
+      return "irq_handler_entry";
+    case EventType::kIrqHandlerExit:
+      return "irq_handler_exit";
+    case EventType::kIpiSendCpu:
+      return "ipi_send_cpu";
+    case EventType::kIpiSendCpumask:
+      return "ipi_send_cpumask";
+    case EventType::kCsdFunctionEntry:
+      return "csd_function_entry";
+    case EventType::kCsdFunctionExit:
+      return "csd_function_exit";
+    case EventType::kSchedSwitch:
+      return "sched_switch";
   }
   return "?";
 }
@@ -55,7 +71,7 @@ inline const char* event_type_name(EventType t) {
 struct KernelEvent {
   std::int64_t mono_ns = 0;
   std::int32_t cpu = -1;
-  std::int32_t pid = 0;      // tgid when known, else tid
+  std::int32_t pid = 0;  // tgid when known, else tid
   std::int32_t tid = 0;
   EventType type = EventType::kTlbFlush;
   std::int64_t a = 0;
@@ -80,17 +96,17 @@ struct Callchain {
 // What the tracer delivered, and what it could not.
 struct KernelTrace {
   bool enabled = false;
-  std::string status;                      // "on", "off (--trace off)", "unavailable: <why>"
-  std::vector<std::string> tracepoints;    // opened
-  std::vector<std::string> missing;        // "csd:csd_function_entry: not in this kernel"
-  std::int64_t lost_events = 0;            // PERF_FORMAT_LOST / PERF_RECORD_LOST total
-  std::vector<KernelEvent> events;         // sorted by mono_ns
+  std::string status;                    // "on", "off (--trace off)", "unavailable: <why>"
+  std::vector<std::string> tracepoints;  // opened
+  std::vector<std::string> missing;      // "csd:csd_function_entry: not in this kernel"
+  std::int64_t lost_events = 0;          // PERF_FORMAT_LOST / PERF_RECORD_LOST total
+  std::vector<KernelEvent> events;       // sorted by mono_ns
   std::vector<Callchain> callchains;
   // Kernel addresses seen in events (csd func, ipi callsite/callback) ->
   // "func+0xoff" from /proc/kallsyms; empty when kallsyms was unreadable.
   std::map<std::uint64_t, std::string> symbols;
-  std::int64_t start_ns = 0;               // mono ns: everything enabled
-  std::int64_t stop_ns = 0;                // mono ns: disabled
+  std::int64_t start_ns = 0;  // mono ns: everything enabled
+  std::int64_t stop_ns = 0;   // mono ns: disabled
 
   // Symbol for an address, "" when unknown.
   const std::string& symbol(std::uint64_t addr) const {

@@ -12,7 +12,9 @@ const char* tlb_flush_reason_name(int reason) {
 }
 
 namespace {
-std::int64_t clamp0(std::int64_t v) { return v < 0 ? 0 : v; }
+std::int64_t clamp0(std::int64_t v) {
+  return v < 0 ? 0 : v;
+}
 }  // namespace
 
 MonitorInterval monitor_interval(const MonitorTotals& prev, const MonitorTotals& cur, std::size_t top_n) {
@@ -65,7 +67,9 @@ std::string rate(double v) {
   if (v >= 1e4) return fmt::format("{:.1f}k", v / 1e3);
   return fmt::format("{:.1f}", v);
 }
-std::string per_s(std::int64_t n, double s) { return rate(s > 0 ? static_cast<double>(n) / s : 0); }
+std::string per_s(std::int64_t n, double s) {
+  return rate(s > 0 ? static_cast<double>(n) / s : 0);
+}
 }  // namespace
 
 std::string format_monitor_header(bool trace) {
@@ -93,7 +97,8 @@ std::string format_monitor_screen(const MonitorInterval& iv, const std::string& 
   std::string out = title + "\n\n";
   out += fmt::format("{:>4} {:>9} {:>9} {:>12} {:>12}\n", "CPU", "TLB/s", "CAL/s", "TLB total", "CAL total");
   for (const auto& c : iv.cpus)
-    out += fmt::format("{:>4} {:>9} {:>9} {:>12} {:>12}\n", c.cpu, rate(c.tlb_per_s), rate(c.cal_per_s), c.tlb_total, c.cal_total);
+    out += fmt::format("{:>4} {:>9} {:>9} {:>12} {:>12}\n", c.cpu, rate(c.tlb_per_s), rate(c.cal_per_s), c.tlb_total,
+                       c.cal_total);
   if (!iv.trace) return out;
   out += "\ntlb:tlb_flush per second by reason\n";
   out += fmt::format("{:>4}", "CPU");
@@ -107,7 +112,8 @@ std::string format_monitor_screen(const MonitorInterval& iv, const std::string& 
   out += "\nTop initiators (reason 4: remote IPI send)\n";
   out += fmt::format("{:>8} {:<16} {:>10}\n", "PID", "COMM", "SENDS/s");
   if (iv.top.empty()) out += "       -\n";
-  for (const auto& t : iv.top) out += fmt::format("{:>8} {:<16} {:>10}\n", t.pid, t.comm.substr(0, 16), per_s(t.flushes, iv.seconds));
+  for (const auto& t : iv.top)
+    out += fmt::format("{:>8} {:<16} {:>10}\n", t.pid, t.comm.substr(0, 16), per_s(t.flushes, iv.seconds));
   if (iv.lost_events > 0) out += fmt::format("\n{} trace events lost this interval\n", iv.lost_events);
   return out;
 }

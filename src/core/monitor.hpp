@@ -19,8 +19,8 @@ const char* tlb_flush_reason_name(int reason);  // "task_switch", "remote_shootd
 
 struct MonitorCpu {
   int cpu = -1;
-  std::int64_t tlb = 0;  // /proc/interrupts TLB (since boot)
-  std::int64_t cal = 0;  // /proc/interrupts CAL (since boot)
+  std::int64_t tlb = 0;                                // /proc/interrupts TLB (since boot)
+  std::int64_t cal = 0;                                // /proc/interrupts CAL (since boot)
   std::array<std::int64_t, kTlbFlushReasons> flush{};  // tlb:tlb_flush since the monitor started
 };
 
@@ -32,9 +32,9 @@ struct MonitorInitiator {
 
 struct MonitorTotals {
   std::int64_t mono_ns = 0;
-  std::int64_t wall_ns = 0;   // CLOCK_REALTIME, for Influx timestamps
+  std::int64_t wall_ns = 0;  // CLOCK_REALTIME, for Influx timestamps
   std::vector<MonitorCpu> cpus;
-  bool trace = false;         // flush counts are valid
+  bool trace = false;  // flush counts are valid
   std::int64_t lost_events = 0;
   std::map<int, MonitorInitiator> initiators;  // pid -> cumulative
 };
@@ -45,15 +45,15 @@ struct MonitorInterval {
   double seconds = 0;
   struct Cpu {
     int cpu = -1;
-    std::int64_t tlb = 0, cal = 0;          // deltas
+    std::int64_t tlb = 0, cal = 0;  // deltas
     double tlb_per_s = 0, cal_per_s = 0;
     std::int64_t tlb_total = 0, cal_total = 0;
     std::array<std::int64_t, kTlbFlushReasons> flush{};  // deltas
   };
   std::vector<Cpu> cpus;
   bool trace = false;
-  std::int64_t lost_events = 0;             // delta
-  std::vector<MonitorInitiator> top;        // deltas, most first, at most top_n
+  std::int64_t lost_events = 0;       // delta
+  std::vector<MonitorInitiator> top;  // deltas, most first, at most top_n
 };
 
 // cur - prev per CPU (CPUs matched by number; a CPU missing from prev counts

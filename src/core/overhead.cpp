@@ -37,15 +37,20 @@ SegmentStats segment_stats(const VictimSamples& v, const Segment& s, const Optio
   return st;
 }
 
-std::string fmt_ratio(double x) { return std::isfinite(x) ? fmt::format("{:.4f}", x) : std::string("n/a"); }
+std::string fmt_ratio(double x) {
+  return std::isfinite(x) ? fmt::format("{:.4f}", x) : std::string("n/a");
+}
 
 }  // namespace
 
 const char* verdict_text(Verdict v) {
   switch (v) {
-    case Verdict::kWithinTarget: return "within target";
-    case Verdict::kAboveTarget: return "above target";
-    case Verdict::kInconclusive: break;
+    case Verdict::kWithinTarget:
+      return "within target";
+    case Verdict::kAboveTarget:
+      return "above target";
+    case Verdict::kInconclusive:
+      break;
   }
   return "inconclusive";
 }
@@ -121,11 +126,16 @@ std::string summary_line(const Report& r, std::size_t k) {
   }
   line += verdict_text(s.verdict);
   switch (s.verdict) {
-    case Verdict::kWithinTarget: line += fmt::format(" (< {:g}%)", pct); break;
-    case Verdict::kAboveTarget: line += fmt::format(" (> {:g}%)", pct); break;
+    case Verdict::kWithinTarget:
+      line += fmt::format(" (< {:g}%)", pct);
+      break;
+    case Verdict::kAboveTarget:
+      line += fmt::format(" (> {:g}%)", pct);
+      break;
     case Verdict::kInconclusive:
       if (std::isfinite(s.ci.lo))
-        line += fmt::format(" (the CI is not inside [{}, {}])", fmt_ratio(1 - r.options.target), fmt_ratio(1 + r.options.target));
+        line += fmt::format(" (the CI is not inside [{}, {}])", fmt_ratio(1 - r.options.target),
+                            fmt_ratio(1 + r.options.target));
       break;
   }
   return line;

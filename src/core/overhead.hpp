@@ -34,11 +34,11 @@ struct Segment {
 };
 
 struct Options {
-  std::int64_t guard_ns = 20'000'000;  // dropped at the start of each segment
-  std::size_t min_samples = 200;       // fewer kept samples: the segment is skipped
-  std::size_t min_pairs = 3;           // fewer pairs: no interval, verdict inconclusive
-  double target = 0.01;                // allowed |ratio - 1|
-  compare::BootstrapOptions bootstrap; // resamples, confidence, seed (p50 uses the seed as is)
+  std::int64_t guard_ns = 20'000'000;   // dropped at the start of each segment
+  std::size_t min_samples = 200;        // fewer kept samples: the segment is skipped
+  std::size_t min_pairs = 3;            // fewer pairs: no interval, verdict inconclusive
+  double target = 0.01;                 // allowed |ratio - 1|
+  compare::BootstrapOptions bootstrap;  // resamples, confidence, seed (p50 uses the seed as is)
 };
 
 // Percentiles reported per segment and pair, in this order.

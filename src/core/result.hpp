@@ -24,15 +24,15 @@ inline constexpr std::size_t kResultMaxEvents = 500000;
 
 struct Environment {
   std::string hostname;
-  std::string kernel;            // uname -r
-  std::string kernel_version;    // uname -v
-  std::string machine;           // uname -m
+  std::string kernel;          // uname -r
+  std::string kernel_version;  // uname -v
+  std::string machine;         // uname -m
   std::string cpu_model;
-  std::string cmdline;           // /proc/cmdline
-  std::string thp_enabled;       // always|madvise|never
+  std::string cmdline;      // /proc/cmdline
+  std::string thp_enabled;  // always|madvise|never
   std::string thp_defrag;
-  bool virtualized = false;      // cpuid hypervisor flag
-  std::string hypervisor;        // "KVM", ... from /sys/hypervisor or dmi, "" when unknown
+  bool virtualized = false;  // cpuid hypervisor flag
+  std::string hypervisor;    // "KVM", ... from /sys/hypervisor or dmi, "" when unknown
   bool constant_tsc = false;
   bool nonstop_tsc = false;
   bool pcid = false;
@@ -40,38 +40,38 @@ struct Environment {
   std::string clocksource;
   int online_cpus = 0;
   int numa_nodes = 1;
-  std::string build_type;        // Release, Debug, +address...
-  std::string version;           // shootdown version
-  double tsc_hz = 0;             // fitted over the whole run
-  double tsc_hz_pre = 0;         // from the short calibration before the run (used in the hot loop)
-  double tsc_drift_ppm = 0;      // (pre - fitted) / fitted * 1e6
+  std::string build_type;             // Release, Debug, +address...
+  std::string version;                // shootdown version
+  double tsc_hz = 0;                  // fitted over the whole run
+  double tsc_hz_pre = 0;              // from the short calibration before the run (used in the hot loop)
+  double tsc_drift_ppm = 0;           // (pre - fitted) / fitted * 1e6
   std::vector<std::string> warnings;  // facts that undermine the numbers
 };
 
 struct Plan {
   int culprit_cpu = -1;
   std::vector<int> victim_cpus;
-  std::string cpu_choice;        // "given" or "default: ..." explanation
-  std::int64_t chunk_size = 0;   // bytes, per chunk (A and B)
+  std::string cpu_choice;       // "given" or "default: ..." explanation
+  std::int64_t chunk_size = 0;  // bytes, per chunk (A and B)
   std::int64_t chunk_size_requested = 0;
   bool chunk_capped = false;
-  std::int64_t batch = 0;        // bytes per timed batch
-  std::int64_t report_every = 0; // bytes of victim writes per interval
-  std::string pages = "4k";      // 4k|thp|hugetlb
-  std::int64_t page_size = 4096; // bytes
-  std::string release = "free";  // strategy
-  std::string trigger = "after"; // enter|after
+  std::int64_t batch = 0;         // bytes per timed batch
+  std::int64_t report_every = 0;  // bytes of victim writes per interval
+  std::string pages = "4k";       // 4k|thp|hugetlb
+  std::int64_t page_size = 4096;  // bytes
+  std::string release = "free";   // strategy
+  std::string trigger = "after";  // enter|after
   std::int64_t trigger_after_ns = 0;
   int repeat = 1;
-  std::int64_t every_ns = 0;     // between repeated releases
-  std::int64_t baseline_ns = 0;  // minimum baseline before the first release
-  std::int64_t settle_ns = 0;    // release window extends this far past "after"
-  std::int64_t after_ns = 0;     // measured after the last release window
-  std::string trace = "auto";    // auto|on|off
+  std::int64_t every_ns = 0;            // between repeated releases
+  std::int64_t baseline_ns = 0;         // minimum baseline before the first release
+  std::int64_t settle_ns = 0;           // release window extends this far past "after"
+  std::int64_t after_ns = 0;            // measured after the last release window
+  std::string trace = "auto";           // auto|on|off
   std::int64_t stall_threshold_ns = 0;  // 0 = auto (8 x baseline median)
   double stall_factor = 8.0;
   bool mlock = true;
-  bool rt = false;               // victims SCHED_FIFO (--rt)
+  bool rt = false;  // victims SCHED_FIFO (--rt)
   int numa_node = 0;
   std::int64_t seed = 0;
   // --workload journal (compare): segment file size and directory ("" = /dev/shm, else /tmp).
@@ -82,8 +82,8 @@ struct Plan {
 // One culprit release: markers bracket the release call.
 struct Release {
   int index = 0;
-  std::int64_t before_ns = 0;    // mono ns just before the call
-  std::int64_t after_ns = 0;     // mono ns just after it returned
+  std::int64_t before_ns = 0;  // mono ns just before the call
+  std::int64_t after_ns = 0;   // mono ns just after it returned
   std::int64_t duration_ns() const { return after_ns - before_ns; }
   std::string strategy;
   std::int64_t bytes = 0;
@@ -94,42 +94,42 @@ struct Interval {
   int victim_cpu = -1;
   std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;
-  std::string phase;             // baseline|release|after (phase of the interval's majority)
+  std::string phase;  // baseline|release|after (phase of the interval's majority)
   // The interval's HDR histogram (layout of make_latency_histogram(): 1 ns ..
   // 1 h, 3 digits) kept sparse: an interval holds --report-every / --batch
   // samples (512 by default), so its non-zero buckets are few, while a full
   // histogram of this layout is 216 KiB — times ~20k intervals in a 4 GiB run.
   std::vector<std::pair<std::int32_t, std::int64_t>> counts;  // (counts index, count), ascending
-  Summary summary;               // of the histogram, computed once
+  Summary summary;                                            // of the histogram, computed once
 
-  hdr::Histogram histogram() const;            // the full histogram, built on demand
-  void add_to(hdr::Histogram& h) const;        // adds the counts (h: latency layout)
-  void set_histogram(const hdr::Histogram& h); // fills counts and summary
+  hdr::Histogram histogram() const;             // the full histogram, built on demand
+  void add_to(hdr::Histogram& h) const;         // adds the counts (h: latency layout)
+  void set_histogram(const hdr::Histogram& h);  // fills counts and summary
   std::int64_t total_count() const { return summary.count; }
 };
 
 struct CpuCounters {
   int cpu = -1;
-  std::string role;              // culprit|victim|other
-  std::int64_t tlb = 0;          // /proc/interrupts TLB delta
-  std::int64_t cal = 0;          // CAL delta
-  std::int64_t loc = 0;          // LOC delta
-  std::int64_t res = 0;          // RES delta
+  std::string role;      // culprit|victim|other
+  std::int64_t tlb = 0;  // /proc/interrupts TLB delta
+  std::int64_t cal = 0;  // CAL delta
+  std::int64_t loc = 0;  // LOC delta
+  std::int64_t res = 0;  // RES delta
 };
 
 struct EventCount {
   int cpu = -1;
-  std::string event;             // event_type_name()
+  std::string event;  // event_type_name()
   std::int64_t count = 0;
 };
 
 struct Result {
   int schema_version = kResultSchemaVersion;
   std::string run_id;
-  std::string started_at;        // ISO 8601 UTC
+  std::string started_at;  // ISO 8601 UTC
   std::string command_line;
   bool complete = true;
-  std::string incomplete_reason; // "interrupted by SIGINT during baseline"
+  std::string incomplete_reason;  // "interrupted by SIGINT during baseline"
   int exit_signal = 0;
   Environment env;
   Plan plan;
@@ -144,9 +144,9 @@ struct Result {
   std::vector<VictimSamples> victims;  // every sample, in memory; not all serialized
   std::vector<Interval> intervals;     // built from the samples after the run
   std::vector<CpuCounters> counters;
-  std::int64_t interrupts_span_ns = 0; // between the two /proc/interrupts snapshots
+  std::int64_t interrupts_span_ns = 0;  // between the two /proc/interrupts snapshots
   KernelTrace trace;
-  std::vector<DoctorFinding> doctor;   // `shootdown doctor` checks for the CPUs used
+  std::vector<DoctorFinding> doctor;  // `shootdown doctor` checks for the CPUs used
   // Kernel events per CPU and type. Empty after a run (computed from
   // trace.events by event_counts()); filled when a result is read back from
   // result.json, which keeps the counts but not the events.
@@ -156,7 +156,7 @@ struct Result {
   // result is read back: analyze() uses it instead of recomputing from
   // partial samples (core/analysis.hpp result_attribution()).
   std::optional<Attribution> saved_attribution;
-  bool events_truncated = false;       // trace.events holds only the first kResultMaxEvents (read back)
+  bool events_truncated = false;  // trace.events holds only the first kResultMaxEvents (read back)
 };
 
 }  // namespace shootdown

@@ -10,11 +10,11 @@ namespace shootdown {
 
 struct VictimSamples {
   int cpu = -1;
-  std::int64_t start_ns = 0;           // mono ns of the timestamp before the first batch
-  std::vector<std::int64_t> end_ns;    // mono ns at the end of each batch
-  std::vector<std::int64_t> lat_ns;    // batch latency, ns (== end_ns[i] - span start)
+  std::int64_t start_ns = 0;         // mono ns of the timestamp before the first batch
+  std::vector<std::int64_t> end_ns;  // mono ns at the end of each batch
+  std::vector<std::int64_t> lat_ns;  // batch latency, ns (== end_ns[i] - span start)
   std::int64_t pages_per_batch = 0;
-  std::int32_t tid = 0;                // the victim thread (gettid), 0 = unknown
+  std::int32_t tid = 0;  // the victim thread (gettid), 0 = unknown
   // Empty for a measured series. A result read back from result.json keeps
   // only the raw windows around each release: then index[i] is the original
   // sample number of sample i and consecutive samples need not be adjacent.

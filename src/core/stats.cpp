@@ -19,7 +19,9 @@ Summary Summary::scaled(double divisor) const {
   return s;
 }
 
-hdr::Histogram make_latency_histogram() { return hdr::Histogram(1, 3600LL * 1000000000LL, 3); }
+hdr::Histogram make_latency_histogram() {
+  return hdr::Histogram(1, 3600LL * 1000000000LL, 3);
+}
 
 Summary summarize(const hdr::Histogram& h) {
   Summary s;

@@ -100,11 +100,10 @@ std::optional<std::int64_t> parse_size(std::string_view text, std::string* why) 
     std::int64_t mult;
   };
   static constexpr Unit kUnits[] = {
-      {"", 1},           {"B", 1},
-      {"K", 1LL << 10},  {"KiB", 1LL << 10}, {"k", 1LL << 10}, {"KB", 1000},
-      {"M", 1LL << 20},  {"MiB", 1LL << 20}, {"MB", 1000000},
-      {"G", 1LL << 30},  {"GiB", 1LL << 30}, {"GB", 1000000000LL},
-      {"T", 1LL << 40},  {"TiB", 1LL << 40}, {"TB", 1000000000000LL},
+      {"", 1},          {"B", 1},           {"K", 1LL << 10},        {"KiB", 1LL << 10},
+      {"k", 1LL << 10}, {"KB", 1000},       {"M", 1LL << 20},        {"MiB", 1LL << 20},
+      {"MB", 1000000},  {"G", 1LL << 30},   {"GiB", 1LL << 30},      {"GB", 1000000000LL},
+      {"T", 1LL << 40}, {"TiB", 1LL << 40}, {"TB", 1000000000000LL},
   };
   for (const auto& u : kUnits) {
     if (n->rest == u.name) return scale(*n, u.mult, why);
@@ -121,8 +120,8 @@ std::optional<std::int64_t> parse_duration_ns(std::string_view text, std::string
     std::int64_t mult;
   };
   static constexpr Unit kUnits[] = {
-      {"ns", 1}, {"us", 1000}, {"µs", 1000}, {"ms", 1000000}, {"s", 1000000000LL}, {"m", 60000000000LL},
-      {"min", 60000000000LL},
+      {"ns", 1},           {"us", 1000},         {"µs", 1000},           {"ms", 1000000},
+      {"s", 1000000000LL}, {"m", 60000000000LL}, {"min", 60000000000LL},
   };
   if (n->rest.empty()) {
     if (default_unit_ns > 0) return scale(*n, default_unit_ns, why);

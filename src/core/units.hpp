@@ -19,7 +19,7 @@ std::optional<std::int64_t> parse_duration_ns(std::string_view text, std::string
                                               std::int64_t default_unit_ns = 0);
 std::optional<std::int64_t> parse_int(std::string_view text, std::string* why = nullptr);
 
-std::string format_size(std::int64_t bytes);        // "4 GiB", "64 KiB", "1.5 MiB"
-std::string format_duration_ns(std::int64_t ns);    // "1.234 ms", "25.1 us", "812 ns"
+std::string format_size(std::int64_t bytes);      // "4 GiB", "64 KiB", "1.5 MiB"
+std::string format_duration_ns(std::int64_t ns);  // "1.234 ms", "25.1 us", "812 ns"
 
 }  // namespace shootdown

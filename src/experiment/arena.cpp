@@ -18,9 +18,12 @@ PageMode parse_page_mode(const std::string& s) {
 
 const char* to_string(PageMode m) {
   switch (m) {
-    case PageMode::k4k: return "4k";
-    case PageMode::kThp: return "thp";
-    case PageMode::kHugetlb: return "hugetlb";
+    case PageMode::k4k:
+      return "4k";
+    case PageMode::kThp:
+      return "thp";
+    case PageMode::kHugetlb:
+      return "hugetlb";
   }
   return "?";
 }
@@ -48,8 +51,9 @@ Chunk::Chunk(std::size_t size, PageMode mode, Allocator alloc, int numa_node) : 
     }
     void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, flags, -1, 0);
     if (p == MAP_FAILED) {
-      throw std::runtime_error(std::string("mmap of ") + std::to_string(len) + " bytes failed: " + std::strerror(errno) +
-                               (mode == PageMode::kHugetlb ? " (are enough huge pages reserved? see /proc/meminfo HugePages_Free)" : ""));
+      throw std::runtime_error(
+          std::string("mmap of ") + std::to_string(len) + " bytes failed: " + std::strerror(errno) +
+          (mode == PageMode::kHugetlb ? " (are enough huge pages reserved? see /proc/meminfo HugePages_Free)" : ""));
     }
     map_base_ = static_cast<char*>(p);
     map_size_ = len;
@@ -78,9 +82,13 @@ Chunk::Chunk(std::size_t size, PageMode mode, Allocator alloc, int numa_node) : 
   }
 }
 
-Chunk::~Chunk() { release(); }
+Chunk::~Chunk() {
+  release();
+}
 
-Chunk::Chunk(Chunk&& o) noexcept { *this = std::move(o); }
+Chunk::Chunk(Chunk&& o) noexcept {
+  *this = std::move(o);
+}
 
 Chunk& Chunk::operator=(Chunk&& o) noexcept {
   if (this != &o) {

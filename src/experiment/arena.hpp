@@ -16,7 +16,7 @@ PageMode parse_page_mode(const std::string& s);  // throws std::invalid_argument
 const char* to_string(PageMode m);
 
 class Chunk {
-public:
+ public:
   Chunk() = default;
   // Maps `size` bytes; throws std::runtime_error with the reason on failure.
   Chunk(std::size_t size, PageMode mode, Allocator alloc, int numa_node);
@@ -37,10 +37,14 @@ public:
   // mlock; returns false and sets why when not permitted.
   bool lock(std::string* why);
   // Forget the mapping without releasing it (the culprit released it itself).
-  void disown() noexcept { data_ = nullptr; size_ = 0; locked_ = false; }
+  void disown() noexcept {
+    data_ = nullptr;
+    size_ = 0;
+    locked_ = false;
+  }
   void release() noexcept;  // munmap / free now
 
-private:
+ private:
   char* data_ = nullptr;
   std::size_t size_ = 0;
   std::size_t map_size_ = 0;

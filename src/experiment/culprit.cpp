@@ -27,7 +27,9 @@ constexpr Name kNames[] = {
     {Strategy::kJournalRecycle, "journal-recycle"},
 };
 
-int membarrier(int cmd) { return static_cast<int>(syscall(__NR_membarrier, cmd, 0, 0)); }
+int membarrier(int cmd) {
+  return static_cast<int>(syscall(__NR_membarrier, cmd, 0, 0));
+}
 }  // namespace
 
 Strategy parse_strategy(const std::string& s) {
@@ -51,7 +53,9 @@ const std::vector<std::string>& strategy_names() {
   return names;
 }
 
-Allocator allocator_for(Strategy s) { return s == Strategy::kFree ? Allocator::kMalloc : Allocator::kMmap; }
+Allocator allocator_for(Strategy s) {
+  return s == Strategy::kFree ? Allocator::kMalloc : Allocator::kMmap;
+}
 
 bool prepare_strategy(Strategy s, std::string* why) {
   if (s != Strategy::kMembarrier) return true;

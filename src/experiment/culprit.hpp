@@ -35,6 +35,8 @@ bool rearm_chunk(Strategy s, Chunk& a, std::size_t size, PageMode mode, int node
 // Registers what a strategy needs once per process (membarrier registration).
 bool prepare_strategy(Strategy s, std::string* why);
 // The journal strategies release no chunk: the experiment drives a Journal.
-inline bool is_journal(Strategy s) { return s == Strategy::kJournalUnmap || s == Strategy::kJournalRecycle; }
+inline bool is_journal(Strategy s) {
+  return s == Strategy::kJournalUnmap || s == Strategy::kJournalRecycle;
+}
 
 }  // namespace shootdown::exp

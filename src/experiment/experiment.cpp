@@ -162,7 +162,8 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
 
   const std::int64_t trigger_ns = std::max(plan.trigger_after_ns, plan.baseline_ns);
   std::int64_t planned = plan.trigger == "enter" ? kEnterMaxNs : trigger_ns;
-  planned += static_cast<std::int64_t>(std::max(plan.repeat, 1)) * (plan.every_ns + plan.settle_ns + 2000 * kMs) + plan.after_ns;
+  planned += static_cast<std::int64_t>(std::max(plan.repeat, 1)) * (plan.every_ns + plan.settle_ns + 2000 * kMs) +
+             plan.after_ns;
 
   // Victims: signals blocked in their threads so no handler runs on a victim CPU.
   std::vector<std::unique_ptr<Victim>> victims;
@@ -216,7 +217,8 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
       join_all();
       throw std::runtime_error(v->output().error.empty() ? "victim preparation failed" : v->output().error);
     }
-    for (const auto& w : v->output().warnings) r.warnings.push_back("victim cpu" + std::to_string(v->config().cpu) + ": " + w);
+    for (const auto& w : v->output().warnings)
+      r.warnings.push_back("victim cpu" + std::to_string(v->config().cpu) + ": " + w);
   }
 
   // Kernel evidence: everything opened and enabled before the baseline
@@ -315,9 +317,12 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
   const std::int64_t pages_per_batch = plan.batch / static_cast<std::int64_t>(kTouchStride);
   for (const auto& v : victims) {
     r.victims.push_back(convert(*v, clock, pages_per_batch));
-    if (v->output().ring_full) r.warnings.push_back("victim cpu" + std::to_string(v->config().cpu) + ": sample ring full, measurement ended early");
+    if (v->output().ring_full)
+      r.warnings.push_back("victim cpu" + std::to_string(v->config().cpu) +
+                           ": sample ring full, measurement ended early");
     if (v->overflow_count() > 0)
-      r.warnings.push_back("victim cpu" + std::to_string(v->config().cpu) + ": " + std::to_string(v->overflow_count()) + " samples longer than 2^32 TSC ticks");
+      r.warnings.push_back("victim cpu" + std::to_string(v->config().cpu) + ": " + std::to_string(v->overflow_count()) +
+                           " samples longer than 2^32 TSC ticks");
   }
 
   if (irq_before && irq_after) {
@@ -325,9 +330,9 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
     for (int cpu : irq_after->cpus) {
       CpuCounters c;
       c.cpu = cpu;
-      c.role = cpu == plan.culprit_cpu ? "culprit"
+      c.role = cpu == plan.culprit_cpu                                                                      ? "culprit"
                : std::find(plan.victim_cpus.begin(), plan.victim_cpus.end(), cpu) != plan.victim_cpus.end() ? "victim"
-                                                                                                           : "other";
+                                                                                                            : "other";
       c.tlb = sys::interrupts_delta(*irq_before, *irq_after, "TLB", cpu);
       c.cal = sys::interrupts_delta(*irq_before, *irq_after, "CAL", cpu);
       c.loc = sys::interrupts_delta(*irq_before, *irq_after, "LOC", cpu);

@@ -15,7 +15,7 @@ namespace shootdown::exp {
 // Kernel evidence is collected by the caller's tracer (src/sys), kept out of
 // the experiment so it can run without privileges.
 class TraceSession {
-public:
+ public:
   virtual ~TraceSession() = default;
   virtual void start() = 0;        // called before the baseline begins
   virtual KernelTrace stop() = 0;  // called after the measurement ends

@@ -24,8 +24,9 @@ Journal::Journal(JournalConfig cfg) : cfg_(std::move(cfg)) {
     throw std::runtime_error("journal: segment size must be a positive multiple of 4 KiB and hold a record");
   dir_ = cfg_.dir;
   if (dir_.empty()) {
-    struct stat st{};
-    dir_ = (::stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) && ::access("/dev/shm", W_OK) == 0) ? "/dev/shm" : "/tmp";
+    struct stat st {};
+    dir_ =
+        (::stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) && ::access("/dev/shm", W_OK) == 0) ? "/dev/shm" : "/tmp";
   }
   record_.assign(cfg_.record_size, 'j');
   const int n = cfg_.recycle ? std::max(cfg_.pool_segments, 2) : 1;

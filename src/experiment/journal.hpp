@@ -25,15 +25,15 @@ namespace shootdown::exp {
 struct JournalConfig {
   bool recycle = false;
   std::size_t segment_size = 16u << 20;
-  std::string dir;               // "" = /dev/shm when present (no writeback I/O in the window), else /tmp
-  int pool_segments = 4;         // recycle: segments in the pool
-  std::size_t record_size = 256; // bytes per appended record
+  std::string dir;                // "" = /dev/shm when present (no writeback I/O in the window), else /tmp
+  int pool_segments = 4;          // recycle: segments in the pool
+  std::size_t record_size = 256;  // bytes per appended record
 };
 
 JournalConfig journal_config(const Plan& plan, Strategy s);
 
 class Journal {
-public:
+ public:
   // Creates the first segment (unmap) or the whole pool (recycle), mapped
   // and pre-faulted. Throws std::runtime_error with the reason.
   explicit Journal(JournalConfig cfg);
@@ -47,7 +47,7 @@ public:
   std::size_t rotations() const { return rotations_; }
   const std::string& dir() const { return dir_; }
 
-private:
+ private:
   struct Segment {
     std::string path;
     int fd = -1;
@@ -59,7 +59,7 @@ private:
 
   JournalConfig cfg_;
   std::string dir_;
-  std::vector<Segment> pool_;    // recycle: the pool; unmap: the one current segment
+  std::vector<Segment> pool_;  // recycle: the pool; unmap: the one current segment
   std::size_t cur_ = 0;
   std::size_t off_ = 0;
   std::uint64_t seq_ = 0;

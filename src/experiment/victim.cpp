@@ -42,7 +42,8 @@ bool Victim::prepare() {
     sched_param sp{};
     sp.sched_priority = 1;
     if (sched_setscheduler(0, SCHED_FIFO, &sp) != 0)
-      out_.warnings.push_back(std::string("--rt: SCHED_FIFO refused (") + std::strerror(errno) + "), running SCHED_OTHER");
+      out_.warnings.push_back(std::string("--rt: SCHED_FIFO refused (") + std::strerror(errno) +
+                              "), running SCHED_OTHER");
   }
   if (cfg_.chunk_b && cfg_.chunk_b->mapped() && cfg_.chunk_b->size() == cfg_.chunk_size) {
     bp_ = cfg_.chunk_b;  // already faulted in by an earlier trial: prefault below is a cheap pass
@@ -58,7 +59,8 @@ bool Victim::prepare() {
   const std::int64_t t0 = sys::mono_now_ns();
   if (!bp_->prefault(abort_flag)) return false;
   out_.prefault_ns = sys::mono_now_ns() - t0;
-  if (cfg_.mlock && !bp_->lock(&why)) out_.warnings.push_back("mlock of chunk B failed (" + why + "): page faults may disturb the samples");
+  if (cfg_.mlock && !bp_->lock(&why))
+    out_.warnings.push_back("mlock of chunk B failed (" + why + "): page faults may disturb the samples");
 
   // Fill the TLB with A's translations, as the article's victim does.
   if (cfg_.chunk_a && cfg_.chunk_a->mapped()) {
@@ -105,8 +107,12 @@ void Victim::measure() {
   const std::size_t batches = cfg_.chunk_size / cfg_.batch;
   const std::size_t stride = cfg_.batch;
   volatile char* b = bp_->data();
-  BatchRecorder rec{reinterpret_cast<std::uint32_t*>(ring_.data()), ring_cap_, overflow_.data(), overflow_.size(),
-                    &published_, &ctl_.stop};
+  BatchRecorder rec{reinterpret_cast<std::uint32_t*>(ring_.data()),
+                    ring_cap_,
+                    overflow_.data(),
+                    overflow_.size(),
+                    &published_,
+                    &ctl_.stop};
   char val = 3;
 
   rec.prev = sys::rdtsc_fenced();

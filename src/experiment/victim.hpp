@@ -20,40 +20,40 @@
 namespace shootdown::exp {
 
 struct alignas(64) Control {
-  std::atomic<bool> go{false};     // barrier: the victims start measuring
+  std::atomic<bool> go{false};  // barrier: the victims start measuring
   alignas(64) std::atomic<bool> stop{false};
   alignas(64) std::atomic<int> abort{0};  // stop preparation (signal)
 };
 
 struct VictimConfig {
   int cpu = -1;
-  std::size_t chunk_size = 0;    // bytes of B
-  std::size_t batch = 0;         // bytes per timed batch
+  std::size_t chunk_size = 0;  // bytes of B
+  std::size_t batch = 0;       // bytes per timed batch
   PageMode mode = PageMode::k4k;
   int numa_node = 0;
   bool mlock = true;
-  const Chunk* chunk_a = nullptr;      // touched once to fill the TLB
-  Chunk* chunk_b = nullptr;            // borrowed B (Hooks::victim_chunk); nullptr = own a fresh one
-  std::int64_t planned_ns = 0;         // measurement length, sizes the ring
+  const Chunk* chunk_a = nullptr;  // touched once to fill the TLB
+  Chunk* chunk_b = nullptr;        // borrowed B (Hooks::victim_chunk); nullptr = own a fresh one
+  std::int64_t planned_ns = 0;     // measurement length, sizes the ring
   std::size_t max_ring_samples = 256u << 20;
-  double ns_per_tick = 0;              // pre-run TSC calibration (sizes the ring)
-  bool rt = false;                     // SCHED_FIFO: the victim keeps its CPU (and so gets its IPIs)
+  double ns_per_tick = 0;  // pre-run TSC calibration (sizes the ring)
+  bool rt = false;         // SCHED_FIFO: the victim keeps its CPU (and so gets its IPIs)
 };
 
 struct VictimOutput {
   bool ok = false;
-  std::string error;                   // preparation failure
+  std::string error;  // preparation failure
   std::vector<std::string> warnings;
-  std::uint64_t start_tsc = 0;         // timestamp before the first batch
+  std::uint64_t start_tsc = 0;  // timestamp before the first batch
   std::size_t samples = 0;
   bool ring_full = false;
-  std::int64_t warmup_batch_ns = 0;    // mean batch time of the warm-up pass
+  std::int64_t warmup_batch_ns = 0;  // mean batch time of the warm-up pass
   std::int64_t prefault_ns = 0;
   std::int32_t tid = 0;
 };
 
 class Victim {
-public:
+ public:
   Victim(VictimConfig cfg, Control& ctl);
   Victim(const Victim&) = delete;
   Victim& operator=(const Victim&) = delete;
@@ -77,7 +77,7 @@ public:
   const std::vector<Overflow>& overflow() const { return overflow_; }
   std::size_t overflow_count() const { return overflow_n_; }
 
-private:
+ private:
   bool prepare();
   void measure();
 
@@ -101,12 +101,12 @@ private:
 // the progress counter the culprit polls, and the end test.
 struct BatchRecorder {
   std::uint32_t* ring;
-  std::size_t cap;                           // ring entries
+  std::size_t cap;  // ring entries
   Victim::Overflow* overflow;
   std::size_t overflow_cap;
-  std::atomic<std::size_t>* published;       // samples so far, for progress
+  std::atomic<std::size_t>* published;  // samples so far, for progress
   const std::atomic<bool>* stop;
-  std::uint64_t prev = 0;                    // TSC at the end of the previous batch
+  std::uint64_t prev = 0;  // TSC at the end of the previous batch
   std::size_t n = 0;
   std::size_t overflow_n = 0;
 

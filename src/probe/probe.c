@@ -105,7 +105,7 @@ static void* probe_main(void* arg) {
   }
   (void)prev;
   __atomic_store_n(&s->state, end_state, __ATOMIC_RELEASE);
-  return NULL;  /* the arena stays mapped: see the header comment */
+  return NULL; /* the arena stays mapped: see the header comment */
 }
 
 __attribute__((constructor)) static void sd_probe_init(void) {
@@ -128,12 +128,12 @@ __attribute__((constructor)) static void sd_probe_init(void) {
     munmap(p, (size_t)st.st_size);
     return;
   }
-  close((int)fd);  /* the mapping keeps the memfd alive; the target's fd table is its own again */
+  close((int)fd); /* the mapping keeps the memfd alive; the target's fd table is its own again */
   g_shm = s;
   __atomic_store_n(&s->state, SD_PROBE_PREPARING, __ATOMIC_RELEASE);
   sigset_t all, old;
   sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, &old);  /* the thread inherits "everything blocked" */
+  pthread_sigmask(SIG_BLOCK, &all, &old); /* the thread inherits "everything blocked" */
   const int rc = pthread_create(&g_thread, NULL, probe_main, s);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   if (rc != 0) {

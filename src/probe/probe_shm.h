@@ -20,39 +20,41 @@
 #define SD_PROBE_ENV_FD "SHOOTDOWN_PROBE_FD"
 
 enum sd_probe_state {
-  SD_PROBE_INIT = 0,     /* written by the tool */
+  SD_PROBE_INIT = 0, /* written by the tool */
   SD_PROBE_PREPARING = 1,
-  SD_PROBE_RUNNING = 2,  /* start_tsc valid, samples flowing */
-  SD_PROBE_DONE = 3,     /* stopped on request or at exit */
-  SD_PROBE_OVERRUN = 4,  /* ring full: measurement ended early */
-  SD_PROBE_FAILED = 5    /* error[] says why */
+  SD_PROBE_RUNNING = 2, /* start_tsc valid, samples flowing */
+  SD_PROBE_DONE = 3,    /* stopped on request or at exit */
+  SD_PROBE_OVERRUN = 4, /* ring full: measurement ended early */
+  SD_PROBE_FAILED = 5   /* error[] says why */
 };
 
 struct sd_probe_shm {
   /* config (tool) */
   uint32_t magic;
   uint32_t version;
-  int32_t cpu;              /* pin the probe thread here */
-  uint32_t batch_pages;     /* 4 KiB pages written per timed batch */
-  uint64_t arena_bytes;     /* private arena, mlocked when allowed */
-  uint64_t capacity;        /* ring entries */
-  uint32_t sched_fifo;      /* 1: the probe thread runs SCHED_FIFO 1 (--rt) */
+  int32_t cpu;          /* pin the probe thread here */
+  uint32_t batch_pages; /* 4 KiB pages written per timed batch */
+  uint64_t arena_bytes; /* private arena, mlocked when allowed */
+  uint64_t capacity;    /* ring entries */
+  uint32_t sched_fifo;  /* 1: the probe thread runs SCHED_FIFO 1 (--rt) */
   uint32_t reserved;
   /* claim and control */
-  int32_t claimed;          /* pid of the process that runs the probe (CAS 0 -> pid) */
-  uint32_t stop;            /* tool -> probe: finish */
+  int32_t claimed; /* pid of the process that runs the probe (CAS 0 -> pid) */
+  uint32_t stop;   /* tool -> probe: finish */
   /* status (probe) */
   uint32_t state;
-  int32_t tid;              /* probe thread id */
-  uint32_t mlocked;         /* 1 when arena and ring are mlocked */
+  int32_t tid;      /* probe thread id */
+  uint32_t mlocked; /* 1 when arena and ring are mlocked */
   int32_t error_errno;
-  uint64_t start_tsc;       /* timestamp before the first batch */
-  uint64_t count;           /* samples published */
-  uint64_t consumed;        /* tool: samples copied out */
+  uint64_t start_tsc; /* timestamp before the first batch */
+  uint64_t count;     /* samples published */
+  uint64_t consumed;  /* tool: samples copied out */
   char error[160];
   /* the ring follows: capacity uint64_t entries (sd_probe_ring) */
 };
 
-static inline uint64_t* sd_probe_ring(struct sd_probe_shm* s) { return (uint64_t*)(void*)(s + 1); }
+static inline uint64_t* sd_probe_ring(struct sd_probe_shm* s) {
+  return (uint64_t*)(void*)(s + 1);
+}
 
 #endif

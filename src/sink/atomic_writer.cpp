@@ -14,7 +14,7 @@ namespace {
 
 bool mkdir_p(const std::string& path, std::string* why) {
   if (path.empty()) return true;
-  struct stat st{};
+  struct stat st {};
   if (::stat(path.c_str(), &st) == 0) {
     if (!S_ISDIR(st.st_mode)) {
       *why = "exists and is not a directory";

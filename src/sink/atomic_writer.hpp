@@ -9,7 +9,7 @@
 namespace shootdown::sink {
 
 class OutputDir {
-public:
+ public:
   // Creates the directory if missing. Throws std::invalid_argument with a
   // one-line reason when it cannot be created or written (checked by
   // creating and removing a probe file), so bad --out fails before a run.
@@ -20,7 +20,7 @@ public:
   void write(const std::string& name, const std::string& content);
   const std::vector<std::string>& written() const { return written_; }
 
-private:
+ private:
   std::string path_;
   std::vector<std::string> written_;
 };

@@ -28,11 +28,15 @@ std::string blame_text(const BlameReport& r, const BlameOptions& opts) {
                    r.full_flushes ? fmt::format(" + {} full flushes", r.full_flushes) : std::string());
   o += fmt::format("  flush IPIs delivered  {} ({}){}\n", r.ipis, cpus_str(r.ipi_cpus),
                    r.ipis_unpaired ? fmt::format(", {} without a sampled flush", r.ipis_unpaired) : std::string());
-  if (r.ipi_sends) o += fmt::format("  flush IPI sends       {} (hardware IPIs; a flush queued behind a pending IPI needs none)\n", r.ipi_sends);
-  if (r.other_ipis) o += fmt::format("  other IPIs sent       {} (function calls that are not TLB flushes)\n", r.other_ipis);
+  if (r.ipi_sends)
+    o += fmt::format("  flush IPI sends       {} (hardware IPIs; a flush queued behind a pending IPI needs none)\n",
+                     r.ipi_sends);
+  if (r.other_ipis)
+    o += fmt::format("  other IPIs sent       {} (function calls that are not TLB flushes)\n", r.other_ipis);
   o += fmt::format("  received by target    {} (tlb_flush reason 1 interrupting its threads: {})\n", r.received,
                    cpus_str(r.received_by_target));
-  if (!r.interrupts_tlb.empty()) o += fmt::format("  /proc/interrupts TLB  {} (all processes)\n", cpus_str(r.interrupts_tlb));
+  if (!r.interrupts_tlb.empty())
+    o += fmt::format("  /proc/interrupts TLB  {} (all processes)\n", cpus_str(r.interrupts_tlb));
   if (r.lost) o += fmt::format("  lost samples          {} (the kernel dropped them: counts are low)\n", r.lost);
   if (r.sites.empty()) {
     o += "\nno shootdowns initiated by the target\n";
@@ -49,7 +53,8 @@ std::string blame_text(const BlameReport& r, const BlameOptions& opts) {
       if (!c.location.empty()) o += fmt::format("    at {}\n", c.location);
       if (!c.advice.empty()) o += fmt::format("    advice: {}\n", c.advice);
     }
-    if (static_cast<int>(r.sites.size()) > top) o += fmt::format("    ... {} more (--top, --json)\n", r.sites.size() - static_cast<std::size_t>(top));
+    if (static_cast<int>(r.sites.size()) > top)
+      o += fmt::format("    ... {} more (--top, --json)\n", r.sites.size() - static_cast<std::size_t>(top));
   }
   for (const auto& n : r.notes) o += "note: " + n + "\n";
   return o;

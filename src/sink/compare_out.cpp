@@ -30,9 +30,13 @@ std::string snum(double x) {
   if (a >= 10 || a == 0) return fmt::format("{:+.0f}", x);
   return fmt::format("{:+.1f}", x);
 }
-std::string pval(double p) { return p < 0.001 ? "<0.001" : fmt::format("{:.3f}", p); }
+std::string pval(double p) {
+  return p < 0.001 ? "<0.001" : fmt::format("{:.3f}", p);
+}
 
-nlohmann::json jnum(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); }
+nlohmann::json jnum(double x) {
+  return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr);
+}
 
 std::string cpus(const std::vector<int>& v) {
   std::string s;
@@ -40,7 +44,9 @@ std::string cpus(const std::vector<int>& v) {
   return s;
 }
 
-const compare::Spread& sp(const compare::ArmSummary& a, Metric m) { return a.metrics[static_cast<std::size_t>(m)]; }
+const compare::Spread& sp(const compare::ArmSummary& a, Metric m) {
+  return a.metrics[static_cast<std::size_t>(m)];
+}
 
 }  // namespace
 
@@ -58,7 +64,8 @@ std::string compare_console(const CompareReport& r) {
   // Per-arm table: medians (IQR for the headline metric).
   o += fmt::format("{:<16} {:>19} {:>9} {:>9} {:>7} {:>10}\n", "arm", "stall us/release", "p99.9 us", "max us", "IPIs",
                    "release us");
-  o += fmt::format("{:<16} {:>19} {:>9} {:>9} {:>7} {:>10}\n", "", "median (IQR)", "median", "median", "median", "median");
+  o += fmt::format("{:<16} {:>19} {:>9} {:>9} {:>7} {:>10}\n", "", "median (IQR)", "median", "median", "median",
+                   "median");
   for (const auto& a : r.summary) {
     const auto& st = sp(a, Metric::kStallUs);
     const std::string stall = st.n ? fmt::format("{} ({}-{})", cnum(st.median), cnum(st.q1), cnum(st.q3)) : "-";
@@ -108,14 +115,20 @@ std::string compare_json(const CompareReport& r) {
   j["confidence"] = 0.95;
   j["duration_s"] = r.duration_s;
   j["notes"] = r.notes;
-  j["plan"] = {{"culprit_cpu", r.plan.culprit_cpu},  {"victim_cpus", r.plan.victim_cpus},
-               {"chunk_size", r.plan.chunk_size},    {"batch", r.plan.batch},
-               {"baseline_ns", r.plan.baseline_ns},  {"settle_ns", r.plan.settle_ns},
-               {"after_ns", r.plan.after_ns},        {"repeat", r.plan.repeat},
-               {"trace", r.plan.trace},              {"stall_factor", r.plan.stall_factor}};
-  j["environment"] = {{"kernel", r.env.kernel},       {"cpu_model", r.env.cpu_model}, {"virtualized", r.env.virtualized},
-                      {"hypervisor", r.env.hypervisor}, {"thp_enabled", r.env.thp_enabled},
-                      {"build_type", r.env.build_type}, {"version", r.env.version},   {"warnings", r.env.warnings}};
+  j["plan"] = {{"culprit_cpu", r.plan.culprit_cpu},
+               {"victim_cpus", r.plan.victim_cpus},
+               {"chunk_size", r.plan.chunk_size},
+               {"batch", r.plan.batch},
+               {"baseline_ns", r.plan.baseline_ns},
+               {"settle_ns", r.plan.settle_ns},
+               {"after_ns", r.plan.after_ns},
+               {"repeat", r.plan.repeat},
+               {"trace", r.plan.trace},
+               {"stall_factor", r.plan.stall_factor}};
+  j["environment"] = {{"kernel", r.env.kernel},           {"cpu_model", r.env.cpu_model},
+                      {"virtualized", r.env.virtualized}, {"hypervisor", r.env.hypervisor},
+                      {"thp_enabled", r.env.thp_enabled}, {"build_type", r.env.build_type},
+                      {"version", r.env.version},         {"warnings", r.env.warnings}};
   json metrics = json::array();
   for (Metric m : compare::kAllMetrics) metrics.push_back(compare::metric_key(m));
   j["metrics"] = metrics;
@@ -136,8 +149,8 @@ std::string compare_json(const CompareReport& r) {
     json jm;
     for (Metric m : compare::kAllMetrics) {
       const auto& s = sp(a, m);
-      jm[compare::metric_key(m)] = {{"n", s.n},        {"median", jnum(s.median)}, {"q1", jnum(s.q1)},
-                                    {"q3", jnum(s.q3)}, {"iqr", jnum(s.iqr())},     {"min", jnum(s.min)},
+      jm[compare::metric_key(m)] = {{"n", s.n},          {"median", jnum(s.median)}, {"q1", jnum(s.q1)},
+                                    {"q3", jnum(s.q3)},  {"iqr", jnum(s.iqr())},     {"min", jnum(s.min)},
                                     {"max", jnum(s.max)}};
     }
     ja["metrics"] = jm;
@@ -146,12 +159,9 @@ std::string compare_json(const CompareReport& r) {
       for (Metric m : compare::kAllMetrics) {
         const auto& c = a.vs_control[static_cast<std::size_t>(m)];
         if (!c.available) continue;
-        jc[compare::metric_key(m)] = {{"diff", jnum(c.diff)},
-                                      {"ci", {jnum(c.ci.lo), jnum(c.ci.hi)}},
-                                      {"mann_whitney_u", c.mw.u},
-                                      {"p", c.mw.p},
-                                      {"exact", c.mw.exact},
-                                      {"direction", c.direction}};
+        jc[compare::metric_key(m)] = {{"diff", jnum(c.diff)},     {"ci", {jnum(c.ci.lo), jnum(c.ci.hi)}},
+                                      {"mann_whitney_u", c.mw.u}, {"p", c.mw.p},
+                                      {"exact", c.mw.exact},      {"direction", c.direction}};
       }
       ja["vs_control"] = jc;
     }
@@ -184,7 +194,8 @@ std::string compare_csv(const CompareReport& r) {
       strategy = r.arms[static_cast<std::size_t>(t.arm_index)].strategy;
       pages = r.arms[static_cast<std::size_t>(t.arm_index)].pages;
     }
-    o += fmt::format("{},{},{},{},{},{},{}", t.order, t.arm, t.trial, strategy, pages, t.complete ? 1 : 0, t.shootdown_source);
+    o += fmt::format("{},{},{},{},{},{},{}", t.order, t.arm, t.trial, strategy, pages, t.complete ? 1 : 0,
+                     t.shootdown_source);
     for (Metric m : compare::kAllMetrics) {
       const double v = t.get(m);
       o += std::isfinite(v) ? fmt::format(",{:.3f}", v) : std::string(",");

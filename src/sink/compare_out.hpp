@@ -24,17 +24,17 @@ struct CompareArmInfo {
 struct CompareReport {
   std::string command_line;
   std::string started_at;
-  std::string workload = "memory";      // memory|journal
-  std::vector<CompareArmInfo> arms;     // --arms order, first = control
+  std::string workload = "memory";   // memory|journal
+  std::vector<CompareArmInfo> arms;  // --arms order, first = control
   int trials_per_arm = 0;
   int bootstrap_resamples = 0;
   std::uint64_t seed = 0;
   double duration_s = 0;
   bool complete = true;
   std::string incomplete_reason;
-  Plan plan;                            // the control arm's plan (CPUs, sizes, durations)
+  Plan plan;  // the control arm's plan (CPUs, sizes, durations)
   Environment env;
-  std::vector<std::string> notes;       // e.g. where shootdown counts come from
+  std::vector<std::string> notes;             // e.g. where shootdown counts come from
   std::vector<compare::TrialMetrics> trials;  // in run order
   std::vector<compare::ArmSummary> summary;
   std::vector<compare::GateResult> gates;

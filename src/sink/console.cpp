@@ -27,8 +27,8 @@ std::string summary_table(const std::string& title, const VictimAnalysis& va, bo
                          "-", "-", "-", 0);
       continue;
     }
-    out += fmt::format("  {:<9}{:>7}{:>8}{:>7}{:>7}{:>8}{:>8}{:>9}{:>9}\n", to_string(ps.phase), num(s.min), num(s.mean),
-                       num(s.p50), num(s.p90), num(s.p99), num(s.p999), num(s.max), s.count);
+    out += fmt::format("  {:<9}{:>7}{:>8}{:>7}{:>7}{:>8}{:>8}{:>9}{:>9}\n", to_string(ps.phase), num(s.min),
+                       num(s.mean), num(s.p50), num(s.p90), num(s.p99), num(s.p999), num(s.max), s.count);
   }
   return out;
 }
@@ -63,7 +63,8 @@ std::string attribution_section(const Result& r, const Analysis& a) {
     out += row("other IPI handler", v.other_handler_ns);
     out += fmt::format("  {:<22}{:>12}{:>14}\n", "label", "samples", "stall lost");
     for (int l = 0; l < kStallLabelCount; ++l)
-      out += fmt::format("  {:<22}{:>12}{:>14}\n", label_name(static_cast<StallLabel>(l)), v.samples[l], d(v.stall_ns[l]));
+      out +=
+          fmt::format("  {:<22}{:>12}{:>14}\n", label_name(static_cast<StallLabel>(l)), v.samples[l], d(v.stall_ns[l]));
     if (!v.ipi_functions.empty()) {
       std::string f = "  function-call IPIs:";
       for (const auto& [name, n] : v.ipi_functions) {
@@ -77,7 +78,8 @@ std::string attribution_section(const Result& r, const Analysis& a) {
       out += f + "\n";
     }
     if (i < a.clean_victims.size())
-      out += summary_table(fmt::format("victim cpu{}: clean samples only, ns per batch", v.cpu), a.clean_victims[i], false);
+      out += summary_table(fmt::format("victim cpu{}: clean samples only, ns per batch", v.cpu), a.clean_victims[i],
+                           false);
   }
   return out;
 }
@@ -88,15 +90,15 @@ std::string console_summary(const Result& r, const Analysis& a) {
   out += fmt::format("shootdown run: release={} chunk={} pages={} batch={}\n", p.release, format_size(p.chunk_size),
                      p.pages, format_size(p.batch));
   out += fmt::format("culprit cpu{}, victims cpu{} ({})\n", p.culprit_cpu, format_cpulist(p.victim_cpus),
-                     p.cpu_choice.rfind("default", 0) == 0 ? "default: one NUMA node, no SMT siblings"
+                     p.cpu_choice.rfind("default", 0) == 0             ? "default: one NUMA node, no SMT siblings"
                      : p.cpu_choice.empty() || p.cpu_choice == "given" ? "given"
-                                                                        : "one given, the other chosen");
+                                                                       : "one given, the other chosen");
   if (!r.complete) out += fmt::format("INCOMPLETE: {}\n", r.incomplete_reason);
   for (const auto& va : a.victims) {
     out += "\n";
-    out += summary_table(fmt::format("victim cpu{}: ns per batch ({} pages, {})", va.cpu, va.pages_per_batch,
-                                     format_size(p.batch)),
-                         va, false);
+    out += summary_table(
+        fmt::format("victim cpu{}: ns per batch ({} pages, {})", va.cpu, va.pages_per_batch, format_size(p.batch)), va,
+        false);
     out += summary_table(fmt::format("victim cpu{}: ns per page (batch / {})", va.cpu, va.pages_per_batch), va, true);
   }
   out += "\n";
@@ -105,9 +107,10 @@ std::string console_summary(const Result& r, const Analysis& a) {
       out += fmt::format("release: {} of {} took {}\n", p.release, format_size(p.chunk_size),
                          format_duration_ns(r.releases[0].duration_ns()));
     else
-      out += fmt::format("releases: {} x {} of {}: duration p50 {}, max {}\n", r.releases.size(), p.release,
-                         format_size(p.chunk_size), format_duration_ns(static_cast<std::int64_t>(a.release_duration.p50)),
-                         format_duration_ns(static_cast<std::int64_t>(a.release_duration.max)));
+      out +=
+          fmt::format("releases: {} x {} of {}: duration p50 {}, max {}\n", r.releases.size(), p.release,
+                      format_size(p.chunk_size), format_duration_ns(static_cast<std::int64_t>(a.release_duration.p50)),
+                      format_duration_ns(static_cast<std::int64_t>(a.release_duration.max)));
   } else {
     out += "release: none performed\n";
   }

@@ -30,8 +30,12 @@ void add_or_throw(hdr::HlogWriter& w, const std::string& tag, double start, doub
 
 }  // namespace
 
-std::string hlog_cpu_tag(int cpu) { return "cpu" + std::to_string(cpu); }
-std::string hlog_phase_tag(int cpu, const std::string& phase) { return hlog_cpu_tag(cpu) + "." + phase; }
+std::string hlog_cpu_tag(int cpu) {
+  return "cpu" + std::to_string(cpu);
+}
+std::string hlog_phase_tag(int cpu, const std::string& phase) {
+  return hlog_cpu_tag(cpu) + "." + phase;
+}
 
 std::string victim_hlog(const Result& r) {
   hdr::LogHeader h;
@@ -39,8 +43,9 @@ std::string victim_hlog(const Result& r) {
                        r.plan.pages + " pages)");
   h.comments.push_back("Values: ns per batch of " + std::to_string(r.plan.batch) +
                        " bytes; read with -outputValueUnitRatio 1000 (microseconds)");
-  h.comments.push_back("Untagged: all victims combined per report interval; Tag=cpuN: victim CPU N; "
-                       "Tag=cpuN.PHASE: the same interval tagged with its phase (baseline|release|after)");
+  h.comments.push_back(
+      "Untagged: all victims combined per report interval; Tag=cpuN: victim CPU N; "
+      "Tag=cpuN.PHASE: the same interval tagged with its phase (baseline|release|after)");
   if (r.realtime_offset_ns != 0) {
     // Milliseconds since the epoch of the run start (measure.start_ns).
     const std::int64_t start_ms = (r.measure_start_ns + r.realtime_offset_ns) / 1000000;

@@ -68,8 +68,8 @@ bool attribution_has_evidence(const Attribution& at) {
   for (const auto& v : at.victims) {
     if (v.shootdowns_received > 0 || v.shootdown_ipis > 0 || v.other_ipis > 0) return true;
     for (std::size_t l = 0; l < v.samples.size(); ++l)
-      if (l != static_cast<std::size_t>(StallLabel::kClean) && l != static_cast<std::size_t>(StallLabel::kUnexplained) &&
-          v.samples[l] > 0)
+      if (l != static_cast<std::size_t>(StallLabel::kClean) &&
+          l != static_cast<std::size_t>(StallLabel::kUnexplained) && v.samples[l] > 0)
         return true;
   }
   return false;
@@ -102,7 +102,9 @@ std::string num(double v) {
   return fmt::format("{:.1f}", v);
 }
 
-std::string dur(double ns) { return svg::format_duration(ns); }
+std::string dur(double ns) {
+  return svg::format_duration(ns);
+}
 
 std::int64_t t0_of(const Result& r) {
   if (r.measure_start_ns > 0) return r.measure_start_ns;
@@ -181,10 +183,17 @@ std::map<int, std::vector<Tick>> classify_events(const KernelTrace& tr, const st
         if (open_cf.count(e.cpu) && tr.symbol(static_cast<std::uint64_t>(e.b)).rfind("flush_tlb", 0) == 0)
           open_tlb[e.cpu] = true;
         break;
-      case EventType::kLocalTimerEntry: v.push_back({e.mono_ns, 2}); break;
-      case EventType::kIrqHandlerEntry: v.push_back({e.mono_ns, 3}); break;
-      case EventType::kReschedEntry: v.push_back({e.mono_ns, 4}); break;
-      default: break;
+      case EventType::kLocalTimerEntry:
+        v.push_back({e.mono_ns, 2});
+        break;
+      case EventType::kIrqHandlerEntry:
+        v.push_back({e.mono_ns, 3});
+        break;
+      case EventType::kReschedEntry:
+        v.push_back({e.mono_ns, 4});
+        break;
+      default:
+        break;
     }
   }
   for (auto& [cpu, it] : open_cf) out[cpu].push_back({it, open_tlb[cpu] ? 0 : 1});  // span cut by the end of tracing
@@ -195,11 +204,14 @@ std::map<int, std::vector<Tick>> classify_events(const KernelTrace& tr, const st
 // Kernel events are in memory after a run; a result loaded from result.json
 // (shootdown report DIR) has the ones trace.events_table kept (none from an
 // older shootdown, which kept only their counts).
-bool have_events(const Result& r) { return r.trace.enabled && !r.trace.events.empty(); }
+bool have_events(const Result& r) {
+  return r.trace.enabled && !r.trace.events.empty();
+}
 
 std::string evidence_missing(const Result& r) {
   if (have_events(r)) return {};
-  if (r.trace.enabled) return "no kernel events in this result (re-rendered from result.json, which keeps only their counts)";
+  if (r.trace.enabled)
+    return "no kernel events in this result (re-rendered from result.json, which keeps only their counts)";
   std::string s = r.trace.status.empty() ? "kernel trace off" : r.trace.status;
   return "no kernel evidence (" + s + ")";
 }
@@ -214,10 +226,11 @@ std::string header_section(const Result& r) {
   const Plan& p = r.plan;
   const Environment& e = r.env;
   std::string o;
-  o += fmt::format("<header>\n<h1>shootdown: {} of {} ({} pages)</h1>\n", escape(p.release), escape(format_size(p.chunk_size)),
-                   escape(p.pages));
+  o += fmt::format("<header>\n<h1>shootdown: {} of {} ({} pages)</h1>\n", escape(p.release),
+                   escape(format_size(p.chunk_size)), escape(p.pages));
   o += fmt::format("<p class=\"sub\">victim CPU {} measured while culprit CPU {} released memory · {} · run {}</p>\n",
-                   escape(format_cpulist(p.victim_cpus)), p.culprit_cpu, escape(r.started_at.empty() ? "time unknown" : r.started_at),
+                   escape(format_cpulist(p.victim_cpus)), p.culprit_cpu,
+                   escape(r.started_at.empty() ? "time unknown" : r.started_at),
                    escape(r.run_id.empty() ? "-" : r.run_id));
   if (!r.complete)
     o += fmt::format("<p class=\"banner incomplete\">INCOMPLETE RESULT: {}</p>\n",
@@ -232,7 +245,8 @@ std::string header_section(const Result& r) {
   o += fact("report interval", format_size(p.report_every) + " of victim writes");
   std::string trig = p.trigger == "after" ? "after " + dur(static_cast<double>(p.trigger_after_ns)) : p.trigger;
   o += fact("trigger", trig);
-  if (p.repeat > 1) o += fact("repeat", fmt::format("{} releases every {}", p.repeat, dur(static_cast<double>(p.every_ns))));
+  if (p.repeat > 1)
+    o += fact("repeat", fmt::format("{} releases every {}", p.repeat, dur(static_cast<double>(p.every_ns))));
   o += fact("releases performed", std::to_string(r.releases.size()));
   o += fact("release window", "from the call to its return + " + dur(static_cast<double>(p.settle_ns)) + " settle");
   if (r.measure_end_ns > r.measure_start_ns)
@@ -242,8 +256,9 @@ std::string header_section(const Result& r) {
   if (!e.hostname.empty()) o += fact("host", e.hostname);
   o += fact("kernel", e.kernel + (e.kernel_version.empty() ? "" : " " + e.kernel_version));
   o += fact("CPU", e.cpu_model.empty() ? "unknown" : e.cpu_model);
-  o += fact("machine", e.virtualized ? "virtual machine" + (e.hypervisor.empty() ? std::string() : " (" + e.hypervisor + ")")
-                                     : "bare metal");
+  o += fact("machine", e.virtualized
+                           ? "virtual machine" + (e.hypervisor.empty() ? std::string() : " (" + e.hypervisor + ")")
+                           : "bare metal");
   o += fact("CPUs", fmt::format("{} online, {} NUMA node(s); culprit {}, victim(s) {}", e.online_cpus, e.numa_nodes,
                                 p.culprit_cpu, format_cpulist(p.victim_cpus)));
   if (!p.cpu_choice.empty()) o += fact("CPU choice", p.cpu_choice);
@@ -255,8 +270,9 @@ std::string header_section(const Result& r) {
   if (!e.cmdline.empty()) o += fact("kernel cmdline", e.cmdline);
   o += fact("build", e.build_type + (e.version.empty() ? "" : ", shootdown " + e.version));
   std::string ev = r.trace.status.empty() ? "off" : r.trace.status;
-  if (r.trace.enabled) ev += fmt::format(", {} tracepoints, {} events, {} lost", r.trace.tracepoints.size(), event_total(r),
-                                         r.trace.lost_events);
+  if (r.trace.enabled)
+    ev += fmt::format(", {} tracepoints, {} events, {} lost", r.trace.tracepoints.size(), event_total(r),
+                      r.trace.lost_events);
   o += fact("kernel evidence", ev);
   o += "</table>\n</div>\n";
   std::vector<std::string> warns = e.warnings;
@@ -306,65 +322,74 @@ std::string meaning_section(const Result& r, const Analysis& a, const Attributio
     s.push_back(fmt::format("{} of {} on CPU {} took {}.", p.release, format_size(p.chunk_size), p.culprit_cpu,
                             dur(static_cast<double>(r.releases[0].duration_ns()))));
   } else {
-    s.push_back(fmt::format("{} releases ({} of {} each) on CPU {} took {} at the median, {} at most.", r.releases.size(),
-                            p.release, format_size(p.chunk_size), p.culprit_cpu, dur(a.release_duration.p50),
-                            dur(a.release_duration.max)));
+    s.push_back(fmt::format("{} releases ({} of {} each) on CPU {} took {} at the median, {} at most.",
+                            r.releases.size(), p.release, format_size(p.chunk_size), p.culprit_cpu,
+                            dur(a.release_duration.p50), dur(a.release_duration.max)));
   }
-  if (p.release == "reuse") s.push_back("This is the control arm (reuse): nothing is unmapped, so no TLB shootdown is expected.");
+  if (p.release == "reuse")
+    s.push_back("This is the control arm (reuse): nothing is unmapped, so no TLB shootdown is expected.");
   for (const auto& va : a.victims) {
     const CpuCounters* c = counters_of(r, va.cpu);
     const VictimAttribution* va_at = attribution_of(at, va.cpu);
     std::string who = fmt::format("CPU {}", va.cpu);
     const std::int64_t flush_ipis = shootdown_ticks(r, ticks, va.cpu, false);
     if (va_at && flush_ipis > 0) {
-      s.push_back(fmt::format("{} received {} TLB shootdown IPIs (kernel trace{}), {} of them inside the release window{}; "
-                              "each stalled the victim by ~{} (p90 {}, max {}) while the handler itself ran ~{}.",
-                              who, flush_ipis, c ? fmt::format("; /proc/interrupts TLB delta {}", c->tlb) : std::string(),
-                              shootdown_ticks(r, ticks, va.cpu, true), r.releases.size() == 1 ? "" : "s", dur(static_cast<double>(va_at->stall_per_shootdown.p50)),
-                              dur(static_cast<double>(va_at->stall_per_shootdown.p90)),
-                              dur(static_cast<double>(va_at->stall_per_shootdown.max)),
-                              dur(static_cast<double>(va_at->handler_ns.p50))));
+      s.push_back(fmt::format(
+          "{} received {} TLB shootdown IPIs (kernel trace{}), {} of them inside the release window{}; "
+          "each stalled the victim by ~{} (p90 {}, max {}) while the handler itself ran ~{}.",
+          who, flush_ipis, c ? fmt::format("; /proc/interrupts TLB delta {}", c->tlb) : std::string(),
+          shootdown_ticks(r, ticks, va.cpu, true), r.releases.size() == 1 ? "" : "s",
+          dur(static_cast<double>(va_at->stall_per_shootdown.p50)),
+          dur(static_cast<double>(va_at->stall_per_shootdown.p90)),
+          dur(static_cast<double>(va_at->stall_per_shootdown.max)), dur(static_cast<double>(va_at->handler_ns.p50))));
     } else if (c) {
       if (c->tlb > 0)
-        s.push_back(fmt::format("{} received {} TLB shootdown IPIs during the run (/proc/interrupts TLB row).", who, c->tlb));
+        s.push_back(
+            fmt::format("{} received {} TLB shootdown IPIs during the run (/proc/interrupts TLB row).", who, c->tlb));
       else
         s.push_back(fmt::format("{} received no TLB shootdown IPI (/proc/interrupts TLB row unchanged).", who));
     }
     const PhaseStats* base = phase_of(va, Phase::kBaseline);
     const PhaseStats* rel = phase_of(va, Phase::kRelease);
     if (base && rel && base->per_batch.count > 0 && rel->per_batch.count > 0) {
-      s.push_back(fmt::format("On {}, p99.9 per batch was {} in the baseline and {} in the release window ({}); p50 {} → {}, "
-                              "max {} → {}.",
-                              who, dur(base->per_batch.p999), dur(rel->per_batch.p999),
-                              compare_word(base->per_batch.p999, rel->per_batch.p999), dur(base->per_batch.p50),
-                              dur(rel->per_batch.p50), dur(base->per_batch.max), dur(rel->per_batch.max)));
+      s.push_back(
+          fmt::format("On {}, p99.9 per batch was {} in the baseline and {} in the release window ({}); p50 {} → {}, "
+                      "max {} → {}.",
+                      who, dur(base->per_batch.p999), dur(rel->per_batch.p999),
+                      compare_word(base->per_batch.p999, rel->per_batch.p999), dur(base->per_batch.p50),
+                      dur(rel->per_batch.p50), dur(base->per_batch.max), dur(rel->per_batch.max)));
       if (base->per_batch.max > rel->per_batch.max * 2)
-        s.push_back(fmt::format("The largest stall on {} ({}) happened in the baseline, with no release running: the machine "
-                                "itself stalls the victim (host preemption on a VM, interrupts, SMIs), so compare the release "
-                                "window against that noise, not against zero.",
-                                who, dur(base->per_batch.max)));
+        s.push_back(
+            fmt::format("The largest stall on {} ({}) happened in the baseline, with no release running: the machine "
+                        "itself stalls the victim (host preemption on a VM, interrupts, SMIs), so compare the release "
+                        "window against that noise, not against zero.",
+                        who, dur(base->per_batch.max)));
     } else if (rel && rel->per_batch.count == 0 && !r.releases.empty()) {
       s.push_back(fmt::format("{} has no samples inside the release window (it was shorter than one batch).", who));
     }
     if (va_at) {
       const auto u = static_cast<std::size_t>(StallLabel::kUnexplained);
       if (va_at->samples[u] > 0)
-        s.push_back(fmt::format("{} samples on {} exceeded the stall threshold ({}) with no kernel event on the CPU, {} in "
-                                "total: time the vCPU did not run (host preemption) or firmware, not the kernel.",
-                                va_at->samples[u], who, dur(static_cast<double>(va_at->stall_threshold_ns)),
-                                dur(static_cast<double>(va_at->stall_ns[u]))));
+        s.push_back(
+            fmt::format("{} samples on {} exceeded the stall threshold ({}) with no kernel event on the CPU, {} in "
+                        "total: time the vCPU did not run (host preemption) or firmware, not the kernel.",
+                        va_at->samples[u], who, dur(static_cast<double>(va_at->stall_threshold_ns)),
+                        dur(static_cast<double>(va_at->stall_ns[u]))));
     }
   }
   if (!at.available) {
     std::string m = evidence_missing(r);
     if (!m.empty()) m[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(m[0])));
-    s.push_back(m + ": this page cannot tell a shootdown stall from host preemption or another interrupt; " +
-                (r.trace.enabled ? "the report written by `shootdown run --out` itself (before any re-render) attributes every stall."
-                                 : "run as root with --trace on to attribute every stall."));
+    s.push_back(
+        m + ": this page cannot tell a shootdown stall from host preemption or another interrupt; " +
+        (r.trace.enabled
+             ? "the report written by `shootdown run --out` itself (before any re-render) attributes every stall."
+             : "run as root with --trace on to attribute every stall."));
   }
   if (r.env.virtualized)
-    s.push_back("This is a virtual machine: every IPI goes through the hypervisor, which makes each shootdown several times "
-                "dearer than on bare metal, and the host may deschedule the vCPU at any time.");
+    s.push_back(
+        "This is a virtual machine: every IPI goes through the hypervisor, which makes each shootdown several times "
+        "dearer than on bare metal, and the host may deschedule the vCPU at any time.");
   std::string o = "<section id=\"summary\">\n<h2>What this means</h2>\n<p class=\"meaning\">";
   for (std::size_t i = 0; i < s.size(); ++i) o += (i ? " " : "") + escape(s[i]);
   o += "</p>\n</section>\n";
@@ -372,14 +397,14 @@ std::string meaning_section(const Result& r, const Analysis& a, const Attributio
 }
 
 std::string phase_table(const VictimAnalysis& va, bool per_page, const std::string& title) {
-  std::string o = fmt::format("<table class=\"phases\" data-victim=\"{}\" data-unit=\"{}\"><caption>{}</caption>\n", va.cpu,
-                              per_page ? "page" : "batch", escape(title));
+  std::string o = fmt::format("<table class=\"phases\" data-victim=\"{}\" data-unit=\"{}\"><caption>{}</caption>\n",
+                              va.cpu, per_page ? "page" : "batch", escape(title));
   o += "<tr><th>phase</th><th>min</th><th>mean</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th>"
        "<th>samples</th><th>time</th></tr>\n";
   for (const auto& ps : va.phases) {
     const Summary& s = per_page ? ps.per_page : ps.per_batch;
-    o += fmt::format("<tr class=\"phase-row\" data-phase=\"{}\" data-victim=\"{}\"><th>{}</th>", to_string(ps.phase), va.cpu,
-                     ps.phase == Phase::kRelease ? "release window" : to_string(ps.phase));
+    o += fmt::format("<tr class=\"phase-row\" data-phase=\"{}\" data-victim=\"{}\"><th>{}</th>", to_string(ps.phase),
+                     va.cpu, ps.phase == Phase::kRelease ? "release window" : to_string(ps.phase));
     if (s.count == 0) {
       o += "<td colspan=\"7\" class=\"empty\">no samples in this phase</td><td>0</td><td>-</td></tr>\n";
       continue;
@@ -393,13 +418,15 @@ std::string phase_table(const VictimAnalysis& va, bool per_page, const std::stri
 
 std::string phases_section(const Result& r, const Analysis& a) {
   std::string o = "<section id=\"phases\">\n<h2>Latency by phase</h2>\n";
-  o += "<p class=\"explain\">Each sample is one timed batch of writes, back to back (no gaps). Values in ns. The release "
+  o += "<p class=\"explain\">Each sample is one timed batch of writes, back to back (no gaps). Values in ns. The "
+       "release "
        "window runs from the release call to its return plus the settle time.</p>\n";
   if (a.victims.empty()) o += "<p class=\"missing\">No victim samples were recorded.</p>\n";
   for (const auto& va : a.victims) {
     o += "<div class=\"pair\">";
-    o += phase_table(va, false, fmt::format("victim CPU {}: ns per batch ({} pages, {})", va.cpu, va.pages_per_batch,
-                                            format_size(r.plan.batch)));
+    o += phase_table(va, false,
+                     fmt::format("victim CPU {}: ns per batch ({} pages, {})", va.cpu, va.pages_per_batch,
+                                 format_size(r.plan.batch)));
     o += phase_table(va, true, fmt::format("victim CPU {}: ns per page (batch / {})", va.cpu, va.pages_per_batch));
     o += "</div>\n";
   }
@@ -410,9 +437,10 @@ std::string phases_section(const Result& r, const Analysis& a) {
     const std::size_t shown = std::min<std::size_t>(r.releases.size(), 50);
     for (std::size_t i = 0; i < shown; ++i) {
       const auto& rel = r.releases[i];
-      o += fmt::format("<tr class=\"release-row\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n", rel.index,
-                       escape(rel.strategy.empty() ? r.plan.release : rel.strategy), escape(format_size(rel.bytes)),
-                       escape(dur(static_cast<double>(rel.before_ns - t0))), escape(dur(static_cast<double>(rel.duration_ns()))));
+      o += fmt::format("<tr class=\"release-row\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+                       rel.index, escape(rel.strategy.empty() ? r.plan.release : rel.strategy),
+                       escape(format_size(rel.bytes)), escape(dur(static_cast<double>(rel.before_ns - t0))),
+                       escape(dur(static_cast<double>(rel.duration_ns()))));
     }
     if (shown < r.releases.size())
       o += fmt::format("<tr><td colspan=\"5\">… {} more (see result.json)</td></tr>\n", r.releases.size() - shown);
@@ -422,13 +450,15 @@ std::string phases_section(const Result& r, const Analysis& a) {
   return o;
 }
 
-void add_release_overlays(svg::LineChart& c, const Result& r, std::int64_t origin, const std::vector<const Release*>& rels) {
+void add_release_overlays(svg::LineChart& c, const Result& r, std::int64_t origin,
+                          const std::vector<const Release*>& rels) {
   for (const Release* rel : rels) {
-    c.bands.push_back({static_cast<double>(rel->before_ns - origin),
-                       static_cast<double>(rel->after_ns + r.plan.settle_ns - origin), "release", rel->index,
-                       fmt::format("release {} window: {} + {} settle", rel->index, dur(static_cast<double>(rel->duration_ns())),
-                                   dur(static_cast<double>(r.plan.settle_ns))),
-                       kColorBand});
+    c.bands.push_back(
+        {static_cast<double>(rel->before_ns - origin), static_cast<double>(rel->after_ns + r.plan.settle_ns - origin),
+         "release", rel->index,
+         fmt::format("release {} window: {} + {} settle", rel->index, dur(static_cast<double>(rel->duration_ns())),
+                     dur(static_cast<double>(r.plan.settle_ns))),
+         kColorBand});
     c.markers.push_back({static_cast<double>(rel->before_ns - origin), "before", rel->index,
                          fmt::format("release {}: before {} (call)", rel->index, r.plan.release), kColorBefore});
     c.markers.push_back({static_cast<double>(rel->after_ns - origin), "after", rel->index,
@@ -440,9 +470,10 @@ void add_release_overlays(svg::LineChart& c, const Result& r, std::int64_t origi
 
 std::string timeseries_section(const Result& r, const Analysis& a) {
   std::string o = "<section id=\"timeseries\">\n<h2>1 · Latency over time</h2>\n";
-  o += fmt::format("<p class=\"explain\">p50, p90, p99 and max of each report interval ({} of writes) per batch, with the "
-                   "release call (before) and its return (after) as vertical lines and the release window shaded.</p>\n",
-                   escape(format_size(r.plan.report_every)));
+  o += fmt::format(
+      "<p class=\"explain\">p50, p90, p99 and max of each report interval ({} of writes) per batch, with the "
+      "release call (before) and its return (after) as vertical lines and the release window shaded.</p>\n",
+      escape(format_size(r.plan.report_every)));
   const std::int64_t t0 = t0_of(r);
   std::vector<const Release*> rels;
   for (const auto& rel : r.releases) rels.push_back(&rel);
@@ -465,9 +496,10 @@ std::string timeseries_section(const Result& r, const Analysis& a) {
     for (auto* s : {&s50, &s90, &s99, &smax})
       if (!s->points.empty()) s->points.push_back({static_cast<double>(last_end - t0), s->points.back().y});
     const std::string id = fmt::format("log-cpu{}", va.cpu);
-    o += fmt::format("<div class=\"chart-box scale-toggle\"><input type=\"checkbox\" class=\"logtoggle noprint\" id=\"{}\" "
-                     "checked><label class=\"noprint\" for=\"{}\">log scale</label>\n",
-                     id, id);
+    o += fmt::format(
+        "<div class=\"chart-box scale-toggle\"><input type=\"checkbox\" class=\"logtoggle noprint\" id=\"{}\" "
+        "checked><label class=\"noprint\" for=\"{}\">log scale</label>\n",
+        id, id);
     for (svg::Scale sc : {svg::Scale::kLog, svg::Scale::kLinear}) {
       svg::LineChart c;
       c.id = "timeseries";
@@ -493,19 +525,21 @@ std::string timeseries_section(const Result& r, const Analysis& a) {
 std::string raw_section(const Result& r, const Analysis& a, const Attribution& at,
                         const std::map<int, std::vector<Tick>>& ticks) {
   std::string o = "<section id=\"raw\">\n<h2>2 · Raw samples around each release</h2>\n";
-  o += fmt::format("<p class=\"explain\">Every batch sample from {} before the release call to {} after the window, drawn "
-                   "as steps (each sample spans its own time; the highest sample of each pixel column is always kept). "
-                   "Ticks below the plot are kernel events on the victim CPU, by type: a stall with a tick under it was "
-                   "caused by that interrupt. The last two rows mark stalls the kernel's interrupts did not cause: "
-                   "another task ran on the CPU (other task), or nothing traceable ran at all (no event: on a VM, the host "
-                   "descheduled the vCPU).</p>\n",
-                   escape(dur(static_cast<double>(kRawWindowPadNs))), escape(dur(static_cast<double>(kRawWindowPadNs))));
+  o += fmt::format(
+      "<p class=\"explain\">Every batch sample from {} before the release call to {} after the window, drawn "
+      "as steps (each sample spans its own time; the highest sample of each pixel column is always kept). "
+      "Ticks below the plot are kernel events on the victim CPU, by type: a stall with a tick under it was "
+      "caused by that interrupt. The last two rows mark stalls the kernel's interrupts did not cause: "
+      "another task ran on the CPU (other task), or nothing traceable ran at all (no event: on a VM, the host "
+      "descheduled the vCPU).</p>\n",
+      escape(dur(static_cast<double>(kRawWindowPadNs))), escape(dur(static_cast<double>(kRawWindowPadNs))));
   const std::string missing = evidence_missing(r);
   for (const auto& va : a.victims) {
     const VictimSamples* v = samples_of(r, va.cpu);
     const std::size_t n_rel = r.releases.size();
     const std::size_t shown = std::min<std::size_t>(n_rel, kHtmlMaxReleaseCharts);
-    if (n_rel == 0) o += fmt::format("<p class=\"missing\">victim CPU {}: no release, no window to show.</p>\n", va.cpu);
+    if (n_rel == 0)
+      o += fmt::format("<p class=\"missing\">victim CPU {}: no release, no window to show.</p>\n", va.cpu);
     for (std::size_t k = 0; k < shown; ++k) {
       const Release& rel = r.releases[k];
       const std::int64_t from = rel.before_ns - kRawWindowPadNs;
@@ -528,8 +562,10 @@ std::string raw_section(const Result& r, const Analysis& a, const Attribution& a
         const auto i1 = static_cast<std::size_t>(hi - v->end_ns.begin());
         s.points.reserve(i1 - i0 + 1);
         for (std::size_t i = i0; i < i1; ++i)
-          s.points.push_back({static_cast<double>(std::max(from, v->span_start(i)) - origin), static_cast<double>(v->lat_ns[i])});
-        if (i1 > i0) s.points.push_back({static_cast<double>(std::min(to, v->end_ns[i1 - 1]) - origin), s.points.back().y});
+          s.points.push_back(
+              {static_cast<double>(std::max(from, v->span_start(i)) - origin), static_cast<double>(v->lat_ns[i])});
+        if (i1 > i0)
+          s.points.push_back({static_cast<double>(std::min(to, v->end_ns[i1 - 1]) - origin), s.points.back().y});
       }
       if (s.points.empty()) c.notes.push_back("no raw samples kept for this window");
       c.series.push_back(std::move(s));
@@ -540,7 +576,8 @@ std::string raw_section(const Result& r, const Analysis& a, const Attribution& a
         std::vector<svg::EventTicks> rows;
         for (int i = 0; i < 5; ++i) rows.push_back({kCauses[i].kind, kCauses[i].text, kCauses[i].color, {}});
         if (auto it = ticks.find(va.cpu); it != ticks.end()) {
-          auto lo = std::lower_bound(it->second.begin(), it->second.end(), from, [](const Tick& t, std::int64_t x) { return t.t < x; });
+          auto lo = std::lower_bound(it->second.begin(), it->second.end(), from,
+                                     [](const Tick& t, std::int64_t x) { return t.t < x; });
           for (; lo != it->second.end() && lo->t <= to; ++lo)
             rows[static_cast<std::size_t>(lo->cause)].x.push_back(static_cast<double>(lo->t - origin));
         }
@@ -551,9 +588,11 @@ std::string raw_section(const Result& r, const Analysis& a, const Attribution& a
         if (v && v_at && v_at->labels.size() == v->size()) {
           for (const char* kind : {"preempted", "unexplained"}) {
             const CauseStyle cs = cause_style(kind);
-            svg::EventTicks row{cs.kind, kind == std::string_view("preempted") ? "other task" : "no event", cs.color, {}};
+            svg::EventTicks row{
+                cs.kind, kind == std::string_view("preempted") ? "other task" : "no event", cs.color, {}};
             auto lo = std::lower_bound(v->end_ns.begin(), v->end_ns.end(), from);
-            for (auto i = static_cast<std::size_t>(lo - v->end_ns.begin()); i < v->size() && v->span_start(i) <= to; ++i)
+            for (auto i = static_cast<std::size_t>(lo - v->end_ns.begin()); i < v->size() && v->span_start(i) <= to;
+                 ++i)
               if (std::string_view(label_name(static_cast<StallLabel>(v_at->labels[i]))) == kind)
                 row.x.push_back(static_cast<double>(std::max(from, v->span_start(i)) - origin));
             rows.push_back(std::move(row));
@@ -567,9 +606,10 @@ std::string raw_section(const Result& r, const Analysis& a, const Attribution& a
       o += "<div class=\"chart-box\">" + svg::render(c) + "</div>\n";
     }
     if (shown < n_rel)
-      o += fmt::format("<p class=\"explain\">victim CPU {}: showing the first {} of {} releases (all are in chart 1 and "
-                       "result.json).</p>\n",
-                       va.cpu, shown, n_rel);
+      o += fmt::format(
+          "<p class=\"explain\">victim CPU {}: showing the first {} of {} releases (all are in chart 1 and "
+          "result.json).</p>\n",
+          va.cpu, shown, n_rel);
   }
   o += "</section>\n";
   return o;
@@ -577,7 +617,8 @@ std::string raw_section(const Result& r, const Analysis& a, const Attribution& a
 
 std::string distribution_section(const Result& r, const Analysis& a) {
   std::string o = "<section id=\"distribution\">\n<h2>3 · Latency distribution by phase</h2>\n";
-  o += "<p class=\"explain\">Latency per batch at each percentile, on the HdrHistogram axis (each step right is ten times "
+  o += "<p class=\"explain\">Latency per batch at each percentile, on the HdrHistogram axis (each step right is ten "
+       "times "
        "rarer: 90%, 99%, 99.9% …). Curves that split only at the right are rare stalls; a curve shifted everywhere is "
        "slower work.</p>\n";
   for (const auto& va : a.victims) {
@@ -601,18 +642,22 @@ std::string distribution_section(const Result& r, const Analysis& a) {
     double max_x = 1;
     for (const auto& ps : va.phases) {
       const auto idx = static_cast<std::size_t>(ps.phase);
-      const char* color = ps.phase == Phase::kBaseline ? kColorBaseline : ps.phase == Phase::kRelease ? kColorRelease : kColorAfterPhase;
+      const char* color = ps.phase == Phase::kBaseline  ? kColorBaseline
+                          : ps.phase == Phase::kRelease ? kColorRelease
+                                                        : kColorAfterPhase;
       std::string name = ps.phase == Phase::kRelease ? "release" : to_string(ps.phase);
       if (ps.per_batch.count == 0) {
         c.notes.push_back(fmt::format("{}: no samples in this phase", name == "release" ? "release window" : name));
         continue;
       }
-      svg::Series s{name, color, {}, false, ps.phase == Phase::kAfter ? 1.2 : 1.8, ps.phase == Phase::kAfter ? "5 3" : "", ""};
+      svg::Series s{
+          name, color, {}, false, ps.phase == Phase::kAfter ? 1.2 : 1.8, ps.phase == Phase::kAfter ? "5 3" : "", ""};
       if (from_samples) {
         s.points = svg::percentile_curve(hist[idx]);
       } else {
         const Summary& m = ps.per_batch;
-        s.points = svg::percentile_curve({{0, m.min}, {50, m.p50}, {90, m.p90}, {99, m.p99}, {99.9, m.p999}, {100, m.max}}, m.count);
+        s.points = svg::percentile_curve(
+            {{0, m.min}, {50, m.p50}, {90, m.p90}, {99, m.p99}, {99.9, m.p999}, {100, m.max}}, m.count);
       }
       s.legend = fmt::format("{} (n={})", name, ps.per_batch.count);
       max_x = std::max(max_x, std::log10(static_cast<double>(std::max<std::int64_t>(2, ps.per_batch.count))));
@@ -642,7 +687,8 @@ std::string stalls_section(const Result& r, const Analysis& a, const Attribution
         for (std::size_t l = 0; l < v_at->stall_ns.size(); ++l)
           if (std::string_view(label_name(static_cast<StallLabel>(l))) == cs.kind) order.push_back(l);
       for (std::size_t l = 0; l < v_at->stall_ns.size(); ++l)
-        if (l != static_cast<std::size_t>(StallLabel::kClean) && std::find(order.begin(), order.end(), l) == order.end())
+        if (l != static_cast<std::size_t>(StallLabel::kClean) &&
+            std::find(order.begin(), order.end(), l) == order.end())
           order.push_back(l);
       for (std::size_t l : order) {
         const CauseStyle cs = cause_style(label_name(static_cast<StallLabel>(l)));
@@ -650,16 +696,18 @@ std::string stalls_section(const Result& r, const Analysis& a, const Attribution
                           fmt::format("· {} samples", v_at->samples[l])});
       }
       const auto cl = static_cast<std::size_t>(StallLabel::kClean);
-      c.notes.push_back(fmt::format("threshold {} (stalls below it with no event are jitter: {} over {} clean samples, not shown)",
-                                    dur(static_cast<double>(v_at->stall_threshold_ns)), dur(static_cast<double>(v_at->stall_ns[cl])),
-                                    v_at->samples[cl]));
+      c.notes.push_back(
+          fmt::format("threshold {} (stalls below it with no event are jitter: {} over {} clean samples, not shown)",
+                      dur(static_cast<double>(v_at->stall_threshold_ns)), dur(static_cast<double>(v_at->stall_ns[cl])),
+                      v_at->samples[cl]));
       if (!at.note.empty()) c.notes.push_back(at.note);
     } else {
       // No kernel evidence: only the total above the threshold can be said.
       const VictimSamples* v = samples_of(r, va.cpu);
       const PhaseStats* base = phase_of(va, Phase::kBaseline);
       const double median = base && base->per_batch.count ? base->per_batch.p50 : 0;
-      const double thr = r.plan.stall_threshold_ns > 0 ? static_cast<double>(r.plan.stall_threshold_ns) : r.plan.stall_factor * median;
+      const double thr =
+          r.plan.stall_threshold_ns > 0 ? static_cast<double>(r.plan.stall_threshold_ns) : r.plan.stall_factor * median;
       double total = 0;
       std::int64_t n = 0;
       if (v && thr > 0)
@@ -668,7 +716,8 @@ std::string stalls_section(const Result& r, const Analysis& a, const Attribution
             total += static_cast<double>(l) - median;
             ++n;
           }
-      c.bars.push_back({"unattributed (above threshold)", "unattributed", total, "#868e96", fmt::format("· {} samples", n)});
+      c.bars.push_back(
+          {"unattributed (above threshold)", "unattributed", total, "#868e96", fmt::format("· {} samples", n)});
       c.notes.push_back(evidence_missing(r) + ": stalls cannot be attributed to a cause");
       if (v && static_cast<std::int64_t>(v->size()) != va.samples)
         c.notes.push_back(fmt::format("counted over the {} raw samples kept around the releases only", v->size()));
@@ -676,8 +725,9 @@ std::string stalls_section(const Result& r, const Analysis& a, const Attribution
     }
     o += "<div class=\"chart-box\">" + svg::render(c) + "</div>\n";
     if (v_at) {
-      o += fmt::format("<table class=\"attribution\" data-victim=\"{}\"><caption>victim CPU {}: shootdown IPIs</caption>\n", va.cpu,
-                       va.cpu);
+      o += fmt::format(
+          "<table class=\"attribution\" data-victim=\"{}\"><caption>victim CPU {}: shootdown IPIs</caption>\n", va.cpu,
+          va.cpu);
       o += "<tr><th></th><th>count</th><th>p50</th><th>p90</th><th>max</th></tr>\n";
       auto row = [&](const char* name, const Quantiles& q) {
         o += fmt::format("<tr><th>{}</th><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n", name, q.count,
@@ -689,9 +739,10 @@ std::string stalls_section(const Result& r, const Analysis& a, const Attribution
       row("other IPI handler", v_at->other_handler_ns);
       row("IPI delivery (send → entry)", v_at->delivery_ns);
       o += "</table>\n";
-      o += fmt::format("<p class=\"explain\">shootdowns received (kernel count) {}, matched to a victim sample {} (recall "
-                       "{:.1f}%), of which above the stall threshold {}.",
-                       v_at->shootdowns_received, v_at->shootdowns_matched, v_at->recall * 100, v_at->shootdowns_stalled);
+      o += fmt::format(
+          "<p class=\"explain\">shootdowns received (kernel count) {}, matched to a victim sample {} (recall "
+          "{:.1f}%), of which above the stall threshold {}.",
+          v_at->shootdowns_received, v_at->shootdowns_matched, v_at->recall * 100, v_at->shootdowns_stalled);
       if (!v_at->ipi_functions.empty()) {
         o += " IPI functions:";
         for (const auto& [f, n] : v_at->ipi_functions) o += fmt::format(" {} ×{}", escape(f), n);
@@ -712,13 +763,15 @@ std::string counters_section(const Result& r) {
   }
   o += fmt::format("<table class=\"counters\"><caption>/proc/interrupts deltas over {}</caption>\n",
                    escape(dur(static_cast<double>(r.interrupts_span_ns))));
-  o += "<tr><th>CPU</th><th>role</th><th title=\"TLB shootdowns\">TLB</th><th title=\"function call interrupts\">CAL</th>"
+  o += "<tr><th>CPU</th><th>role</th><th title=\"TLB shootdowns\">TLB</th><th title=\"function call "
+       "interrupts\">CAL</th>"
        "<th title=\"local timer interrupts\">LOC</th><th title=\"rescheduling interrupts\">RES</th></tr>\n";
   for (const auto& c : r.counters) {
     if (c.role == "other" && c.tlb == 0 && c.cal == 0) continue;
-    o += fmt::format("<tr class=\"counter-row\" data-cpu=\"{}\" data-role=\"{}\"><th>cpu{}</th><td>{}</td><td>{}</td><td>{}</td>"
-                     "<td>{}</td><td>{}</td></tr>\n",
-                     c.cpu, escape(c.role), c.cpu, escape(c.role), c.tlb, c.cal, c.loc, c.res);
+    o += fmt::format(
+        "<tr class=\"counter-row\" data-cpu=\"{}\" data-role=\"{}\"><th>cpu{}</th><td>{}</td><td>{}</td><td>{}</td>"
+        "<td>{}</td><td>{}</td></tr>\n",
+        c.cpu, escape(c.role), c.cpu, escape(c.role), c.tlb, c.cal, c.loc, c.res);
   }
   o += "</table>\n</section>\n";
   return o;
@@ -766,7 +819,8 @@ std::string backtraces_section(const Result& r) {
     if (nf < frames.size()) o += fmt::format("… {} more frames\n", frames.size() - nf);
     o += "</pre></div>\n";
   }
-  if (shown < sorted.size()) o += fmt::format("<p class=\"explain\">{} less frequent stacks not shown.</p>\n", sorted.size() - shown);
+  if (shown < sorted.size())
+    o += fmt::format("<p class=\"explain\">{} less frequent stacks not shown.</p>\n", sorted.size() - shown);
   o += "</section>\n";
   return o;
 }
@@ -867,9 +921,10 @@ std::string html_report(const Result& r, const Analysis& a) {
   o += stalls_section(r, a, at);
   o += counters_section(r);
   o += backtraces_section(r);
-  o += fmt::format("<footer>Generated by shootdown {} from run {}. How to read this page: docs/report.md in the shootdown "
-                   "sources.</footer>\n",
-                   escape(r.env.version), escape(r.run_id));
+  o += fmt::format(
+      "<footer>Generated by shootdown {} from run {}. How to read this page: docs/report.md in the shootdown "
+      "sources.</footer>\n",
+      escape(r.env.version), escape(r.run_id));
   o += "<script>" + std::string(kJs) + "</script>\n</body>\n</html>\n";
   return o;
 }

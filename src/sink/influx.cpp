@@ -43,9 +43,15 @@ std::optional<std::string> encode_value(const FieldValue& v) {
 }
 }  // namespace
 
-std::string escape_measurement(std::string_view s) { return escape(s, ", "); }
-std::string escape_key(std::string_view s) { return escape(s, ",= "); }
-std::string escape_string_field(std::string_view s) { return escape(s, "\"\\"); }
+std::string escape_measurement(std::string_view s) {
+  return escape(s, ", ");
+}
+std::string escape_key(std::string_view s) {
+  return escape(s, ",= ");
+}
+std::string escape_string_field(std::string_view s) {
+  return escape(s, "\"\\");
+}
 
 std::string encode_line(const Point& p, std::string* why) {
   if (p.measurement.empty()) {
@@ -150,7 +156,8 @@ std::optional<Url> parse_url(std::string_view text, std::string* why) {
   u.host = std::string(host);
   u.port = p;
   if (u.scheme == Url::Scheme::kUdp) {
-    if (!target.empty() && target != "/") return fail("udp:// takes no path (the database is set in the server's [[udp]] section)");
+    if (!target.empty() && target != "/")
+      return fail("udp:// takes no path (the database is set in the server's [[udp]] section)");
     return u;
   }
   const auto q = target.find('?');

@@ -37,8 +37,8 @@ struct Point {
 };
 
 std::string escape_measurement(std::string_view s);
-std::string escape_key(std::string_view s);          // tag keys, tag values, field keys
-std::string escape_string_field(std::string_view s); // inside the double quotes
+std::string escape_key(std::string_view s);           // tag keys, tag values, field keys
+std::string escape_string_field(std::string_view s);  // inside the double quotes
 
 // One line with the trailing "\n"; "" when the point has no representable
 // field (why says which).

@@ -10,7 +10,9 @@ namespace shootdown::sink {
 
 namespace {
 
-std::int64_t as_int(double v) { return static_cast<std::int64_t>(std::llround(v)); }
+std::int64_t as_int(double v) {
+  return static_cast<std::int64_t>(std::llround(v));
+}
 
 influx::Point base(const Result& r, const char* measurement, std::int64_t mono_ns) {
   influx::Point p;

@@ -12,8 +12,8 @@ namespace shootdown::sink {
 using nlohmann::json;
 
 json summary_json(const Summary& s) {
-  return json{{"count", s.count}, {"min", s.min},   {"mean", s.mean}, {"p50", s.p50},
-              {"p90", s.p90},     {"p99", s.p99},   {"p999", s.p999}, {"max", s.max}};
+  return json{{"count", s.count}, {"min", s.min}, {"mean", s.mean}, {"p50", s.p50},
+              {"p90", s.p90},     {"p99", s.p99}, {"p999", s.p999}, {"max", s.max}};
 }
 
 namespace {
@@ -135,9 +135,10 @@ json events_table_json(const Result& r) {
   }
   json codes = json::array();
   for (int k = 0; k < kEventTypeCount; ++k) codes.push_back(event_type_name(static_cast<EventType>(k)));
-  return json{{"type_codes", std::move(codes)}, {"mono_ns", std::move(t)}, {"cpu", std::move(cpu)},
-              {"type", std::move(type)},        {"tid", std::move(tid)},   {"a", std::move(a)},
-              {"b", std::move(b)},              {"c", std::move(c)},       {"callchain", std::move(chain)}};
+  return json{
+      {"type_codes", std::move(codes)}, {"mono_ns", std::move(t)}, {"cpu", std::move(cpu)}, {"type", std::move(type)},
+      {"tid", std::move(tid)},          {"a", std::move(a)},       {"b", std::move(b)},     {"c", std::move(c)},
+      {"callchain", std::move(chain)}};
 }
 
 json symbols_json(const KernelTrace& t) {
@@ -156,7 +157,9 @@ json trace_counts_json(const Result& r) {
 
 namespace {
 
-json quantiles_json(const Quantiles& q) { return {{"count", q.count}, {"p50", q.p50}, {"p90", q.p90}, {"max", q.max}}; }
+json quantiles_json(const Quantiles& q) {
+  return {{"count", q.count}, {"p50", q.p50}, {"p90", q.p90}, {"max", q.max}};
+}
 
 // Kernel backtraces of the culprit's reason-4 flushes and IPI sends, grouped
 // by identical symbolized chains, most frequent first (the article's tables).
@@ -202,12 +205,13 @@ json attribution_json(const Result& r, const Analysis& a) {
             {"victim_tid", v.victim_tid},
             {"baseline_median_ns", v.baseline_median_ns},
             {"stall_threshold_ns", v.stall_threshold_ns},
-            {"shootdowns", {{"received", v.shootdowns_received},
-                            {"matched", v.shootdowns_matched},
-                            {"stalled", v.shootdowns_stalled},
-                            {"wrong_cpu", v.wrong_cpu_flushes},
-                            {"flush_ipis", v.flush_ipis},
-                            {"recall", v.recall}}},
+            {"shootdowns",
+             {{"received", v.shootdowns_received},
+              {"matched", v.shootdowns_matched},
+              {"stalled", v.shootdowns_stalled},
+              {"wrong_cpu", v.wrong_cpu_flushes},
+              {"flush_ipis", v.flush_ipis},
+              {"recall", v.recall}}},
             {"shootdown_ipis", v.shootdown_ipis},
             {"other_ipis", v.other_ipis},
             {"samples", samples},
@@ -250,10 +254,15 @@ json result_json(const Result& r, const Analysis& a) {
   j["warnings"] = r.warnings;
   json doc = json::array();
   for (const auto& f : r.doctor)
-    doc.push_back({{"status", to_string(f.status)}, {"name", f.name}, {"found", f.found}, {"advice", f.advice},
+    doc.push_back({{"status", to_string(f.status)},
+                   {"name", f.name},
+                   {"found", f.found},
+                   {"advice", f.advice},
                    {"undermines_numbers", f.undermines_numbers}});
   j["doctor"] = doc;
-  j["measure"] = {{"start_ns", r.measure_start_ns}, {"end_ns", r.measure_end_ns}, {"clock", "CLOCK_MONOTONIC"},
+  j["measure"] = {{"start_ns", r.measure_start_ns},
+                  {"end_ns", r.measure_end_ns},
+                  {"clock", "CLOCK_MONOTONIC"},
                   {"realtime_offset_ns", r.realtime_offset_ns}};
   json rels = json::array();
   for (const auto& rel : r.releases)
@@ -297,12 +306,9 @@ json result_json(const Result& r, const Analysis& a) {
   for (const auto& c : r.counters)
     cs.push_back({{"cpu", c.cpu}, {"role", c.role}, {"tlb", c.tlb}, {"cal", c.cal}, {"loc", c.loc}, {"res", c.res}});
   j["interrupts"] = {{"source", "/proc/interrupts"}, {"span_ns", r.interrupts_span_ns}, {"deltas", cs}};
-  j["trace"] = {{"enabled", r.trace.enabled},
-                {"status", r.trace.status},
-                {"tracepoints", r.trace.tracepoints},
-                {"missing", r.trace.missing},
-                {"lost_events", r.trace.lost_events},
-                {"events", event_total(r)},
+  j["trace"] = {{"enabled", r.trace.enabled},         {"status", r.trace.status},
+                {"tracepoints", r.trace.tracepoints}, {"missing", r.trace.missing},
+                {"lost_events", r.trace.lost_events}, {"events", event_total(r)},
                 {"counts", trace_counts_json(r)}};
   j["trace"]["callchains"] = callchains_json(r.trace);
   j["trace"]["events_truncated"] = r.events_truncated || r.trace.events.size() > kResultMaxEvents;
@@ -312,6 +318,8 @@ json result_json(const Result& r, const Analysis& a) {
   return j;
 }
 
-std::string result_to_string(const Result& r, const Analysis& a) { return result_json(r, a).dump(1) + "\n"; }
+std::string result_to_string(const Result& r, const Analysis& a) {
+  return result_json(r, a).dump(1) + "\n";
+}
 
 }  // namespace shootdown::sink

@@ -12,8 +12,8 @@
 namespace shootdown::sink {
 
 // Raw sample windows kept around each release: [before - pad, after + settle + pad].
-inline constexpr std::int64_t kRawWindowPadNs = 2000000;        // 2 ms
-inline constexpr std::size_t kRawWindowMaxSamples = 200000;     // per victim and release
+inline constexpr std::int64_t kRawWindowPadNs = 2000000;     // 2 ms
+inline constexpr std::size_t kRawWindowMaxSamples = 200000;  // per victim and release
 
 nlohmann::json summary_json(const Summary& s);
 nlohmann::json result_json(const Result& r, const Analysis& a);

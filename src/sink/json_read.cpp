@@ -20,12 +20,16 @@ namespace {
   throw JsonReadError(path.empty() ? what : path + ": " + what);
 }
 
-std::string join(const std::string& path, const std::string& key) { return path.empty() ? key : path + "." + key; }
-std::string join(const std::string& path, std::size_t i) { return fmt::format("{}[{}]", path, i); }
+std::string join(const std::string& path, const std::string& key) {
+  return path.empty() ? key : path + "." + key;
+}
+std::string join(const std::string& path, std::size_t i) {
+  return fmt::format("{}[{}]", path, i);
+}
 
 // A checked view of one JSON value and the path that names it in errors.
 class Node {
-public:
+ public:
   Node(const json& j, std::string path) : j_(&j), path_(std::move(path)) {}
 
   const std::string& path() const { return path_; }
@@ -91,7 +95,7 @@ public:
     return out;
   }
 
-private:
+ private:
   const json* j_;
   std::string path_;
 };
@@ -211,9 +215,9 @@ void read_intervals(const Node& n, Result& r) {
     if (!dec) fail(h.path(), dec.error());
     const hdr::Histogram layout = make_latency_histogram();
     if (!dec->same_layout(layout))
-      fail(h.path(), fmt::format("histogram layout {}..{} ns, {} digits; expected 1..{} ns, 3 digits",
-                                 dec->lowest_discernible(), dec->highest_trackable(), dec->significant_figures(),
-                                 layout.highest_trackable()));
+      fail(h.path(),
+           fmt::format("histogram layout {}..{} ns, {} digits; expected 1..{} ns, 3 digits", dec->lowest_discernible(),
+                       dec->highest_trackable(), dec->significant_figures(), layout.highest_trackable()));
     iv.set_histogram(dec.value());
     if (iv.total_count() != x["count"].i64())
       fail(h.path(), fmt::format("holds {} samples but count is {}", iv.total_count(), x["count"].i64()));
@@ -246,7 +250,8 @@ void read_raw_windows(const Node& n, Result& r, const Analysis& a) {
   }
   for (auto& [cpu, samples] : per_cpu) {
     std::sort(samples.begin(), samples.end(), [](const Sample& x, const Sample& y) { return x.index < y.index; });
-    samples.erase(std::unique(samples.begin(), samples.end(), [](const Sample& x, const Sample& y) { return x.index == y.index; }),
+    samples.erase(std::unique(samples.begin(), samples.end(),
+                              [](const Sample& x, const Sample& y) { return x.index == y.index; }),
                   samples.end());
     VictimSamples v;
     v.cpu = cpu;
@@ -356,7 +361,8 @@ Attribution read_attribution(const Node& n, Analysis& a) {
     if (!funcs.raw().is_object()) fail(funcs.path(), "expected an object");
     for (const auto& [name, count] : funcs.raw().items()) v.ipi_functions.emplace_back(name, funcs[name].i64());
     // Most frequent first, ties by name: the order attribute() gives.
-    std::stable_sort(v.ipi_functions.begin(), v.ipi_functions.end(), [](auto& p, auto& q) { return p.second > q.second; });
+    std::stable_sort(v.ipi_functions.begin(), v.ipi_functions.end(),
+                     [](auto& p, auto& q) { return p.second > q.second; });
     const std::string src = x["offcpu_source"].str();
     if (src != "sched_switch" && src != "tid-heuristic")
       fail(x["offcpu_source"].path(), "unknown '" + src + "' (expected sched_switch or tid-heuristic)");

@@ -7,9 +7,13 @@ namespace shootdown {
 std::vector<prom::Family> monitor_families(const MonitorTotals& t) {
   std::vector<prom::Family> fam;
   prom::Family tlb{"shootdown_tlb_interrupts_total",
-                   "TLB shootdown interrupts received per CPU since boot (/proc/interrupts TLB row).", "counter", {}};
+                   "TLB shootdown interrupts received per CPU since boot (/proc/interrupts TLB row).",
+                   "counter",
+                   {}};
   prom::Family cal{"shootdown_call_function_interrupts_total",
-                   "Function call interrupts received per CPU since boot (/proc/interrupts CAL row).", "counter", {}};
+                   "Function call interrupts received per CPU since boot (/proc/interrupts CAL row).",
+                   "counter",
+                   {}};
   for (const auto& c : t.cpus) {
     tlb.samples.push_back({{{"cpu", std::to_string(c.cpu)}}, c.tlb});
     cal.samples.push_back({{{"cpu", std::to_string(c.cpu)}}, c.cal});
@@ -18,18 +22,24 @@ std::vector<prom::Family> monitor_families(const MonitorTotals& t) {
   fam.push_back(std::move(cal));
   if (t.trace) {
     prom::Family fl{"shootdown_tlb_flush_total",
-                    "tlb:tlb_flush tracepoint events per CPU and reason since the monitor started.", "counter", {}};
+                    "tlb:tlb_flush tracepoint events per CPU and reason since the monitor started.",
+                    "counter",
+                    {}};
     for (const auto& c : t.cpus)
       for (int r = 0; r < kTlbFlushReasons; ++r)
         fl.samples.push_back({{{"cpu", std::to_string(c.cpu)}, {"reason", tlb_flush_reason_name(r)}}, c.flush[r]});
     fam.push_back(std::move(fl));
-    fam.push_back({"shootdown_trace_lost_events_total", "Trace events lost by the perf ring buffers since the monitor started.",
-                   "counter", {{{}, t.lost_events}}});
+    fam.push_back({"shootdown_trace_lost_events_total",
+                   "Trace events lost by the perf ring buffers since the monitor started.",
+                   "counter",
+                   {{{}, t.lost_events}}});
   }
   return fam;
 }
 
-std::string monitor_exposition(const MonitorTotals& t) { return prom::encode(monitor_families(t)); }
+std::string monitor_exposition(const MonitorTotals& t) {
+  return prom::encode(monitor_families(t));
+}
 
 std::vector<influx::Point> monitor_points(const MonitorInterval& iv, const std::string& host) {
   std::vector<influx::Point> pts;
@@ -40,7 +50,8 @@ std::vector<influx::Point> monitor_points(const MonitorInterval& iv, const std::
     p.integer("tlb", c.tlb).integer("cal", c.cal).integer("tlb_total", c.tlb_total).integer("cal_total", c.cal_total);
     p.field("tlb_per_s", c.tlb_per_s).field("cal_per_s", c.cal_per_s).field("interval_s", iv.seconds);
     if (iv.trace)
-      for (int r = 0; r < kTlbFlushReasons; ++r) p.integer(std::string("flush_") + tlb_flush_reason_name(r), c.flush[r]);
+      for (int r = 0; r < kTlbFlushReasons; ++r)
+        p.integer(std::string("flush_") + tlb_flush_reason_name(r), c.flush[r]);
     p.timestamp_ns = iv.wall_ns;
     pts.push_back(std::move(p));
   }
@@ -64,8 +75,12 @@ std::string monitor_json_line(const MonitorInterval& iv, const std::string& trac
   j["trace"] = trace_status;
   auto cpus = nlohmann::json::array();
   for (const auto& c : iv.cpus) {
-    nlohmann::json o = {{"cpu", c.cpu},           {"tlb", c.tlb},           {"cal", c.cal},
-                        {"tlb_per_s", c.tlb_per_s}, {"cal_per_s", c.cal_per_s}, {"tlb_total", c.tlb_total},
+    nlohmann::json o = {{"cpu", c.cpu},
+                        {"tlb", c.tlb},
+                        {"cal", c.cal},
+                        {"tlb_per_s", c.tlb_per_s},
+                        {"cal_per_s", c.cal_per_s},
+                        {"tlb_total", c.tlb_total},
                         {"cal_total", c.cal_total}};
     if (iv.trace) {
       nlohmann::json f;

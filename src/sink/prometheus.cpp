@@ -15,16 +15,24 @@ bool valid_name(std::string_view s, bool colon) {
 }
 }  // namespace
 
-bool valid_metric_name(std::string_view s) { return valid_name(s, true); }
-bool valid_label_name(std::string_view s) { return valid_name(s, false) && s.rfind("__", 0) != 0; }
+bool valid_metric_name(std::string_view s) {
+  return valid_name(s, true);
+}
+bool valid_label_name(std::string_view s) {
+  return valid_name(s, false) && s.rfind("__", 0) != 0;
+}
 
 std::string escape_label_value(std::string_view s) {
   std::string out;
   for (char c : s) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
-    else out += c;
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
   }
   return out;
 }
@@ -32,9 +40,12 @@ std::string escape_label_value(std::string_view s) {
 std::string escape_help(std::string_view s) {
   std::string out;
   for (char c : s) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '\n') out += "\\n";
-    else out += c;
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
   }
   return out;
 }

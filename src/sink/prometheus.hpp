@@ -20,9 +20,9 @@ struct Sample {
 };
 
 struct Family {
-  std::string name;   // [a-zA-Z_:][a-zA-Z0-9_:]*
+  std::string name;  // [a-zA-Z_:][a-zA-Z0-9_:]*
   std::string help;
-  std::string type;   // counter|gauge
+  std::string type;  // counter|gauge
   std::vector<Sample> samples;
 };
 

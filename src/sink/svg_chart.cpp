@@ -79,12 +79,17 @@ std::string attrs_of(const std::vector<std::pair<std::string, std::string>>& att
   return out;
 }
 
-const char* scale_name(Scale s) { return s == Scale::kLog ? "log" : "linear"; }
+const char* scale_name(Scale s) {
+  return s == Scale::kLog ? "log" : "linear";
+}
 const char* format_name(Format f) {
   switch (f) {
-    case Format::kDuration: return "duration";
-    case Format::kPercentile: return "percentile";
-    case Format::kNumber: return "number";
+    case Format::kDuration:
+      return "duration";
+    case Format::kPercentile:
+      return "percentile";
+    case Format::kNumber:
+      return "number";
   }
   return "number";
 }
@@ -125,12 +130,23 @@ std::string escape(std::string_view s) {
   out.reserve(s.size());
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -167,9 +183,12 @@ std::string format_percentile_axis(double x) {
 
 std::string format_value(Format f, double v) {
   switch (f) {
-    case Format::kDuration: return format_duration(v);
-    case Format::kPercentile: return format_percentile_axis(v);
-    case Format::kNumber: return format_number(v);
+    case Format::kDuration:
+      return format_duration(v);
+    case Format::kPercentile:
+      return format_percentile_axis(v);
+    case Format::kNumber:
+      return format_number(v);
   }
   return format_number(v);
 }
@@ -269,7 +288,8 @@ std::vector<Point> percentile_curve(const hdr::Histogram& h) {
     if (c == 0) continue;
     cum += c;
     const double v = static_cast<double>(h.highest_equivalent(h.value_from_index(i)));
-    const double x = cum >= n ? last_x : std::min(last_x, percentile_axis_x(static_cast<double>(cum) / static_cast<double>(n)));
+    const double x =
+        cum >= n ? last_x : std::min(last_x, percentile_axis_x(static_cast<double>(cum) / static_cast<double>(n)));
     out.push_back({prev_x, v});
     out.push_back({x, v});
     prev_x = x;
@@ -297,7 +317,8 @@ std::string render(const LineChart& c) {
   // Tick rows are labelled in the left margin: wider when there are some.
   const double L = c.ticks.empty() ? 78 : 112, R = W - 16, T = 30;
   const double kRowsTop = 9;  // below the lowest y label
-  const double B = H - 40 - (tick_rows > 0 ? kRowsTop + tick_rows * 11 : 0) - 22;  // x labels, axis label, tick rows, legend
+  const double B =
+      H - 40 - (tick_rows > 0 ? kRowsTop + tick_rows * 11 : 0) - 22;  // x labels, axis label, tick rows, legend
 
   // Ranges.
   std::vector<double> xs, ys;
@@ -326,7 +347,8 @@ std::string render(const LineChart& c) {
   std::string o;
   o.reserve(16384);
   o += fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\" data-chart=\"{}\" data-scale=\"{}\"{} viewBox=\"0 0 {} {}\" "
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\" data-chart=\"{}\" data-scale=\"{}\"{} viewBox=\"0 0 "
+      "{} {}\" "
       "width=\"{}\" height=\"{}\" role=\"img\" aria-label=\"{}\">\n",
       escape(c.id), scale_name(c.y.scale), attrs_of(c.attrs), c.width, c.height, c.width, c.height, escape(c.title));
   o += fmt::format("<title>{}</title>\n", escape(c.title));
@@ -337,7 +359,8 @@ std::string render(const LineChart& c) {
       "data-ymin=\"{}\" data-ymax=\"{}\" data-xscale=\"{}\" data-yscale=\"{}\" data-xfmt=\"{}\" data-yfmt=\"{}\">\n",
       px(L), px(R), px(T), px(B), x_lo, x_hi, y_lo, y_hi, scale_name(c.x.scale), scale_name(c.y.scale),
       format_name(c.x.format), format_name(c.y.format));
-  o += fmt::format("<rect class=\"frame\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>\n", px(L), px(T), px(R - L), px(B - T));
+  o += fmt::format("<rect class=\"frame\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>\n", px(L), px(T), px(R - L),
+                   px(B - T));
 
   // Bands under everything.
   if (!c.bands.empty()) {
@@ -380,8 +403,9 @@ std::string render(const LineChart& c) {
   for (double v : yt)
     o += fmt::format("<text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", px(L - 5), px(my(v) + 4),
                      escape(format_value(c.y.format, v)));
-  o += fmt::format("<text class=\"axis-label\" transform=\"translate(14 {}) rotate(-90)\" text-anchor=\"middle\">{}</text>\n",
-                   px((T + B) / 2), escape(c.y.label));
+  o += fmt::format(
+      "<text class=\"axis-label\" transform=\"translate(14 {}) rotate(-90)\" text-anchor=\"middle\">{}</text>\n",
+      px((T + B) / 2), escape(c.y.label));
   o += "</g>\n";
   const double xlab_y = B + (tick_rows > 0 ? kRowsTop + tick_rows * 11 : 0) + 16;
   o += "<g class=\"axis x\">\n";
@@ -413,10 +437,11 @@ std::string render(const LineChart& c) {
       }
     }
     if (pts.size() == 1) d += "h1";  // a lone point stays visible
-    o += fmt::format("<path class=\"series\" data-series=\"{}\" data-points=\"{}\" stroke=\"{}\" stroke-width=\"{}\"{} d=\"{}\">"
-                     "<title>{}</title></path>\n",
-                     escape(s.name), s.points.size(), escape(s.color), px(s.width),
-                     s.dash.empty() ? "" : fmt::format(" stroke-dasharray=\"{}\"", escape(s.dash)), d, escape(s.name));
+    o += fmt::format(
+        "<path class=\"series\" data-series=\"{}\" data-points=\"{}\" stroke=\"{}\" stroke-width=\"{}\"{} d=\"{}\">"
+        "<title>{}</title></path>\n",
+        escape(s.name), s.points.size(), escape(s.color), px(s.width),
+        s.dash.empty() ? "" : fmt::format(" stroke-dasharray=\"{}\"", escape(s.dash)), d, escape(s.name));
   }
   o += "</g>\n";
 
@@ -426,9 +451,11 @@ std::string render(const LineChart& c) {
     for (const auto& m : c.markers) {
       const double x = mx(m.x);
       o += fmt::format(
-          "<line class=\"marker\" data-kind=\"{}\" data-index=\"{}\" x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"{}\">"
+          "<line class=\"marker\" data-kind=\"{}\" data-index=\"{}\" x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" "
+          "stroke=\"{}\">"
           "<title>{}</title></line>\n",
-          escape(m.kind), m.index, px(x), px(x), px(T), px(B), escape(m.color.empty() ? "#333" : m.color), escape(m.label));
+          escape(m.kind), m.index, px(x), px(x), px(T), px(B), escape(m.color.empty() ? "#333" : m.color),
+          escape(m.label));
     }
     o += "</g>\n";
   }
@@ -447,18 +474,20 @@ std::string render(const LineChart& c) {
         if (!seen.insert(std::lround(x * 2)).second) continue;
         d += "M" + px(x) + " " + px(y0) + "v8";
       }
-      o += fmt::format("<text class=\"tick-label\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", px(L - 5), px(y0 + 8),
-                       escape(t.label));
-      o += fmt::format("<path class=\"ticks\" data-kind=\"{}\" data-count=\"{}\" stroke=\"{}\" d=\"{}\"><title>{}: {}</title></path>\n",
-                       escape(t.kind), t.x.size(), escape(t.color), d.empty() ? "M0 0" : d, escape(t.label), t.x.size());
+      o += fmt::format("<text class=\"tick-label\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", px(L - 5),
+                       px(y0 + 8), escape(t.label));
+      o += fmt::format(
+          "<path class=\"ticks\" data-kind=\"{}\" data-count=\"{}\" stroke=\"{}\" d=\"{}\"><title>{}: "
+          "{}</title></path>\n",
+          escape(t.kind), t.x.size(), escape(t.color), d.empty() ? "M0 0" : d, escape(t.label), t.x.size());
     }
     o += "</g>\n";
   }
 
   // Notes: what is missing.
   for (std::size_t i = 0; i < c.notes.size(); ++i)
-    o += fmt::format("<text class=\"note\" x=\"{}\" y=\"{}\">{}</text>\n", px(L + 8), px(T + 16 + 15 * static_cast<double>(i)),
-                     escape(c.notes[i]));
+    o += fmt::format("<text class=\"note\" x=\"{}\" y=\"{}\">{}</text>\n", px(L + 8),
+                     px(T + 16 + 15 * static_cast<double>(i)), escape(c.notes[i]));
   o += "<line class=\"cursor\" x1=\"0\" x2=\"0\" y1=\"0\" y2=\"0\" visibility=\"hidden\"/>\n";
   o += "<text class=\"readout\" x=\"0\" y=\"0\" visibility=\"hidden\"></text>\n";
   o += "</g>\n";
@@ -470,13 +499,14 @@ std::string render(const LineChart& c) {
   auto item = [&](const std::string& kind, const std::string& name, const std::string& color, const std::string& dash,
                   bool box) {
     if (box)
-      o += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"14\" height=\"9\" fill=\"{}\"/>", px(lx), px(ly - 8), escape(color));
+      o += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"14\" height=\"9\" fill=\"{}\"/>", px(lx), px(ly - 8),
+                       escape(color));
     else
       o += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"2\"{}/>", px(lx),
                        px(lx + 16), px(ly - 4), px(ly - 4), escape(color),
                        dash.empty() ? "" : fmt::format(" stroke-dasharray=\"{}\"", escape(dash)));
-    o += fmt::format("<text class=\"legend-item\" data-kind=\"{}\" x=\"{}\" y=\"{}\">{}</text>\n", escape(kind), px(lx + 20),
-                     px(ly), escape(name));
+    o += fmt::format("<text class=\"legend-item\" data-kind=\"{}\" x=\"{}\" y=\"{}\">{}</text>\n", escape(kind),
+                     px(lx + 20), px(ly), escape(name));
     lx += 28 + 6.5 * static_cast<double>(name.size());
   };
   for (const auto& s : c.series) item("series", s.legend.empty() ? s.name : s.legend, s.color, s.dash, false);
@@ -484,7 +514,8 @@ std::string render(const LineChart& c) {
   for (const auto& m : c.markers)
     if (done.insert("m:" + m.kind).second) item("marker", m.kind, m.color.empty() ? "#333" : m.color, "4 3", false);
   for (const auto& b : c.bands)
-    if (done.insert("b:" + b.kind).second) item("band", b.kind + " window", b.color.empty() ? "#f5c77e" : b.color, "", true);
+    if (done.insert("b:" + b.kind).second)
+      item("band", b.kind + " window", b.color.empty() ? "#f5c77e" : b.color, "", true);
   o += "</g>\n";
   o += "</svg>\n";
   return o;
@@ -523,15 +554,16 @@ std::string render(const BarChart& c) {
     const double y = T + bh * static_cast<double>(i);
     const double w = std::max(0.0, mx(b.value) - L);
     const std::string val = format_value(c.format, b.value);
-    o += fmt::format("<text class=\"bar-label\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>", px(L - 6), px(y + bh * 0.65),
-                     escape(b.label));
+    o += fmt::format("<text class=\"bar-label\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>", px(L - 6),
+                     px(y + bh * 0.65), escape(b.label));
     o += fmt::format(
-        "<rect class=\"bar\" data-kind=\"{}\" data-value=\"{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\">"
+        "<rect class=\"bar\" data-kind=\"{}\" data-value=\"{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" "
+        "fill=\"{}\">"
         "<title>{}: {}{}</title></rect>",
         escape(b.kind), b.value, px(L), px(y + 3), px(w), px(bh - 6), escape(b.color.empty() ? "#4a7ab5" : b.color),
         escape(b.label), escape(val), escape(b.detail.empty() ? "" : " (" + b.detail + ")"));
-    o += fmt::format("<text class=\"bar-value\" x=\"{}\" y=\"{}\">{}{}</text>\n", px(L + w + 6), px(y + bh * 0.65), escape(val),
-                     escape(b.detail.empty() ? "" : "  " + b.detail));
+    o += fmt::format("<text class=\"bar-value\" x=\"{}\" y=\"{}\">{}{}</text>\n", px(L + w + 6), px(y + bh * 0.65),
+                     escape(val), escape(b.detail.empty() ? "" : "  " + b.detail));
   }
   o += "</g>\n";
   for (std::size_t i = 0; i < c.notes.size(); ++i)

@@ -47,13 +47,13 @@ struct Point {
 };
 
 struct Series {
-  std::string name;   // data-series, legend text
-  std::string color;  // CSS color
+  std::string name;           // data-series, legend text
+  std::string color;          // CSS color
   std::vector<Point> points;  // sorted by x
-  bool step = false;  // each point's y holds until the next point's x
+  bool step = false;          // each point's y holds until the next point's x
   double width = 1.5;
-  std::string dash;   // stroke-dasharray, "" = solid
-  std::string legend; // legend text, "" = name
+  std::string dash;    // stroke-dasharray, "" = solid
+  std::string legend;  // legend text, "" = name
 };
 
 // A vertical line at x (e.g. a release's "before" marker).
@@ -101,7 +101,7 @@ struct LineChart {
 
 struct Bar {
   std::string label;
-  std::string kind;   // data-kind
+  std::string kind;  // data-kind
   double value = 0;
   std::string color;
   std::string detail;  // tooltip text after the value

@@ -17,6 +17,8 @@ bool pin_this_thread(int cpu, std::string* why) {
   return sched_getcpu() == cpu || true;
 }
 
-int current_cpu() { return sched_getcpu(); }
+int current_cpu() {
+  return sched_getcpu();
+}
 
 }  // namespace shootdown::sys

@@ -14,7 +14,9 @@ const CpuInfo* Topology::find(int cpu) const {
   return nullptr;
 }
 
-bool Topology::is_online(int cpu) const { return std::find(online.begin(), online.end(), cpu) != online.end(); }
+bool Topology::is_online(int cpu) const {
+  return std::find(online.begin(), online.end(), cpu) != online.end();
+}
 
 bool Topology::smt_siblings(int a, int b) const {
   if (a == b) return false;

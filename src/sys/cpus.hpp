@@ -9,16 +9,16 @@ namespace shootdown::sys {
 struct CpuInfo {
   int cpu = -1;
   bool online = false;
-  int node = 0;                  // NUMA node (0 when the kernel has no NUMA)
+  int node = 0;  // NUMA node (0 when the kernel has no NUMA)
   int core_id = -1;
   int package_id = -1;
-  std::vector<int> siblings;     // SMT siblings including itself
-  bool isolated = false;         // isolcpus=
-  bool nohz_full = false;        // nohz_full=
+  std::vector<int> siblings;  // SMT siblings including itself
+  bool isolated = false;      // isolcpus=
+  bool nohz_full = false;     // nohz_full=
 };
 
 struct Topology {
-  std::vector<CpuInfo> cpus;     // every present CPU
+  std::vector<CpuInfo> cpus;  // every present CPU
   std::vector<int> online;
   std::vector<int> isolated;
   std::vector<int> nohz_full;

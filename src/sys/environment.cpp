@@ -95,7 +95,8 @@ std::vector<std::string> plan_warnings(const Environment& env, const Plan& plan)
     w.push_back("build type is " + env.build_type + ", not Release: the victim loop is slower and noisier");
   // VM, isolation and the rest of the tuning list come from the doctor checks
   // (recorded as Result::doctor), not repeated here.
-  if (!env.constant_tsc || !env.nonstop_tsc) w.push_back("TSC is not invariant (constant_tsc/nonstop_tsc missing): timings may drift");
+  if (!env.constant_tsc || !env.nonstop_tsc)
+    w.push_back("TSC is not invariant (constant_tsc/nonstop_tsc missing): timings may drift");
   if (plan.pages == "4k" && env.thp_enabled == "always")
     w.push_back("transparent_hugepage=always: --pages 4k chunks may still get huge pages");
   (void)plan;

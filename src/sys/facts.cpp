@@ -126,7 +126,9 @@ std::string tracefs_mount(const std::string& mounts) {
   return {};
 }
 
-std::int64_t rlim_bytes(rlim_t v) { return v == RLIM_INFINITY ? -1 : static_cast<std::int64_t>(v); }
+std::int64_t rlim_bytes(rlim_t v) {
+  return v == RLIM_INFINITY ? -1 : static_cast<std::int64_t>(v);
+}
 
 }  // namespace
 
@@ -189,7 +191,8 @@ DoctorFacts read_doctor_facts() {
   }
   // idle / freq
   f.cpuidle_driver = read_trim(cpu + "cpuidle/current_driver").value_or("");
-  f.cpuidle_governor = read_trim(cpu + "cpuidle/current_governor").value_or(read_trim(cpu + "cpuidle/current_governor_ro").value_or(""));
+  f.cpuidle_governor =
+      read_trim(cpu + "cpuidle/current_governor").value_or(read_trim(cpu + "cpuidle/current_governor_ro").value_or(""));
   // interrupts: device IRQs are the numbered directories of /proc/irq
   f.irqbalance_running = process_running("irqbalance");
   for (const auto& e : list_dir("/proc/irq")) {
@@ -200,7 +203,8 @@ DoctorFacts read_doctor_facts() {
   }
   // clocks, features, vulnerabilities
   f.clocksource = read_trim("/sys/devices/system/clocksource/clocksource0/current_clocksource").value_or("");
-  f.available_clocksources = read_trim("/sys/devices/system/clocksource/clocksource0/available_clocksource").value_or("");
+  f.available_clocksources =
+      read_trim("/sys/devices/system/clocksource/clocksource0/available_clocksource").value_or("");
   f.cpu_flags = cpu_flags(read_file_or("/proc/cpuinfo", ""));
   for (const auto& v : list_dir(cpu + "vulnerabilities"))
     if (auto s = read_trim(cpu + "vulnerabilities/" + v)) f.vulnerabilities[v] = *s;
@@ -211,7 +215,8 @@ DoctorFacts read_doctor_facts() {
   f.stat_interval = read_int("/proc/sys/vm/stat_interval", -1);
   // virtualization
   f.hypervisor_vendor = read_trim("/sys/hypervisor/type").value_or("");
-  if (live) read_cpuid(f);
+  if (live)
+    read_cpuid(f);
   else if (auto v = read_trim("/proc/shootdown-fixture/hypervisor_vendor")) {
     f.hypervisor_vendor = *v;
     const int pv = read_int("/proc/shootdown-fixture/kvm_pv_tlb_flush", -1);
@@ -231,12 +236,12 @@ DoctorFacts read_doctor_facts() {
   } else {
     f.is_root = read_int("/proc/shootdown-fixture/euid", 1000) == 0;
     const std::string ml = read_trim("/proc/shootdown-fixture/memlock").value_or("");
-    if (ml == "unlimited") f.memlock_soft = f.memlock_hard = -1;
+    if (ml == "unlimited")
+      f.memlock_soft = f.memlock_hard = -1;
     else if (!ml.empty()) {
       try {
         f.memlock_soft = f.memlock_hard = std::stoll(ml);
-      } catch (const std::exception&) {
-      }
+      } catch (const std::exception&) {}
     }
   }
   f.tracefs_supported = read_file_or("/proc/filesystems", "").find("tracefs") != std::string::npos;

@@ -10,11 +10,17 @@ namespace shootdown::sys {
 
 namespace {
 std::string g_root;
-std::string full(const std::string& path) { return g_root.empty() || path.empty() || path[0] != '/' ? path : g_root + path; }
+std::string full(const std::string& path) {
+  return g_root.empty() || path.empty() || path[0] != '/' ? path : g_root + path;
+}
 }  // namespace
 
-void set_root(std::string root) { g_root = std::move(root); }
-const std::string& root() { return g_root; }
+void set_root(std::string root) {
+  g_root = std::move(root);
+}
+const std::string& root() {
+  return g_root;
+}
 
 std::optional<std::string> read_file(const std::string& path) {
   std::ifstream in(full(path), std::ios::binary);
@@ -53,7 +59,7 @@ bool write_file(const std::string& path, const std::string& content, std::string
 }
 
 bool path_exists(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   return ::stat(full(path).c_str(), &st) == 0;
 }
 

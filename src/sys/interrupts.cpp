@@ -84,8 +84,8 @@ std::optional<InterruptsSnapshot> read_interrupts(std::string* why) {
   return snap;
 }
 
-std::int64_t interrupts_delta(const InterruptsSnapshot& before, const InterruptsSnapshot& after,
-                              const std::string& row, int cpu) {
+std::int64_t interrupts_delta(const InterruptsSnapshot& before, const InterruptsSnapshot& after, const std::string& row,
+                              int cpu) {
   auto a = before.get(row, cpu);
   auto b = after.get(row, cpu);
   if (!a || !b) return 0;

@@ -11,8 +11,8 @@
 namespace shootdown::sys {
 
 struct InterruptsSnapshot {
-  std::int64_t mono_ns = 0;          // CLOCK_MONOTONIC when read
-  std::vector<int> cpus;             // column order (CPU numbers from the header)
+  std::int64_t mono_ns = 0;  // CLOCK_MONOTONIC when read
+  std::vector<int> cpus;     // column order (CPU numbers from the header)
   // row name ("TLB", "CAL", "LOC", "RES", "24", ...) -> count per column
   std::map<std::string, std::vector<std::int64_t>> rows;
   std::map<std::string, std::string> descriptions;  // row -> trailing text ("TLB shootdowns")
@@ -25,7 +25,7 @@ std::optional<InterruptsSnapshot> parse_interrupts(const std::string& text, std:
 std::optional<InterruptsSnapshot> read_interrupts(std::string* why = nullptr);  // /proc/interrupts + mono_ns
 
 // after - before for one row and CPU (0 when missing).
-std::int64_t interrupts_delta(const InterruptsSnapshot& before, const InterruptsSnapshot& after,
-                              const std::string& row, int cpu);
+std::int64_t interrupts_delta(const InterruptsSnapshot& before, const InterruptsSnapshot& after, const std::string& row,
+                              int cpu);
 
 }  // namespace shootdown::sys

@@ -9,7 +9,9 @@
 
 namespace shootdown::sys {
 
-Kallsyms Kallsyms::load(const std::string& path) { return parse(read_file_or(path, "")); }
+Kallsyms Kallsyms::load(const std::string& path) {
+  return parse(read_file_or(path, ""));
+}
 
 Kallsyms Kallsyms::parse(const std::string& text) {
   Kallsyms k;
@@ -40,7 +42,8 @@ Kallsyms Kallsyms::parse(const std::string& text) {
 }
 
 const Kallsyms::Sym* Kallsyms::lookup(std::uint64_t addr) const {
-  auto it = std::upper_bound(syms_.begin(), syms_.end(), addr, [](std::uint64_t a, const Sym& s) { return a < s.addr; });
+  auto it =
+      std::upper_bound(syms_.begin(), syms_.end(), addr, [](std::uint64_t a, const Sym& s) { return a < s.addr; });
   if (it == syms_.begin()) return nullptr;
   --it;
   // The next symbol bounds this one; beyond ~1 MiB it is not a function of ours.

@@ -11,7 +11,7 @@
 namespace shootdown::sys {
 
 class Kallsyms {
-public:
+ public:
   static Kallsyms load(const std::string& path = "/proc/kallsyms");
   static Kallsyms parse(const std::string& text);  // pure, unit-tested
 
@@ -22,10 +22,10 @@ public:
   // Function name only, "" when not covered.
   std::string function(std::uint64_t addr) const;
 
-private:
+ private:
   struct Sym {
     std::uint64_t addr;
-    std::string name;    // "flush_tlb_func" or "foo [kvm]"
+    std::string name;  // "flush_tlb_func" or "foo [kvm]"
   };
   const Sym* lookup(std::uint64_t addr) const;
   std::vector<Sym> syms_;  // sorted by addr

@@ -23,7 +23,9 @@ MemInfo parse_meminfo(const std::string& text) {
   return m;
 }
 
-MemInfo read_meminfo() { return parse_meminfo(read_file_or("/proc/meminfo", "")); }
+MemInfo read_meminfo() {
+  return parse_meminfo(read_file_or("/proc/meminfo", ""));
+}
 
 std::string parse_bracketed(const std::string& text) {
   const auto a = text.find('[');

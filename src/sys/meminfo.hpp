@@ -15,7 +15,7 @@ struct MemInfo {
     return it == bytes.end() ? fallback : it->second;
   }
   std::int64_t mem_available() const { return get("MemAvailable"); }
-  std::int64_t hugepages_free() const { return get("HugePages_Free"); }     // count
+  std::int64_t hugepages_free() const { return get("HugePages_Free"); }        // count
   std::int64_t hugepage_size() const { return get("Hugepagesize", 2 << 20); }  // bytes
 };
 

@@ -13,7 +13,9 @@ namespace shootdown::sys {
 
 namespace {
 
-void default_sleep(std::int64_t ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
+void default_sleep(std::int64_t ms) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
 
 struct SplitUrl {
   std::string origin;  // "http://host:port"

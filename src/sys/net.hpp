@@ -17,10 +17,10 @@ struct RetryPolicy {
 };
 
 struct HttpResult {
-  bool ok = false;        // 2xx
-  int status = 0;         // HTTP status of the last attempt; 0 = no response
-  std::string body;       // response body of the last attempt (4xx: the server's error message)
-  std::string error;      // one line: "connection refused after 4 attempts", "HTTP 400: ..."
+  bool ok = false;    // 2xx
+  int status = 0;     // HTTP status of the last attempt; 0 = no response
+  std::string body;   // response body of the last attempt (4xx: the server's error message)
+  std::string error;  // one line: "connection refused after 4 attempts", "HTTP 400: ..."
   int attempts = 0;
 };
 
@@ -29,8 +29,8 @@ struct HttpResult {
 // (the request is wrong: retrying cannot help) and returns the body.
 // `sleep_ms` is called between attempts (tests pass a recorder).
 HttpResult http_post(const std::string& url, const std::string& body,
-                     const std::string& content_type = "text/plain; charset=utf-8",
-                     const RetryPolicy& policy = {}, void (*sleep_ms)(std::int64_t) = nullptr);
+                     const std::string& content_type = "text/plain; charset=utf-8", const RetryPolicy& policy = {},
+                     void (*sleep_ms)(std::int64_t) = nullptr);
 
 // Sends each payload as one UDP datagram to host:port (IPv4/IPv6 via
 // getaddrinfo). false + why on resolution or send failure (UDP has no

@@ -116,7 +116,9 @@ bool PerfRing::map(int fd, std::size_t data_bytes, bool halve_on_limit) {
   return true;
 }
 
-bool PerfRing::redirect(int fd) const { return ::ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, owner_fd_) == 0; }
+bool PerfRing::redirect(int fd) const {
+  return ::ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, owner_fd_) == 0;
+}
 
 void PerfRing::reset() {
   if (base_) ::munmap(base_, map_len_);

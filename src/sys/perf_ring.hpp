@@ -27,7 +27,9 @@ class Tracefs;
 long perf_event_open(perf_event_attr* attr, pid_t pid, int cpu, int group_fd, unsigned long flags);
 
 // CPU-wide (pid -1), close-on-exec.
-inline long open_cpu_event(perf_event_attr* attr, int cpu) { return perf_event_open(attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC); }
+inline long open_cpu_event(perf_event_attr* attr, int cpu) {
+  return perf_event_open(attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
 
 // Attr for a polled CPU-wide event: every occurrence sampled, disabled until
 // enabled, IDENTIFIER|TID|TIME|CPU first, CLOCK_MONOTONIC timestamps, and
@@ -91,7 +93,7 @@ Tracepoint load_tracepoint(const Tracefs& tfs, tep_handle* tep, const char* syst
 // One mmap-ed perf ring (the metadata page plus data pages); unmapped when
 // destroyed. Move-only.
 class PerfRing {
-public:
+ public:
   PerfRing() = default;
   ~PerfRing() { reset(); }
   PerfRing(PerfRing&& o) noexcept { *this = static_cast<PerfRing&&>(o); }
@@ -136,7 +138,7 @@ public:
     __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
   }
 
-private:
+ private:
   void copy_out(std::uint64_t pos, void* dst, std::size_t n) const;
 
   void* base_ = nullptr;

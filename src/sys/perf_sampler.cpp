@@ -43,7 +43,8 @@ struct FlushSampler::Impl {
   std::vector<Slot> slots;
   std::vector<PerfRing> rings;
   std::map<std::uint64_t, std::size_t> by_id;
-  Field f_reason, f_pages, f_cpu, f_mask, f_site_cpu, f_cb_cpu, f_site_mask, f_cb_mask, f_csd_cpu, f_csd_site, f_csd_func;
+  Field f_reason, f_pages, f_cpu, f_mask, f_site_cpu, f_cb_cpu, f_site_mask, f_cb_mask, f_csd_cpu, f_csd_site,
+      f_csd_func;
   std::mutex mu;
   SamplerData data;
   std::vector<std::uint8_t> scratch = std::vector<std::uint8_t>(65536);
@@ -53,7 +54,8 @@ struct FlushSampler::Impl {
 
   void drain_all() {
     std::lock_guard<std::mutex> lk(mu);
-    for (auto& r : rings) r.drain(scratch.data(), [this](const std::uint8_t* rec, const perf_event_header& hdr) { handle(rec, hdr); });
+    for (auto& r : rings)
+      r.drain(scratch.data(), [this](const std::uint8_t* rec, const perf_event_header& hdr) { handle(rec, hdr); });
   }
 
   void handle(const std::uint8_t* rec, const perf_event_header& hdr) {
@@ -84,8 +86,8 @@ struct FlushSampler::Impl {
         MmapRecord m;
         std::uint32_t pid = 0, tid = 0, maj = 0, min = 0, prot = 0, flags = 0;
         std::uint64_t gen = 0;
-        if (!u32(pid) || !u32(tid) || !u64(m.start) || !u64(m.len) || !u64(m.pgoff) || !u32(maj) || !u32(min) || !u64(m.ino) ||
-            !u64(gen) || !u32(prot) || !u32(flags))
+        if (!u32(pid) || !u32(tid) || !u64(m.start) || !u64(m.len) || !u64(m.pgoff) || !u32(maj) || !u32(min) ||
+            !u64(m.ino) || !u64(gen) || !u32(prot) || !u32(flags))
           return;
         const auto* name = reinterpret_cast<const char*>(p);
         const std::size_t maxlen = static_cast<std::size_t>(end - p);
@@ -103,11 +105,14 @@ struct FlushSampler::Impl {
         std::uint32_t pid = 0, ppid = 0, tid = 0, ptid = 0;
         std::uint64_t t = 0;
         if (!u32(pid) || !u32(ppid) || !u32(tid) || !u32(ptid) || !u64(t)) return;
-        data.forks.push_back(ForkRecord{static_cast<std::int64_t>(t), static_cast<int>(pid), static_cast<int>(ppid), static_cast<int>(tid)});
+        data.forks.push_back(ForkRecord{static_cast<std::int64_t>(t), static_cast<int>(pid), static_cast<int>(ppid),
+                                        static_cast<int>(tid)});
         return;
       }
-      case PERF_RECORD_SAMPLE: break;
-      default: return;
+      case PERF_RECORD_SAMPLE:
+        break;
+      default:
+        return;
     }
     // IDENTIFIER | TID | TIME | CPU [| CALLCHAIN] | RAW [| REGS_USER | STACK_USER]
     std::uint64_t id = 0, pidtid = 0, time = 0, cpures = 0;
@@ -165,8 +170,10 @@ struct FlushSampler::Impl {
         data.ipis.push_back(ipi);
         return;
       }
-      case Kind::kFlushSend: break;
-      case Kind::kDummy: return;
+      case Kind::kFlushSend:
+        break;
+      case Kind::kDummy:
+        return;
     }
     if (data.flushes.size() >= opts.max_flush_samples) {
       ++data.dropped;
@@ -244,7 +251,8 @@ std::unique_ptr<FlushSampler> FlushSampler::open(const SamplerOptions& opts, std
     if (!tfs) return fail(tw);
     tep_handle* tep = tep_alloc();
     if (!tep) return fail("libtraceevent: tep_alloc failed");
-    auto load = [&](const char* sys, const char* name, std::initializer_list<std::pair<const char*, Field*>> fields) -> int {
+    auto load = [&](const char* sys, const char* name,
+                    std::initializer_list<std::pair<const char*, Field*>> fields) -> int {
       const Tracepoint tp = load_tracepoint(*tfs, tep, sys, name);
       if (tp.status == TracepointStatus::kNotInKernel) {
         im.data.missing.push_back(fmt::format("{}:{}: not in this kernel", sys, name));
@@ -266,12 +274,17 @@ std::unique_ptr<FlushSampler> FlushSampler::open(const SamplerOptions& opts, std
       return tp.id;
     };
     tlb_id = load("tlb", "tlb_flush", {{"reason", &im.f_reason}, {"pages", &im.f_pages}});
-    ipi_cpu_id = load("ipi", "ipi_send_cpu", {{"cpu", &im.f_cpu}, {"callsite", &im.f_site_cpu}, {"callback", &im.f_cb_cpu}});
-    ipi_mask_id = load("ipi", "ipi_send_cpumask", {{"cpumask", &im.f_mask}, {"callsite", &im.f_site_mask}, {"callback", &im.f_cb_mask}});
-    csd_id = load("csd", "csd_queue_cpu", {{"cpu", &im.f_csd_cpu}, {"callsite", &im.f_csd_site}, {"func", &im.f_csd_func}});
+    ipi_cpu_id =
+        load("ipi", "ipi_send_cpu", {{"cpu", &im.f_cpu}, {"callsite", &im.f_site_cpu}, {"callback", &im.f_cb_cpu}});
+    ipi_mask_id = load("ipi", "ipi_send_cpumask",
+                       {{"cpumask", &im.f_mask}, {"callsite", &im.f_site_mask}, {"callback", &im.f_cb_mask}});
+    csd_id =
+        load("csd", "csd_queue_cpu", {{"cpu", &im.f_csd_cpu}, {"callsite", &im.f_csd_site}, {"func", &im.f_csd_func}});
     tep_free(tep);
   }
-  if (tlb_id < 0) return fail("tlb:tlb_flush is not available: " + (im.data.missing.empty() ? std::string("?") : im.data.missing.front()));
+  if (tlb_id < 0)
+    return fail("tlb:tlb_flush is not available: " +
+                (im.data.missing.empty() ? std::string("?") : im.data.missing.front()));
 
   const long page = ::sysconf(_SC_PAGESIZE);
   const std::size_t data_bytes = static_cast<std::size_t>(opts.ring_pages) * static_cast<std::size_t>(page);
@@ -299,7 +312,8 @@ std::unique_ptr<FlushSampler> FlushSampler::open(const SamplerOptions& opts, std
       }
       long fd = open_cpu_event(&a, cpu);
       if (fd < 0) {
-        errors.push_back(fmt::format("cpu{} event {}: perf_event_open: {}", cpu, static_cast<int>(kind), std::strerror(errno)));
+        errors.push_back(
+            fmt::format("cpu{} event {}: perf_event_open: {}", cpu, static_cast<int>(kind), std::strerror(errno)));
         return;
       }
       Slot sl;
@@ -349,9 +363,7 @@ std::unique_ptr<FlushSampler> FlushSampler::open(const SamplerOptions& opts, std
 void FlushSampler::start_reader() {
   Impl& im = *impl_;
   if (im.reader.joinable() || im.stopped) return;
-  im.reader = std::thread([&im] {
-    poll_until(im.stop_reader, im.opts.poll_interval_us, [&im] { im.drain_all(); });
-  });
+  im.reader = std::thread([&im] { poll_until(im.stop_reader, im.opts.poll_interval_us, [&im] { im.drain_all(); }); });
 }
 
 SamplerData FlushSampler::stop() {

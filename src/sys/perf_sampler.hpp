@@ -37,8 +37,8 @@ namespace shootdown::sys {
 
 struct SamplerOptions {
   std::vector<int> cpus;
-  int ring_pages = 256;         // per CPU, power of two
-  int stack_bytes = 128;        // PERF_SAMPLE_STACK_USER copy (multiple of 8)
+  int ring_pages = 256;   // per CPU, power of two
+  int stack_bytes = 128;  // PERF_SAMPLE_STACK_USER copy (multiple of 8)
   int poll_interval_us = 10000;
   std::size_t max_flush_samples = 2'000'000;  // beyond: counted in dropped()
 };
@@ -46,20 +46,20 @@ struct SamplerOptions {
 struct SampledFlush {  // tlb_flush reason 4
   std::int64_t mono_ns = 0;
   int cpu = -1, pid = 0, tid = 0;
-  std::int64_t pages = 0;  // -1 = all
+  std::int64_t pages = 0;                 // -1 = all
   std::vector<std::uint64_t> kernel_ips;  // innermost first
   std::vector<std::uint64_t> user_ips;    // innermost first (user_ips[0] = ip at syscall entry)
   std::uint64_t user_sp = 0;
-  std::uint64_t sp_word = 0;              // *(u64*)user_sp from the stack copy
+  std::uint64_t sp_word = 0;  // *(u64*)user_sp from the stack copy
   bool has_sp_word = false;
 };
 
 struct SampledIpi {
   std::int64_t mono_ns = 0;
   int cpu = -1, pid = 0, tid = 0;
-  bool single = false;         // ipi_send_cpu
-  bool queued = false;         // csd:csd_queue_cpu (callback = the function queued)
-  std::uint64_t targets = 0;   // bitmask of target CPUs 0..63
+  bool single = false;        // ipi_send_cpu
+  bool queued = false;        // csd:csd_queue_cpu (callback = the function queued)
+  std::uint64_t targets = 0;  // bitmask of target CPUs 0..63
   std::uint64_t callsite = 0, callback = 0;
 };
 
@@ -84,14 +84,14 @@ struct SamplerData {
   std::vector<MmapRecord> mmaps;
   std::vector<ForkRecord> forks;
   std::map<std::pair<int, int>, std::int64_t> received;  // (cpu, tgid) -> reason-1 flushes
-  std::int64_t lost = 0;      // kernel-side drops (PERF_RECORD_LOST[_SAMPLES])
-  std::int64_t dropped = 0;   // flush samples over max_flush_samples
+  std::int64_t lost = 0;                                 // kernel-side drops (PERF_RECORD_LOST[_SAMPLES])
+  std::int64_t dropped = 0;                              // flush samples over max_flush_samples
   std::int64_t start_ns = 0, stop_ns = 0;
   std::vector<std::string> missing;  // what could not be opened
 };
 
 class FlushSampler {
-public:
+ public:
   // Opens and enables everything (nullptr + why when impossible).
   static std::unique_ptr<FlushSampler> open(const SamplerOptions& opts, std::string* why);
   ~FlushSampler();
@@ -104,7 +104,7 @@ public:
 
   struct Impl;
 
-private:
+ private:
   FlushSampler();
   std::unique_ptr<Impl> impl_;
 };

@@ -31,7 +31,7 @@ namespace {
 // old, larger buffer would send TLB-shootdown IPIs to our own victim CPUs.
 template <typename T, std::size_t kChunk = 16384>
 class ChunkedVec {
-public:
+ public:
   ChunkedVec() { chunks_.reserve(4096); }  // pointer table: 32 KiB, heap (brk), not mmap
   void push_back(const T& v) {
     if (size_ % kChunk == 0 && size_ / kChunk == chunks_.size()) chunks_.push_back(std::make_unique<T[]>(kChunk));
@@ -44,7 +44,7 @@ public:
   // Forget the contents, keep the chunks (no free while measuring).
   void clear() { size_ = 0; }
 
-private:
+ private:
   std::vector<std::unique_ptr<T[]>> chunks_;
   std::size_t size_ = 0;
 };
@@ -65,7 +65,8 @@ constexpr std::array<Spec, 16> kSpecs{{
     {"tlb", "tlb_flush", EventType::kTlbFlush, "reason", "pages", nullptr, true},
     {"irq_vectors", "call_function_entry", EventType::kCallFunctionEntry, "vector", nullptr, nullptr, false},
     {"irq_vectors", "call_function_exit", EventType::kCallFunctionExit, "vector", nullptr, nullptr, false},
-    {"irq_vectors", "call_function_single_entry", EventType::kCallFunctionSingleEntry, "vector", nullptr, nullptr, false},
+    {"irq_vectors", "call_function_single_entry", EventType::kCallFunctionSingleEntry, "vector", nullptr, nullptr,
+     false},
     {"irq_vectors", "call_function_single_exit", EventType::kCallFunctionSingleExit, "vector", nullptr, nullptr, false},
     {"irq_vectors", "local_timer_entry", EventType::kLocalTimerEntry, "vector", nullptr, nullptr, false},
     {"irq_vectors", "local_timer_exit", EventType::kLocalTimerExit, "vector", nullptr, nullptr, false},
@@ -122,7 +123,8 @@ struct Tracer::Impl {
 
   void drain_all() {
     std::lock_guard<std::mutex> lk(mu);
-    for (auto& r : rings) r.drain(scratch.data(), [this](const std::uint8_t* rec, const perf_event_header& hdr) { handle(rec, hdr); });
+    for (auto& r : rings)
+      r.drain(scratch.data(), [this](const std::uint8_t* rec, const perf_event_header& hdr) { handle(rec, hdr); });
   }
 
   void handle(const std::uint8_t* rec, const perf_event_header& hdr) {
@@ -328,12 +330,14 @@ std::unique_ptr<Tracer> Tracer::open(const TracerOptions& opts, std::string* why
         attr.sample_type &= ~static_cast<std::uint64_t>(PERF_SAMPLE_CALLCHAIN);
         fd = open_cpu_event(&attr, cpu);
         if (fd >= 0) {
-          t->missing_.push_back(fmt::format("{}:{} callchains on cpu{}: {}", r.spec->system, r.spec->name, cpu, std::strerror(e)));
+          t->missing_.push_back(
+              fmt::format("{}:{} callchains on cpu{}: {}", r.spec->system, r.spec->name, cpu, std::strerror(e)));
           // fall through with no callchain
         }
       }
       if (fd < 0) {
-        open_errors.push_back(fmt::format("{}:{} on cpu{}: perf_event_open: {}", r.spec->system, r.spec->name, cpu, std::strerror(errno)));
+        open_errors.push_back(fmt::format("{}:{} on cpu{}: perf_event_open: {}", r.spec->system, r.spec->name, cpu,
+                                          std::strerror(errno)));
         continue;
       }
       Slot s;
@@ -343,18 +347,21 @@ std::unique_ptr<Tracer> Tracer::open(const TracerOptions& opts, std::string* why
       s.format = r.format;
       s.callchain = (attr.sample_type & PERF_SAMPLE_CALLCHAIN) != 0;
       if (::ioctl(s.fd, PERF_EVENT_IOC_ID, &s.id) != 0) {
-        open_errors.push_back(fmt::format("{}:{} on cpu{}: PERF_EVENT_IOC_ID: {}", r.spec->system, r.spec->name, cpu, std::strerror(errno)));
+        open_errors.push_back(fmt::format("{}:{} on cpu{}: PERF_EVENT_IOC_ID: {}", r.spec->system, r.spec->name, cpu,
+                                          std::strerror(errno)));
         ::close(s.fd);
         continue;
       }
       if (!ring.mapped()) {
         if (!ring.map(s.fd, data_bytes, /*halve_on_limit=*/true)) {  // perf_event_mlock_kb
-          open_errors.push_back(fmt::format("cpu{}: mmap of the ring ({} pages): {}", cpu, opts.ring_pages, std::strerror(errno)));
+          open_errors.push_back(
+              fmt::format("cpu{}: mmap of the ring ({} pages): {}", cpu, opts.ring_pages, std::strerror(errno)));
           ::close(s.fd);
           break;  // no ring on this CPU: nothing else can be read here
         }
       } else if (!ring.redirect(s.fd)) {
-        open_errors.push_back(fmt::format("{}:{} on cpu{}: SET_OUTPUT: {}", r.spec->system, r.spec->name, cpu, std::strerror(errno)));
+        open_errors.push_back(
+            fmt::format("{}:{} on cpu{}: SET_OUTPUT: {}", r.spec->system, r.spec->name, cpu, std::strerror(errno)));
         ::close(s.fd);
         continue;
       }
@@ -364,16 +371,17 @@ std::unique_ptr<Tracer> Tracer::open(const TracerOptions& opts, std::string* why
     }
     if (ring.mapped()) im.rings.push_back(std::move(ring));
   }
-  if (im.slots.empty())
-    return fail(open_errors.empty() ? "no tracepoint could be opened" : open_errors.front());
+  if (im.slots.empty()) return fail(open_errors.empty() ? "no tracepoint could be opened" : open_errors.front());
   for (auto& e : open_errors) t->missing_.push_back(e);
   for (const Resolved& r : resolved) {
     const std::string full = std::string(r.spec->system) + ":" + r.spec->name;
     const int n = opened_cpus[r.spec];
     int wanted = 0;
     for (int cpu : opts.cpus) wanted += !(r.spec->victims_only && cpu == opts.culprit_cpu);
-    if (n > 0 && n == wanted) t->tracepoints_.push_back(full);
-    else if (n > 0) t->tracepoints_.push_back(fmt::format("{} ({} of {} CPUs)", full, n, wanted));
+    if (n > 0 && n == wanted)
+      t->tracepoints_.push_back(full);
+    else if (n > 0)
+      t->tracepoints_.push_back(fmt::format("{} ({} of {} CPUs)", full, n, wanted));
   }
   for (auto& s : im.slots) ::ioctl(s.fd, PERF_EVENT_IOC_ENABLE, 0);
   t->start_ns_ = mono_now_ns();
@@ -414,7 +422,9 @@ std::string Tracer::symbolize(std::uint64_t addr) const {
   return s.empty() ? fmt::format("{:#x}", addr) : s;
 }
 
-std::string Tracer::function_name(std::uint64_t addr) const { return impl_->ksyms.function(addr); }
+std::string Tracer::function_name(std::uint64_t addr) const {
+  return impl_->ksyms.function(addr);
+}
 
 std::int64_t Tracer::lost_events() const {
   std::lock_guard<std::mutex> lk(impl_->mu);
@@ -458,10 +468,16 @@ KernelTrace Tracer::stop() {
       };
       switch (e.type) {
         case EventType::kCsdFunctionEntry:
-        case EventType::kCsdFunctionExit: add(e.b); break;
+        case EventType::kCsdFunctionExit:
+          add(e.b);
+          break;
         case EventType::kIpiSendCpu:
-        case EventType::kIpiSendCpumask: add(e.b); add(e.c); break;
-        default: break;
+        case EventType::kIpiSendCpumask:
+          add(e.b);
+          add(e.c);
+          break;
+        default:
+          break;
       }
     }
   } else {
@@ -484,8 +500,7 @@ bool tracing_permitted(std::string* why) {
       try {
         const std::uint64_t caps = std::stoull(status.substr(pos + 7), nullptr, 16);
         capable = (caps & (1ULL << 21)) || (caps & (1ULL << 38));
-      } catch (const std::exception&) {
-      }
+      } catch (const std::exception&) {}
     }
   }
   const std::string tfs = find_tracefs_mount(read_file_or("/proc/mounts", ""));
@@ -494,7 +509,8 @@ bool tracing_permitted(std::string* why) {
     if (par != "-1")
       return say("not root and no CAP_PERFMON, and kernel.perf_event_paranoid=" + par +
                  " (CPU-wide tracepoint samples need -1): run as root or sysctl kernel.perf_event_paranoid=-1");
-    if (tfs.empty()) return say("tracefs is not mounted and mounting it needs root (mount -t tracefs nodev /sys/kernel/tracing)");
+    if (tfs.empty())
+      return say("tracefs is not mounted and mounting it needs root (mount -t tracefs nodev /sys/kernel/tracing)");
     if (::access((tfs + "/events").c_str(), R_OK | X_OK) != 0) return say("tracefs at " + tfs + " is not readable");
   }
   if (tfs.empty() && ::access("/sys/kernel/tracing", F_OK) != 0)

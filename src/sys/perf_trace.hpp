@@ -32,20 +32,20 @@
 namespace shootdown::sys {
 
 struct TracerOptions {
-  std::vector<int> cpus;       // CPUs to trace (culprit and victims)
-  int culprit_cpu = -1;        // callchains for reason-4 flushes and IPI sends here
+  std::vector<int> cpus;  // CPUs to trace (culprit and victims)
+  int culprit_cpu = -1;   // callchains for reason-4 flushes and IPI sends here
   bool callchains = true;
-  int reader_cpu = -1;         // where start_reader() pins its thread; -1 = unpinned
+  int reader_cpu = -1;  // where start_reader() pins its thread; -1 = unpinned
   // Data pages per CPU ring (power of two). One ring carries all 16 events
   // of a CPU, so it is sized like 8 per-event rings of 256 pages: a 1 GiB
   // munmap sends ~10k IPIs (~50k records on the victim) while the reader's
   // CPU is busy in the culprit's munmap. Halved until mmap succeeds.
   int ring_pages = 2048;
-  int poll_interval_us = 5000; // reader poll period
+  int poll_interval_us = 5000;  // reader poll period
 };
 
 class Tracer {
-public:
+ public:
   // Opens and ENABLES every tracepoint on every CPU (enabling sends IPIs, so
   // call this before the baseline). nullptr + why when tracing is impossible
   // (unprivileged, no tracefs, nothing could be opened). Individual missing
@@ -66,8 +66,8 @@ public:
   // callchain indices refer to callchain()).
   void drain();
   std::vector<KernelEvent> take_events();
-  Callchain callchain(int index) const;       // symbolized
-  std::string symbolize(std::uint64_t addr) const;   // "func+0xoff" or "0x..."
+  Callchain callchain(int index) const;                 // symbolized
+  std::string symbolize(std::uint64_t addr) const;      // "func+0xoff" or "0x..."
   std::string function_name(std::uint64_t addr) const;  // "func" or ""
 
   const std::vector<std::string>& tracepoints() const { return tracepoints_; }
@@ -77,7 +77,7 @@ public:
 
   struct Impl;
 
-private:
+ private:
   Tracer();
   std::unique_ptr<Impl> impl_;
   std::vector<std::string> tracepoints_;

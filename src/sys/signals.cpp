@@ -4,11 +4,13 @@ namespace shootdown::sys {
 
 namespace {
 std::atomic<int> g_pending{0};
-extern "C" void on_stop_signal(int sig) { g_pending.store(sig, std::memory_order_relaxed); }
+extern "C" void on_stop_signal(int sig) {
+  g_pending.store(sig, std::memory_order_relaxed);
+}
 }  // namespace
 
 StopSignals::StopSignals() {
-  struct sigaction sa{};
+  struct sigaction sa {};
   sa.sa_handler = on_stop_signal;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = 0;  // no SA_RESTART: blocking reads (Enter trigger) return EINTR
@@ -21,8 +23,14 @@ StopSignals::~StopSignals() {
   sigaction(SIGTERM, &old_term_, nullptr);
 }
 
-int StopSignals::pending() noexcept { return g_pending.load(std::memory_order_relaxed); }
-void StopSignals::reset() noexcept { g_pending.store(0, std::memory_order_relaxed); }
-void StopSignals::raise_stop(int sig) noexcept { g_pending.store(sig, std::memory_order_relaxed); }
+int StopSignals::pending() noexcept {
+  return g_pending.load(std::memory_order_relaxed);
+}
+void StopSignals::reset() noexcept {
+  g_pending.store(0, std::memory_order_relaxed);
+}
+void StopSignals::raise_stop(int sig) noexcept {
+  g_pending.store(sig, std::memory_order_relaxed);
+}
 
 }  // namespace shootdown::sys

@@ -9,24 +9,26 @@
 namespace shootdown::sys {
 
 class StopSignals {
-public:
+ public:
   StopSignals();
   ~StopSignals();
   StopSignals(const StopSignals&) = delete;
   StopSignals& operator=(const StopSignals&) = delete;
 
-  static int pending() noexcept;             // 0 or the signal number
+  static int pending() noexcept;  // 0 or the signal number
   static bool stop_requested() noexcept { return pending() != 0; }
   static void reset() noexcept;
   // For tests and for "enter" triggers: the flag a handler would set.
   static void raise_stop(int sig) noexcept;
 
-private:
-  struct sigaction old_int_{};
-  struct sigaction old_term_{};
+ private:
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
 };
 
 // Exit code for a signal: 128 + signo (130 SIGINT, 143 SIGTERM).
-inline int exit_code_for_signal(int sig) { return 128 + sig; }
+inline int exit_code_for_signal(int sig) {
+  return 128 + sig;
+}
 
 }  // namespace shootdown::sys

@@ -14,7 +14,9 @@ namespace {
 constexpr const char* kDefaultMount = "/sys/kernel/tracing";
 
 // A mounted tracefs has an "events" directory; an unmounted mount point is empty.
-bool looks_mounted(const std::string& dir) { return ::access((dir + "/events").c_str(), R_OK | X_OK) == 0; }
+bool looks_mounted(const std::string& dir) {
+  return ::access((dir + "/events").c_str(), R_OK | X_OK) == 0;
+}
 }  // namespace
 
 std::string find_tracefs_mount(const std::string& proc_mounts) {
@@ -36,7 +38,9 @@ std::unique_ptr<Tracefs> Tracefs::acquire(std::string* why) {
   const std::string existing = find_tracefs_mount(read_file_or("/proc/mounts", ""));
   if (!existing.empty() && looks_mounted(existing)) return std::unique_ptr<Tracefs>(new Tracefs(existing, false));
   if (::access(kDefaultMount, F_OK) != 0) {
-    if (why) *why = std::string("tracefs not mounted and ") + kDefaultMount + " does not exist (kernel without CONFIG_TRACING?)";
+    if (why)
+      *why =
+          std::string("tracefs not mounted and ") + kDefaultMount + " does not exist (kernel without CONFIG_TRACING?)";
     return nullptr;
   }
   // mount(2) needs CAP_SYS_ADMIN; tracefs ignores the source ("nodev" by convention).

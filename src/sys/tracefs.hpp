@@ -12,7 +12,7 @@
 namespace shootdown::sys {
 
 class Tracefs {
-public:
+ public:
   // Uses an existing tracefs mount (/proc/mounts) or mounts one at
   // /sys/kernel/tracing. nullptr + why when neither works.
   static std::unique_ptr<Tracefs> acquire(std::string* why);
@@ -27,7 +27,7 @@ public:
   std::optional<int> event_id(const std::string& system, const std::string& name) const;
   std::optional<std::string> event_format(const std::string& system, const std::string& name) const;
 
-private:
+ private:
   Tracefs(std::string path, bool mounted) : path_(std::move(path)), mounted_by_us_(mounted) {}
   std::string path_;
   bool mounted_by_us_ = false;

@@ -39,8 +39,7 @@ TscClock TscClock::from(TscPoint first, TscPoint last) {
 TscClock calibrate(std::int64_t window_ns) {
   const TscPoint a = tsc_point();
   const std::int64_t end = a.mono_ns + window_ns;
-  while (mono_now_ns() < end) {
-  }
+  while (mono_now_ns() < end) {}
   const TscPoint b = tsc_point();
   return TscClock::from(a, b);
 }

@@ -40,7 +40,8 @@ struct TscClock {
   static TscClock from(TscPoint first, TscPoint last);
   double hz() const { return ns_per_tick > 0 ? 1e9 / ns_per_tick : 0; }
   std::int64_t to_mono(std::uint64_t tsc) const noexcept {
-    return a.mono_ns + static_cast<std::int64_t>(static_cast<double>(static_cast<std::int64_t>(tsc - a.tsc)) * ns_per_tick);
+    return a.mono_ns +
+           static_cast<std::int64_t>(static_cast<double>(static_cast<std::int64_t>(tsc - a.tsc)) * ns_per_tick);
   }
   std::int64_t ticks_to_ns(std::uint64_t ticks) const noexcept {
     return static_cast<std::int64_t>(static_cast<double>(ticks) * ns_per_tick);

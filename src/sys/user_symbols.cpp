@@ -91,7 +91,8 @@ struct UserSymbols::Impl {
     p.built = true;
     std::string text;
     for (const auto& [start, m] : p.maps)
-      text += fmt::format("{:x}-{:x} {} {:08x} {:02x}:{:02x} {} {}\n", start, m.end, m.perms, m.pgoff, m.maj, m.min, m.ino, m.path);
+      text += fmt::format("{:x}-{:x} {} {:08x} {:02x}:{:02x} {} {}\n", start, m.end, m.perms, m.pgoff, m.maj, m.min,
+                          m.ino, m.path);
     if (text.empty()) return nullptr;
     p.dwfl = dwfl_begin(&kCallbacks);
     if (!p.dwfl) return nullptr;
@@ -120,8 +121,11 @@ void UserSymbols::add_maps_text(int pid, const std::string& text) {
     unsigned maj = 0, min = 0;
     char perms[8] = {};
     int n = 0;
-    if (std::sscanf(line.c_str(), "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off, &maj, &min, &ino, &n) < 7) continue;
-    std::string path = n > 0 && static_cast<std::size_t>(n) <= line.size() ? trim(line.substr(static_cast<std::size_t>(n))) : "";
+    if (std::sscanf(line.c_str(), "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off, &maj, &min, &ino, &n) <
+        7)
+      continue;
+    std::string path =
+        n > 0 && static_cast<std::size_t>(n) <= line.size() ? trim(line.substr(static_cast<std::size_t>(n))) : "";
     if (path.empty() || path[0] != '/' || ino == 0) continue;
     Impl::insert(p, start, Mapping{end, off, maj, min, ino, perms, path});
   }
@@ -178,6 +182,8 @@ UserFrame UserSymbols::symbolize(int pid, std::uint64_t ip, bool return_address)
   return f;
 }
 
-std::optional<std::string> read_proc_maps(int pid) { return read_file("/proc/" + std::to_string(pid) + "/maps"); }
+std::optional<std::string> read_proc_maps(int pid) {
+  return read_file("/proc/" + std::to_string(pid) + "/maps");
+}
 
 }  // namespace shootdown::sys

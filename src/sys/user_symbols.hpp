@@ -20,7 +20,7 @@
 namespace shootdown::sys {
 
 class UserSymbols {
-public:
+ public:
   UserSymbols();
   ~UserSymbols();
   UserSymbols(const UserSymbols&) = delete;
@@ -38,7 +38,7 @@ public:
 
   struct Impl;
 
-private:
+ private:
   std::unique_ptr<Impl> impl_;
 };
 

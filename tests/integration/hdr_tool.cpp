@@ -65,8 +65,8 @@ std::string stats_line(const std::string& tag, double start_sec, double length_s
   const auto start_ms = static_cast<std::int64_t>(abs_start * 1000.0);
   const auto end_ms = static_cast<std::int64_t>((abs_start + length_sec) * 1000.0);
   std::ostringstream o;
-  o << (tag.empty() ? "-" : tag) << ' ' << start_ms << ' ' << end_ms << ' ' << h.total_count() << ' ' << h.min()
-    << ' ' << h.max();
+  o << (tag.empty() ? "-" : tag) << ' ' << start_ms << ' ' << end_ms << ' ' << h.total_count() << ' ' << h.min() << ' '
+    << h.max();
   for (double p : {0.0, 50.0, 90.0, 99.0, 99.9, 99.99, 100.0}) o << ' ' << h.value_at_percentile(p);
   o << ' ' << hdr::java_fixed(h.mean(), 6) << ' ' << hdr::java_fixed(h.stddev(), 6);
   return o.str();
@@ -88,7 +88,9 @@ std::optional<std::string> read_file(const std::string& path) {
   return ss.str();
 }
 
-double as_written(double v) { return std::strtod(hdr::java_fixed(v, 3).c_str(), nullptr); }
+double as_written(double v) {
+  return std::strtod(hdr::java_fixed(v, 3).c_str(), nullptr);
+}
 
 int gen(const std::string& dir) {
   hdr::LogHeader header;
@@ -168,8 +170,9 @@ int hgrm(const std::string& path, const std::string& tag) {
   std::optional<hdr::Histogram> sum;
   const bool ok = for_each_interval(path, [&](const hdr::ParsedLog&, const hdr::LogInterval& iv) {
     if (iv.tag != tag) return;
-    if (!sum) sum.emplace(iv.histogram.lowest_discernible(), iv.histogram.highest_trackable(),
-                          iv.histogram.significant_figures());
+    if (!sum)
+      sum.emplace(iv.histogram.lowest_discernible(), iv.histogram.highest_trackable(),
+                  iv.histogram.significant_figures());
     sum->add(iv.histogram);
   });
   if (!ok) return 1;
@@ -187,7 +190,8 @@ int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
   if (args.size() == 2 && args[0] == "gen") return gen(args[1]);
   if (args.size() == 2 && args[0] == "stats") return stats(args[1]);
-  if ((args.size() == 2 || args.size() == 3) && args[0] == "hgrm") return hgrm(args[1], args.size() == 3 ? args[2] : "");
+  if ((args.size() == 2 || args.size() == 3) && args[0] == "hgrm")
+    return hgrm(args[1], args.size() == 3 ? args[2] : "");
   std::cerr << "usage: hdr_tool gen DIR | stats FILE.hlog | hgrm FILE.hlog [TAG]\n";
   return 2;
 }

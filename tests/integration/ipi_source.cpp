@@ -74,7 +74,9 @@ long long interrupts(const char* row, int cpu) {
   return out;
 }
 
-int membarrier(int cmd) { return static_cast<int>(syscall(__NR_membarrier, cmd, 0, 0)); }
+int membarrier(int cmd) {
+  return static_cast<int>(syscall(__NR_membarrier, cmd, 0, 0));
+}
 
 std::atomic<int> g_phase{0};  // 0 start, 1 victim ready, 2 region touched by victim, 3 stop
 std::atomic<std::uint64_t> g_sink{0};
@@ -88,10 +90,14 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     const long v = std::strtol(argv[i + 1], nullptr, 10);
-    if (a == "--culprit-cpu") culprit = static_cast<int>(v);
-    else if (a == "--victim-cpu") victim = static_cast<int>(v);
-    else if (a == "--membarriers") k = static_cast<int>(v);
-    else if (a == "--unmap-mib") unmap_mib = v;
+    if (a == "--culprit-cpu")
+      culprit = static_cast<int>(v);
+    else if (a == "--victim-cpu")
+      victim = static_cast<int>(v);
+    else if (a == "--membarriers")
+      k = static_cast<int>(v);
+    else if (a == "--unmap-mib")
+      unmap_mib = v;
     else {
       std::fprintf(stderr, "ipi_source: unknown option %s\n", a.c_str());
       return 2;
@@ -99,7 +105,8 @@ int main(int argc, char** argv) {
   }
   const std::size_t bytes = static_cast<std::size_t>(unmap_mib) << 20;
   const long page = sysconf(_SC_PAGESIZE);
-  auto* region = static_cast<unsigned char*>(mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  auto* region =
+      static_cast<unsigned char*>(mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
   if (region == MAP_FAILED) {
     std::perror("ipi_source: mmap");
     return 1;

@@ -94,7 +94,9 @@ int main(int argc, char** argv) {
   const auto t0 = std::chrono::steady_clock::now();
   long munmaps = 0;
   char* keep = nullptr;
-  auto elapsed_ms = [&] { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(); };
+  auto elapsed_ms = [&] {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  };
   for (long it = 0; it < iterations || (mode == "control" && elapsed_ms() < min_ms); ++it) {
     char* p = keep;
     if (!p) {
@@ -110,8 +112,7 @@ int main(int argc, char** argv) {
     // is off its CPU (preempted, RT-throttled) is not in the mm's CPU set
     // and gets no IPI, so the count would depend on the machine's load.
     const unsigned long seen = g_victim_seq.load(std::memory_order_relaxed);
-    while (g_victim_seq.load(std::memory_order_relaxed) == seen) {
-    }
+    while (g_victim_seq.load(std::memory_order_relaxed) == seen) {}
     if (mode == "munmap") {
       munmap(p, len);
       ++munmaps;

@@ -34,7 +34,9 @@ void stretch(VictimSamples& v, std::size_t i, std::int64_t lat) {
 }
 
 // Midpoint of sample i's span.
-std::int64_t mid(const VictimSamples& v, std::size_t i) { return (v.span_start(i) + v.span_end(i)) / 2; }
+std::int64_t mid(const VictimSamples& v, std::size_t i) {
+  return (v.span_start(i) + v.span_end(i)) / 2;
+}
 
 KernelEvent ev(std::int64_t t, int cpu, EventType type, std::int64_t a = 0, std::int64_t b = 0, std::int64_t c = 0) {
   KernelEvent e;
@@ -67,7 +69,9 @@ void add_shootdown(std::vector<KernelEvent>& e, int cpu, std::int64_t t, std::in
   e.push_back(ev(t + dur, cpu, single ? EventType::kCallFunctionSingleExit : EventType::kCallFunctionExit, 251));
 }
 
-StallLabel label(const VictimAttribution& a, std::size_t i) { return static_cast<StallLabel>(a.labels.at(i)); }
+StallLabel label(const VictimAttribution& a, std::size_t i) {
+  return static_cast<StallLabel>(a.labels.at(i));
+}
 
 TEST(Attribution, ShootdownInsideCallFunctionSpanLabelsItsSample) {
   auto v = make_samples(1, 100);
@@ -178,8 +182,8 @@ TEST(Attribution, PriorityWhenEventsShareASample) {
 
 TEST(Attribution, StallsWithoutEventsAreUnexplainedAboveTheThreshold) {
   auto v = make_samples(1, 100);
-  stretch(v, 10, 8000);   // == threshold: not above
-  stretch(v, 20, 8001);   // above
+  stretch(v, 10, 8000);  // == threshold: not above
+  stretch(v, 20, 8001);  // above
   stretch(v, 30, 250'000);
   const auto a = attribute({v}, make_trace({}), {}).victims.at(0);
   EXPECT_EQ(label(a, 10), StallLabel::kClean);
@@ -354,8 +358,8 @@ TEST(Attribution, ForeignTaskOrTaskSwitchMeansPreempted) {
   EXPECT_EQ(label(a, 5), StallLabel::kPreempted);
   EXPECT_EQ(label(a, 9), StallLabel::kPreempted);
   EXPECT_EQ(label(a, 0), StallLabel::kTimer);
-  EXPECT_EQ(a.shootdowns_matched, 1);           // still seen by the samples
-  EXPECT_EQ(a.stall_per_shootdown.count, 0);    // but its stall belongs to the scheduler
+  EXPECT_EQ(a.shootdowns_matched, 1);         // still seen by the samples
+  EXPECT_EQ(a.stall_per_shootdown.count, 0);  // but its stall belongs to the scheduler
   EXPECT_STREQ(label_name(StallLabel::kPreempted), "preempted");
 }
 
@@ -377,7 +381,7 @@ TEST(Attribution, LocalCsdRunIsNotAnIpiAndWrongCpuFlushesAreCounted) {
   // It interrupted the victim, but it flushed another process's mm: not a
   // shootdown our culprit caused (the reuse control arm must show none).
   EXPECT_EQ(label(a, 8), StallLabel::kOtherIpi);
-  EXPECT_EQ(a.shootdowns_received, 0);                // reason 1 only
+  EXPECT_EQ(a.shootdowns_received, 0);  // reason 1 only
   EXPECT_EQ(a.wrong_cpu_flushes, 1);
   EXPECT_EQ(a.flush_ipis, 0);
   EXPECT_EQ(a.shootdown_ipis, 0);
@@ -395,8 +399,9 @@ TEST(Attribution, ReasonOneInAnotherTaskIsForeign) {
   }
   // A shootdown IPI that arrived while task 99 ran on the victim CPU.
   const std::int64_t t = mid(v, 12);
-  for (auto [dt, type, a] : {std::tuple{0, EventType::kCallFunctionEntry, 0}, std::tuple{4, EventType::kTlbFlush, kTlbRemoteShootdown},
-                             std::tuple{9, EventType::kCallFunctionExit, 0}}) {
+  for (auto [dt, type, a] :
+       {std::tuple{0, EventType::kCallFunctionEntry, 0}, std::tuple{4, EventType::kTlbFlush, kTlbRemoteShootdown},
+        std::tuple{9, EventType::kCallFunctionExit, 0}}) {
     auto x = ev(t + dt, 1, type, a);
     x.tid = 99;
     e.push_back(x);
@@ -472,17 +477,19 @@ TEST(AttributionOffCpu, MissingSwitchInIsBoundedByVictimEventsAndSamples) {
   stretch(v, 70, 1'000'000);
   std::vector<KernelEvent> e;
   const std::int64_t out1 = v.span_start(50) + 1000, seen1 = v.span_end(50) - 300;
-  e.push_back(sw(out1, 1, 77, 0));             // to idle (RT throttling)
+  e.push_back(sw(out1, 1, 77, 0));  // to idle (RT throttling)
   e.push_back(ev(out1 + 50, 1, EventType::kTlbFlush, kTlbFlushOnTaskSwitch, -1));
-  e.back().tid = 77;                           // switch_mm, still in the victim's context: not evidence
+  e.back().tid = 77;  // switch_mm, still in the victim's context: not evidence
   e.push_back(ev(seen1, 1, EventType::kLocalTimerEntry));
-  e.back().tid = 77;                           // the victim's tick: it runs again
+  e.back().tid = 77;  // the victim's tick: it runs again
   const std::int64_t out2 = v.span_start(70) + 500;
-  e.push_back(sw(out2, 1, 77, 0));             // no evidence at all until its sample ends
+  e.push_back(sw(out2, 1, 77, 0));  // no evidence at all until its sample ends
   e.push_back(ev(mid(v, 90), 1, EventType::kLocalTimerEntry));
   e.back().tid = 77;
   AttributionOptions o;
-  o.releases = {{out1 + 100, out1 + 200}, {seen1 + 100, seen1 + 200}, {out2 + 100, out2 + 200},
+  o.releases = {{out1 + 100, out1 + 200},
+                {seen1 + 100, seen1 + 200},
+                {out2 + 100, out2 + 200},
                 {v.span_end(70) + 1, v.span_end(70) + 100}};
   const Attribution at = attribute({v}, make_trace(e), o);
   const auto& a = at.victims.at(0);
@@ -526,10 +533,11 @@ TEST(AttributionOffCpu, BeforeItsFirstEvidenceAndAfterItsLastSwitchOutTheVictimI
   v.tid = 77;
   const std::int64_t t0 = v.start_ns;
   std::vector<KernelEvent> e;
-  e.push_back(sw(t0 - 10'000, 1, 500, 77));   // pinned to its CPU, switched in
+  e.push_back(sw(t0 - 10'000, 1, 500, 77));               // pinned to its CPU, switched in
   e.push_back(sw(v.end_ns.back() + 10'000, 1, 77, 500));  // done
   AttributionOptions o;
-  o.releases = {{t0 - 12'000, t0 - 11'000}, {t0 + 50'000, t0 + 51'000}, {v.end_ns.back() + 20'000, v.end_ns.back() + 21'000}};
+  o.releases = {
+      {t0 - 12'000, t0 - 11'000}, {t0 + 50'000, t0 + 51'000}, {v.end_ns.back() + 20'000, v.end_ns.back() + 21'000}};
   const Attribution at = attribute({v}, make_trace(e), o);
   const auto& a = at.victims.at(0);
   EXPECT_EQ(a.offcpu_intervals, 0);  // neither overlaps the samples' span

@@ -41,7 +41,8 @@ TEST(Blame, SitesPagesAndPairedIpis) {
   BlameInput in;
   in.pid = 100;
   in.has_csd = true;
-  for (int i = 0; i < 5; ++i) in.flushes.push_back(flush(1000 + i * 100, 101, 16, "__x64_sys_munmap", {"__munmap", "Journal::roll", "main"}));
+  for (int i = 0; i < 5; ++i)
+    in.flushes.push_back(flush(1000 + i * 100, 101, 16, "__x64_sys_munmap", {"__munmap", "Journal::roll", "main"}));
   in.flushes.push_back(flush(5000, 102, -1, "__x64_sys_madvise", {"__madvise", "Arena::purge", "worker"}));
   for (int i = 0; i < 5; ++i) {  // csd queue: one per flush to cpu1, 10 ns after it
     IpiSend q;
@@ -93,7 +94,8 @@ TEST(Blame, Folded) {
   in.flushes.push_back(flush(1, 1, 16, "__x64_sys_munmap", {"__munmap", "Journal::roll", "main"}));
   in.flushes.push_back(flush(2, 1, 16, "__x64_sys_munmap", {"__munmap", "Journal::roll", "main"}));
   EXPECT_EQ(folded_stacks(in, BlameOptions{}),
-            "main;Journal::roll;__munmap;do_syscall_64_[k];__x64_sys_munmap_[k];flush_tlb_mm_range_[k];native_flush_tlb_multi_[k] 2\n");
+            "main;Journal::roll;__munmap;do_syscall_64_[k];__x64_sys_munmap_[k];flush_tlb_mm_range_[k];native_flush_"
+            "tlb_multi_[k] 2\n");
 }
 
 }  // namespace

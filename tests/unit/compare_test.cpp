@@ -22,7 +22,9 @@ double normal(Rng& r) {
   const double u1 = 1.0 - r.uniform(), u2 = r.uniform();
   return std::sqrt(-2 * std::log(u1)) * std::cos(2 * M_PI * u2);
 }
-double exponential(Rng& r) { return -std::log(1.0 - r.uniform()); }
+double exponential(Rng& r) {
+  return -std::log(1.0 - r.uniform());
+}
 
 // Shaped like real trial metrics: a positive level, log-normal noise and an
 // occasional large outlier (host preemption landing in the window).
@@ -278,8 +280,8 @@ TEST(CompareArms, LabelsAndVerdict) {
     c.trial = m.trial = i + 1;
     for (auto& v : c.v) v = 0;
     for (auto& v : m.v) v = 0;
-    c.set(Metric::kStallUs, 10 + i);        // median 14.5
-    m.set(Metric::kStallUs, 220 + i);       // median 224.5: diff +210
+    c.set(Metric::kStallUs, 10 + i);   // median 14.5
+    m.set(Metric::kStallUs, 220 + i);  // median 224.5: diff +210
     m.set(Metric::kShootdowns, 30);
     c.shootdown_source = m.shootdown_source = "trace";
     trials.push_back(c);
@@ -296,7 +298,8 @@ TEST(CompareArms, LabelsAndVerdict) {
   EXPECT_TRUE(v.mw.exact);
   EXPECT_NEAR(v.mw.p, 2.0 / 184756.0, 1e-15);  // complete separation: 2 / C(20,10)
   EXPECT_EQ(arms[1].verdict.rfind("munmap: +210 µs stall per release [CI ", 0), 0u) << arms[1].verdict;
-  EXPECT_NE(arms[1].verdict.find("30 shootdowns/release vs 0 — worse than reuse"), std::string::npos) << arms[1].verdict;
+  EXPECT_NE(arms[1].verdict.find("30 shootdowns/release vs 0 — worse than reuse"), std::string::npos)
+      << arms[1].verdict;
   EXPECT_EQ(arms[1].shootdown_source, "trace");
 }
 
@@ -313,7 +316,8 @@ TEST(CompareGate, ParseErrors) {
   try {
     parse_gate("free.stall_us > reuse.stall_us", arms);
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("unknown arm 'free' (arms: reuse, munmap, madvise-dontneed)"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("unknown arm 'free' (arms: reuse, munmap, madvise-dontneed)"),
+              std::string::npos);
   }
   const GateExpr g = parse_gate(" munmap.shootdowns <= 4 ", arms);
   EXPECT_EQ(g.lhs_arm, "munmap");
@@ -348,8 +352,8 @@ TEST(CompareGate, Evaluate) {
   const auto sum = summarize_arms(trials, arms, {});
   const auto mr = evaluate_max_regression(10, sum);
   ASSERT_EQ(mr.size(), 2u);
-  EXPECT_TRUE(mr[0].failed);   // munmap: +400 us against an allowance of ~10
-  EXPECT_FALSE(mr[1].failed);  // reuse#2
+  EXPECT_TRUE(mr[0].failed);                                   // munmap: +400 us against an allowance of ~10
+  EXPECT_FALSE(mr[1].failed);                                  // reuse#2
   EXPECT_FALSE(evaluate_max_regression(1000, sum)[0].failed);  // allowance ~1000 us
 }
 
@@ -372,9 +376,9 @@ TEST(CompareTrial, MetricsFromASyntheticResult) {
     v.lat_ns.push_back(lat);
   };
   for (int i = 0; i < 9; ++i) add(100);  // ends at 900: baseline
-  add(600);                               // ends 1500: release
-  add(400);                               // ends 1900: release
-  add(5100);                              // ends 7000: after (past 2000)
+  add(600);                              // ends 1500: release
+  add(400);                              // ends 1900: release
+  add(5100);                             // ends 7000: after (past 2000)
   r.victims.push_back(v);
   CpuCounters c;
   c.cpu = 1;

@@ -89,11 +89,11 @@ TEST(Doctor, TunedPassesEverything) {
 TEST(Doctor, UntunedWarns) {
   auto m = by_name(run_doctor_checks(facts_of("untuned"), {0, 1}));
   const std::map<std::string, DoctorStatus> want = {
-      {"cpus", P},          {"isolcpus", W},    {"nohz_full", W},    {"rcu_nocbs", W},     {"smt", W},
-      {"thp", W},           {"cpuidle", W},     {"cpufreq", W},      {"irqbalance", W},    {"irq_affinity", W},
-      {"numa", W},          {"clocksource", W}, {"invariant_tsc", P}, {"pcid", W},         {"pti", W},
-      {"mitigations", W},   {"watchdogs", W},   {"stat_interval", W}, {"vm", W},           {"pv_tlb_flush", W},
-      {"tracing", W},       {"memlock", W},     {"hugepages", W},
+      {"cpus", P},        {"isolcpus", W},    {"nohz_full", W},     {"rcu_nocbs", W},  {"smt", W},
+      {"thp", W},         {"cpuidle", W},     {"cpufreq", W},       {"irqbalance", W}, {"irq_affinity", W},
+      {"numa", W},        {"clocksource", W}, {"invariant_tsc", P}, {"pcid", W},       {"pti", W},
+      {"mitigations", W}, {"watchdogs", W},   {"stat_interval", W}, {"vm", W},         {"pv_tlb_flush", W},
+      {"tracing", W},     {"memlock", W},     {"hugepages", W},
   };
   EXPECT_EQ(m, want);
 }

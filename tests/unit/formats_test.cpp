@@ -118,15 +118,18 @@ Result traced_partial() {
     ev.push_back(KernelEvent{at(500) + 100, v.cpu, tid, tid, EventType::kLocalTimerExit, 236, 0, 0, -1});
     ev.push_back(KernelEvent{at(3010) - 400, 0, 7, 7, EventType::kIpiSendCpumask, 1 << v.cpu, 0, 0, 0});
     ev.push_back(KernelEvent{at(3010), v.cpu, tid, tid, EventType::kCallFunctionEntry, 251, 0, 0, -1});
-    ev.push_back(KernelEvent{at(3010) + 10, v.cpu, tid, tid, EventType::kCsdFunctionEntry, 0, static_cast<std::int64_t>(0xffffffff81000010ULL), 0, -1});
+    ev.push_back(KernelEvent{at(3010) + 10, v.cpu, tid, tid, EventType::kCsdFunctionEntry, 0,
+                             static_cast<std::int64_t>(0xffffffff81000010ULL), 0, -1});
     ev.push_back(KernelEvent{at(3010) + 20, v.cpu, tid, tid, EventType::kTlbFlush, kTlbRemoteShootdown, -1, 0, -1});
     ev.push_back(KernelEvent{at(3010) + 90, v.cpu, tid, tid, EventType::kCallFunctionExit, 251, 0, 0, -1});
     ev.push_back(KernelEvent{at(3050), v.cpu, tid, tid, EventType::kCallFunctionSingleEntry, 251, 0, 0, -1});
-    ev.push_back(KernelEvent{at(3050) + 10, v.cpu, tid, tid, EventType::kCsdFunctionEntry, 0, static_cast<std::int64_t>(0xffffffff81000020ULL), 0, -1});
+    ev.push_back(KernelEvent{at(3050) + 10, v.cpu, tid, tid, EventType::kCsdFunctionEntry, 0,
+                             static_cast<std::int64_t>(0xffffffff81000020ULL), 0, -1});
     ev.push_back(KernelEvent{at(3050) + 50, v.cpu, tid, tid, EventType::kCallFunctionSingleExit, 251, 0, 0, -1});
     ev.push_back(KernelEvent{at(5800), v.cpu, 999, 999, EventType::kReschedEntry, 253, 0, 0, -1});
   }
-  std::stable_sort(ev.begin(), ev.end(), [](const KernelEvent& x, const KernelEvent& y) { return x.mono_ns < y.mono_ns; });
+  std::stable_sort(ev.begin(), ev.end(),
+                   [](const KernelEvent& x, const KernelEvent& y) { return x.mono_ns < y.mono_ns; });
   r.trace.callchains.push_back(Callchain{{0xffffffff81000030ULL}, {"native_send_call_func_ipi+0x5 [kernel]"}});
   build_intervals(r);
   return r;
@@ -148,7 +151,8 @@ TEST(ResultFromJson, RoundTripsEveryField) {
   const sink::LoadedResult back = sink::result_from_json(text);
   EXPECT_EQ(comparable(sink::result_to_string(back.result, back.analysis)), comparable(text));
   ASSERT_EQ(back.result.intervals.size(), r.intervals.size());
-  for (std::size_t i = 0; i < r.intervals.size(); ++i) EXPECT_TRUE(back.result.intervals[i].histogram() == r.intervals[i].histogram()) << i;
+  for (std::size_t i = 0; i < r.intervals.size(); ++i)
+    EXPECT_TRUE(back.result.intervals[i].histogram() == r.intervals[i].histogram()) << i;
   EXPECT_EQ(back.result.realtime_offset_ns, r.realtime_offset_ns);
   EXPECT_EQ(event_total(back.result), 2);
   // Raw windows cover all 40 samples here: complete series come back, indexed.
@@ -169,7 +173,8 @@ TEST(ResultFromJson, EventsAndAttributionComeBack) {
   ASSERT_GT(ta.samples[static_cast<std::size_t>(StallLabel::kOtherIpi)], 0);
   const std::string text = sink::result_to_string(r, a);
   const auto j = nlohmann::json::parse(text);
-  EXPECT_EQ(j["trace"]["events_table"]["mono_ns"][0].get<std::int64_t>(), r.trace.events[0].mono_ns - r.measure_start_ns);
+  EXPECT_EQ(j["trace"]["events_table"]["mono_ns"][0].get<std::int64_t>(),
+            r.trace.events[0].mono_ns - r.measure_start_ns);
   EXPECT_EQ(j["trace"]["events_table"]["type"].size(), r.trace.events.size());
   EXPECT_FALSE(j["trace"]["events_truncated"].get<bool>());
 
@@ -215,7 +220,8 @@ TEST(ResultFromJson, EventsAndAttributionComeBack) {
       const VictimSamples& v = br.victims[i];
       ASSERT_EQ(got.labels.size(), v.size());
       for (std::size_t k = 0; k < v.size(); ++k)
-        ASSERT_EQ(got.labels[k], want.labels[static_cast<std::size_t>(v.index[k])]) << "victim " << i << " sample " << k;
+        ASSERT_EQ(got.labels[k], want.labels[static_cast<std::size_t>(v.index[k])])
+            << "victim " << i << " sample " << k;
     }
   }
   ASSERT_EQ(back.analysis.clean_victims.size(), a.clean_victims.size());
@@ -235,7 +241,8 @@ TEST(ResultFromJson, EventsTableIsCapped) {
   const std::int64_t t0 = r.measure_start_ns;
   r.trace.events.clear();
   for (std::size_t i = 0; i < kResultMaxEvents + 3; ++i)
-    r.trace.events.push_back(KernelEvent{t0 + static_cast<std::int64_t>(i), 2, 0, 5, EventType::kLocalTimerEntry, 236, 0, 0, -1});
+    r.trace.events.push_back(
+        KernelEvent{t0 + static_cast<std::int64_t>(i), 2, 0, 5, EventType::kLocalTimerEntry, 236, 0, 0, -1});
   const sink::LoadedResult back = sink::result_from_json(sink::result_to_string(r, analyze(r)));
   EXPECT_TRUE(back.result.events_truncated);
   EXPECT_EQ(back.result.trace.events.size(), kResultMaxEvents);
@@ -274,14 +281,19 @@ TEST(ResultFromJson, OneClearErrorPerProblem) {
   expect_error([](auto& j) { j["plan"].erase("batch"); }, "plan.batch: missing");
   expect_error([](auto& j) { j["intervals"][1]["phase"] = "during"; }, "intervals[1].phase: unknown phase 'during'");
   expect_error([](auto& j) { j["intervals"][2]["histogram"] = "HISTF!!"; }, "intervals[2].histogram: ");
-  expect_error([](auto& j) { j["intervals"][2]["count"] = 11; }, "intervals[2].histogram: holds 10 samples but count is 11");
+  expect_error([](auto& j) { j["intervals"][2]["count"] = 11; },
+               "intervals[2].histogram: holds 10 samples but count is 11");
   expect_error([](auto& j) { j["intervals"][0].erase("histogram"); }, "intervals[0].histogram: missing");
   expect_error([](auto& j) { j["raw_windows"][0]["latency_ns"].push_back(1); }, "raw_windows[0]: end_offset_ns has");
   expect_error([](auto& j) { j["trace"]["events"] = 3; }, "trace.events: 3 but the counts add up to 2");
-  expect_error([](auto& j) { j["trace"]["events_table"]["cpu"].push_back(1); }, "trace.events_table.cpu: has 3 entries but mono_ns 2");
-  expect_error([](auto& j) { j["trace"]["events_table"]["type"][0] = 99; }, "trace.events_table.type[0]: code 99 not in type_codes");
-  expect_error([](auto& j) { j["attribution"]["victims"][0]["label_runs"][0][0] = 42; }, "attribution.victims[0].label_runs[0]: unknown label code 42");
-  expect_error([](auto& j) { j["attribution"]["victims"][0]["label_runs"][0][1] = 1000; }, "attribution.victims[0].label_runs[0]: label runs cover more than");
+  expect_error([](auto& j) { j["trace"]["events_table"]["cpu"].push_back(1); },
+               "trace.events_table.cpu: has 3 entries but mono_ns 2");
+  expect_error([](auto& j) { j["trace"]["events_table"]["type"][0] = 99; },
+               "trace.events_table.type[0]: code 99 not in type_codes");
+  expect_error([](auto& j) { j["attribution"]["victims"][0]["label_runs"][0][0] = 42; },
+               "attribution.victims[0].label_runs[0]: unknown label code 42");
+  expect_error([](auto& j) { j["attribution"]["victims"][0]["label_runs"][0][1] = 1000; },
+               "attribution.victims[0].label_runs[0]: label runs cover more than");
   EXPECT_THROW((void)sink::result_from_json("{\"tool\": "), sink::JsonReadError);
   EXPECT_THROW((void)sink::result_from_json("[]"), sink::JsonReadError);
 }
@@ -323,7 +335,9 @@ TEST(ResultPoints, SchemaOfTheMeasurements) {
   EXPECT_EQ(n["shootdown_trace"], 2);
   EXPECT_EQ(n["shootdown_phase"], 6);
   const std::string line = influx::encode_line(points[0]);
-  EXPECT_EQ(line.rfind("shootdown_interval,pages=4k,phase=baseline,release=munmap,run_id=abcd1234,victim_cpu=1 count=10i,", 0), 0u)
+  EXPECT_EQ(line.rfind(
+                "shootdown_interval,pages=4k,phase=baseline,release=munmap,run_id=abcd1234,victim_cpu=1 count=10i,", 0),
+            0u)
       << line;
   EXPECT_NE(line.find(",p99="), std::string::npos);
   EXPECT_EQ(line.back(), '\n');
@@ -331,5 +345,6 @@ TEST(ResultPoints, SchemaOfTheMeasurements) {
   EXPECT_NE(line.find(" " + std::to_string(r.intervals[0].end_ns + r.realtime_offset_ns) + "\n"), std::string::npos);
   const std::string marker = influx::encode_line(points[8]);
   EXPECT_EQ(marker.rfind("shootdown_marker,marker=before,", 0), 0u) << marker;
-  EXPECT_NE(marker.find(" " + std::to_string(r.releases[0].before_ns + r.realtime_offset_ns) + "\n"), std::string::npos);
+  EXPECT_NE(marker.find(" " + std::to_string(r.releases[0].before_ns + r.realtime_offset_ns) + "\n"),
+            std::string::npos);
 }

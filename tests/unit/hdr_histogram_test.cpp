@@ -31,7 +31,7 @@ TEST(HdrHistogramLayout, ThreeFiguresOneNanosecondToOneHour) {
 
 TEST(HdrHistogramLayout, LowestDiscernibleRoundsDownToPowerOfTwo) {
   const Histogram h(1000, 10LL * 1000 * 1000 * 1000, 2);
-  EXPECT_EQ(h.unit_magnitude(), 9);  // 512 <= 1000 < 1024
+  EXPECT_EQ(h.unit_magnitude(), 9);      // 512 <= 1000 < 1024
   EXPECT_EQ(h.sub_bucket_count(), 256);  // 2 * 10^2 = 200 -> 256
   // 256 * 512 * 2^(b-1) > 1e10 -> 2^(b-1) > 76293.9 -> b - 1 = 17.
   EXPECT_EQ(h.bucket_count(), 18);
@@ -123,14 +123,14 @@ TEST(HdrHistogramPercentile, RuleOnExactValues) {
   Histogram h(1, kHour, 3);
   for (int v = 1; v <= 1000; ++v) h.record(v);  // all exact (< 2048)
   EXPECT_EQ(h.value_at_percentile(0.0), 1);
-  EXPECT_EQ(h.value_at_percentile(0.05), 1);     // ceil(0.5) = 1
-  EXPECT_EQ(h.value_at_percentile(0.1), 1);      // exactly 1
-  EXPECT_EQ(h.value_at_percentile(0.15), 2);     // ceil(1.5) = 2
+  EXPECT_EQ(h.value_at_percentile(0.05), 1);       // ceil(0.5) = 1
+  EXPECT_EQ(h.value_at_percentile(0.1), 1);        // exactly 1
+  EXPECT_EQ(h.value_at_percentile(0.15), 2);       // ceil(1.5) = 2
   EXPECT_EQ(h.value_at_percentile(33.3333), 334);  // ceil(333.333)
   EXPECT_EQ(h.value_at_percentile(50.0), 500);
   EXPECT_EQ(h.value_at_percentile(90.0), 900);
   EXPECT_EQ(h.value_at_percentile(99.0), 990);
-  EXPECT_EQ(h.value_at_percentile(99.9), 999);  // not 1000: 99.9 is stored a hair above
+  EXPECT_EQ(h.value_at_percentile(99.9), 999);    // not 1000: 99.9 is stored a hair above
   EXPECT_EQ(h.value_at_percentile(99.95), 1000);  // ceil(999.5)
   EXPECT_EQ(h.value_at_percentile(100.0), 1000);
   EXPECT_EQ(h.value_at_percentile(150.0), 1000);

@@ -9,7 +9,9 @@
 
 namespace shootdown::hdr::test {
 
-inline std::string fixture_path(const std::string& name) { return std::string(SHOOTDOWN_FIXTURES) + "/hdr/" + name; }
+inline std::string fixture_path(const std::string& name) {
+  return std::string(SHOOTDOWN_FIXTURES) + "/hdr/" + name;
+}
 
 inline std::string read_text(const std::string& name) {
   std::ifstream in(fixture_path(name), std::ios::binary);

@@ -84,7 +84,9 @@ Result synthetic(int victims, int releases, bool trace) {
   return r;
 }
 
-std::string render(const Result& r) { return sink::html_report(r, analyze(r)); }
+std::string render(const Result& r) {
+  return sink::html_report(r, analyze(r));
+}
 
 }  // namespace
 
@@ -135,7 +137,10 @@ TEST(HtmlReport, MeaningIsGeneratedFromTheNumbers) {
   ASSERT_NE(s, std::string::npos);
   const std::string m = h.substr(s, h.find("</p>", s) - s);
   EXPECT_NE(m.find("munmap of 1 GiB on CPU 0 took 500 µs"), std::string::npos) << m;
-  EXPECT_NE(m.find("CPU 1 received 1 TLB shootdown IPIs (kernel trace; /proc/interrupts TLB delta 1), 1 of them inside the release window;"), std::string::npos) << m;
+  EXPECT_NE(m.find("CPU 1 received 1 TLB shootdown IPIs (kernel trace; /proc/interrupts TLB delta 1), 1 of them inside "
+                   "the release window;"),
+            std::string::npos)
+      << m;
   EXPECT_NE(m.find("p99.9 per batch"), std::string::npos) << m;
   EXPECT_NE(m.find("happened in the baseline"), std::string::npos) << m;  // the 200 us preemption
   EXPECT_NE(m.find("virtual machine"), std::string::npos) << m;

@@ -24,7 +24,8 @@ TEST(Influx, EscapesEveryElement) {
   p.field("msg", std::string("line\nbreak \"q\"")).integer("n", -42).field("x", 1.5).field("up", true);
   p.timestamp_ns = 1700000000123456789;
   EXPECT_EQ(influx::encode_line(p),
-            "my\\ meas\\,x,host=a\\=b\\,c,zone=eu\\ west msg=\"line break \\\"q\\\"\",n=-42i,x=1.5,up=true 1700000000123456789\n");
+            "my\\ meas\\,x,host=a\\=b\\,c,zone=eu\\ west msg=\"line break \\\"q\\\"\",n=-42i,x=1.5,up=true "
+            "1700000000123456789\n");
 }
 
 TEST(Influx, IntegerSuffixAndFloats) {
@@ -62,7 +63,9 @@ TEST(Influx, NewlineOnlyLineEndings) {
 
 TEST(Influx, SplitsDatagramsOnLineBoundaries) {
   std::string lines;
-  for (int i = 0; i < 100; ++i) lines += "shootdown_monitor,cpu=" + std::to_string(i) + " tlb_total=123456789i,cal_total=987654321i 1700000000000000000\n";
+  for (int i = 0; i < 100; ++i)
+    lines += "shootdown_monitor,cpu=" + std::to_string(i) +
+             " tlb_total=123456789i,cal_total=987654321i 1700000000000000000\n";
   std::size_t oversized = 99;
   auto grams = influx::split_datagrams(lines, influx::kUdpMaxPayload, &oversized);
   EXPECT_EQ(oversized, 0u);
@@ -100,9 +103,10 @@ TEST(Influx, UrlForms) {
   ASSERT_TRUE(v6) << why;
   EXPECT_EQ(v6->host, "::1");
   EXPECT_EQ(v6->target, "/write?db=x&precision=ns");
-  for (const char* bad : {"influx:8086", "http://h/write?db=x", "http://h:0/write?db=x", "http://h:70000/write?db=x",
-                          "http://h:8086/query?db=x", "http://h:8086/write", "udp://h:8089/db", "https://h:1/write?db=x",
-                          "http://h:8086/write?db=x&precision=s", "http://:8086/write?db=x", "udp://h:12ab"}) {
+  for (const char* bad :
+       {"influx:8086", "http://h/write?db=x", "http://h:0/write?db=x", "http://h:70000/write?db=x",
+        "http://h:8086/query?db=x", "http://h:8086/write", "udp://h:8089/db", "https://h:1/write?db=x",
+        "http://h:8086/write?db=x&precision=s", "http://:8086/write?db=x", "udp://h:12ab"}) {
     why.clear();
     EXPECT_FALSE(influx::parse_url(bad, &why)) << bad;
     EXPECT_FALSE(why.empty()) << bad;
@@ -125,7 +129,9 @@ TEST(Prometheus, Exposition) {
 
 namespace {
 std::vector<std::int64_t> g_sleeps;
-void record_sleep(std::int64_t ms) { g_sleeps.push_back(ms); }
+void record_sleep(std::int64_t ms) {
+  g_sleeps.push_back(ms);
+}
 
 struct LocalServer {
   httplib::Server svr;
@@ -157,8 +163,8 @@ TEST(HttpPost, RetriesOn5xxThenSucceeds) {
     res.status = 204;
   });
   g_sleeps.clear();
-  auto r = sys::http_post("http://127.0.0.1:" + std::to_string(s.port) + "/write?db=x", "m v=1i\n",
-                          "text/plain", {}, record_sleep);
+  auto r = sys::http_post("http://127.0.0.1:" + std::to_string(s.port) + "/write?db=x", "m v=1i\n", "text/plain", {},
+                          record_sleep);
   EXPECT_TRUE(r.ok) << r.error;
   EXPECT_EQ(r.status, 204);
   EXPECT_EQ(r.attempts, 3);
@@ -173,7 +179,8 @@ TEST(HttpPost, FourXxIsFinalAndReturnsBody) {
     res.set_content("{\"error\":\"unable to parse 'x': missing fields\"}", "application/json");
   });
   g_sleeps.clear();
-  auto r = sys::http_post("http://127.0.0.1:" + std::to_string(s.port) + "/write?db=x", "x\n", "text/plain", {}, record_sleep);
+  auto r = sys::http_post("http://127.0.0.1:" + std::to_string(s.port) + "/write?db=x", "x\n", "text/plain", {},
+                          record_sleep);
   EXPECT_FALSE(r.ok);
   EXPECT_EQ(r.status, 400);
   EXPECT_EQ(r.attempts, 1);
@@ -191,7 +198,8 @@ TEST(HttpPost, ConnectionRefusedIsRetriedAndBounded) {
   sys::RetryPolicy pol;
   pol.max_attempts = 3;
   pol.first_backoff_ms = 10;
-  auto r = sys::http_post("http://127.0.0.1:" + std::to_string(port) + "/write?db=x", "m v=1i\n", "text/plain", pol, record_sleep);
+  auto r = sys::http_post("http://127.0.0.1:" + std::to_string(port) + "/write?db=x", "m v=1i\n", "text/plain", pol,
+                          record_sleep);
   EXPECT_FALSE(r.ok);
   EXPECT_EQ(r.status, 0);
   EXPECT_EQ(r.attempts, 3);

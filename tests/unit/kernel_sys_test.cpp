@@ -75,8 +75,7 @@ TEST(TracerLive, SeesMembarrierIpisWithMonotonicTimestamps) {
     sp.sched_priority = 10;
     pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
     ready = true;
-    while (!stop.load(std::memory_order_relaxed)) {
-    }
+    while (!stop.load(std::memory_order_relaxed)) {}
   });
   pin_this_thread(0);
   while (!ready) std::this_thread::yield();
@@ -93,11 +92,13 @@ TEST(TracerLive, SeesMembarrierIpisWithMonotonicTimestamps) {
   KernelTrace kt = t->stop();
   EXPECT_TRUE(kt.enabled);
   EXPECT_EQ(kt.lost_events, 0);
-  EXPECT_TRUE(std::is_sorted(kt.events.begin(), kt.events.end(), [](auto& a, auto& b) { return a.mono_ns < b.mono_ns; }));
+  EXPECT_TRUE(
+      std::is_sorted(kt.events.begin(), kt.events.end(), [](auto& a, auto& b) { return a.mono_ns < b.mono_ns; }));
   int ipi_mb = 0;
   for (const auto& e : kt.events)
-    if (e.cpu == 1 && e.type == EventType::kCsdFunctionEntry && kt.symbol(static_cast<std::uint64_t>(e.b)).rfind("ipi_mb", 0) == 0 &&
-        e.mono_ns >= t0 && e.mono_ns <= t1 + 5'000'000)
+    if (e.cpu == 1 && e.type == EventType::kCsdFunctionEntry &&
+        kt.symbol(static_cast<std::uint64_t>(e.b)).rfind("ipi_mb", 0) == 0 && e.mono_ns >= t0 &&
+        e.mono_ns <= t1 + 5'000'000)
       ++ipi_mb;
   // A loaded machine can preempt the spinner (membarrier then skips its CPU).
   EXPECT_GE(ipi_mb, 1);

@@ -48,7 +48,8 @@ TEST(Monitor, IntervalDeltasAndRates) {
 
 TEST(Monitor, TextFitsIn80Columns) {
   auto iv = monitor_interval(totals(0, 0, 0, 0), totals(1000000000, 123456789, 99999999, 5000000), 5);
-  std::string all = format_monitor_header(true) + format_monitor_lines(iv, "12:00:00") + format_monitor_screen(iv, "title");
+  std::string all =
+      format_monitor_header(true) + format_monitor_lines(iv, "12:00:00") + format_monitor_screen(iv, "title");
   std::istringstream in(all);
   std::string line;
   while (std::getline(in, line)) EXPECT_LT(line.size(), 80u) << line;
@@ -73,10 +74,14 @@ TEST(Monitor, InfluxPointsAndJson) {
   auto pts = monitor_points(iv, "box");
   ASSERT_EQ(pts.size(), 3u);  // 2 CPUs + 1 initiator
   const std::string l = influx::encode_line(pts[1]);
-  EXPECT_EQ(l.rfind("shootdown_monitor,cpu=1,host=box tlb=10i,cal=0i,tlb_total=10i,cal_total=2000i,tlb_per_s=5,", 0), 0u) << l;
+  EXPECT_EQ(l.rfind("shootdown_monitor,cpu=1,host=box tlb=10i,cal=0i,tlb_total=10i,cal_total=2000i,tlb_per_s=5,", 0),
+            0u)
+      << l;
   EXPECT_NE(l.find("flush_remote_shootdown=4i"), std::string::npos);
   EXPECT_NE(l.find(" 1700000002000000000\n"), std::string::npos);
-  EXPECT_EQ(influx::encode_line(pts[2]).rfind("shootdown_monitor_initiator,comm=munmap\\ loop,host=box pid=42i,flushes=4i", 0), 0u);
+  EXPECT_EQ(influx::encode_line(pts[2]).rfind(
+                "shootdown_monitor_initiator,comm=munmap\\ loop,host=box pid=42i,flushes=4i", 0),
+            0u);
   auto j = nlohmann::json::parse(monitor_json_line(iv, "on"));
   EXPECT_EQ(j["schema"], "shootdown.monitor/1");
   EXPECT_EQ(j["cpus"][1]["flush"]["remote_shootdown"], 4);

@@ -86,7 +86,7 @@ Options synth_options() {
 
 TEST(Overhead, SegmentAssignmentAndGuard) {
   Series s;
-  s.fill(1000, 100000);  // before: 100 samples
+  s.fill(1000, 100000);                     // before: 100 samples
   for (int i = 0; i < 4; ++i) s.add(5000);  // traced segment [100, 300] us: 20 us burst, then 1250 ns
   s.fill(1250, 300000);
   for (int i = 0; i < 4; ++i) s.add(5000);  // untraced segment [300, 500] us: burst, then 1000 ns
@@ -180,7 +180,8 @@ TEST(Overhead, ZeroShiftIsWithinTargetWithEnoughPairs) {
   EXPECT_TRUE(std::isfinite(f.summary[kP50].median));
   EXPECT_TRUE(std::isnan(f.summary[kP50].ci.lo));
   EXPECT_EQ(f.summary[kP50].verdict, Verdict::kInconclusive);
-  EXPECT_NE(summary_line(f, kP50).find("over 2 pairs (too few for an interval, need 3): inconclusive"), std::string::npos)
+  EXPECT_NE(summary_line(f, kP50).find("over 2 pairs (too few for an interval, need 3): inconclusive"),
+            std::string::npos)
       << summary_line(f, kP50);
 }
 
@@ -238,7 +239,7 @@ TEST(Overhead, VerdictAgainstTheTarget) {
   EXPECT_EQ(verdict_for({0.99, 1.01}, 0.01), Verdict::kWithinTarget);
   EXPECT_EQ(verdict_for({1.02, 1.03}, 0.01), Verdict::kAboveTarget);
   EXPECT_EQ(verdict_for({1.005, 1.03}, 0.01), Verdict::kInconclusive);  // may be above, may be within
-  EXPECT_EQ(verdict_for({0.97, 0.98}, 0.01), Verdict::kInconclusive);   // faster with tracing: not the target's question
+  EXPECT_EQ(verdict_for({0.97, 0.98}, 0.01), Verdict::kInconclusive);  // faster with tracing: not the target's question
   EXPECT_EQ(verdict_for({NAN, NAN}, 0.01), Verdict::kInconclusive);
   EXPECT_EQ(verdict_for({1.015, 1.03}, 0.02), Verdict::kInconclusive);
   EXPECT_STREQ(verdict_text(Verdict::kWithinTarget), "within target");

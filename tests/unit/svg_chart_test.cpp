@@ -86,7 +86,9 @@ TEST(SvgFormat, PercentileAxisLabels) {
   EXPECT_EQ(svg::percentile_axis_x(0), 0);
 }
 
-TEST(SvgFormat, EscapesMarkup) { EXPECT_EQ(svg::escape("a<b>&\"'"), "a&lt;b&gt;&amp;&quot;&#39;"); }
+TEST(SvgFormat, EscapesMarkup) {
+  EXPECT_EQ(svg::escape("a<b>&\"'"), "a&lt;b&gt;&amp;&quot;&#39;");
+}
 
 TEST(SvgTicks, LinearStepsAreNice) {
   const auto t = svg::nice_ticks(0, 1000, svg::Scale::kLinear, 5);

@@ -48,7 +48,8 @@ TEST(Interrupts, RejectsGarbage) {
 }
 
 TEST(MemInfo, Parses) {
-  auto m = parse_meminfo("MemTotal:       24000000 kB\nMemAvailable:   1000 kB\nHugePages_Free:  7\nHugepagesize:    2048 kB\n");
+  auto m = parse_meminfo(
+      "MemTotal:       24000000 kB\nMemAvailable:   1000 kB\nHugePages_Free:  7\nHugepagesize:    2048 kB\n");
   EXPECT_EQ(m.mem_available(), 1000 * 1024);
   EXPECT_EQ(m.hugepages_free(), 7);
   EXPECT_EQ(m.hugepage_size(), 2048 * 1024);

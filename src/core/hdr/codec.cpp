@@ -21,7 +21,9 @@ void put_u64(std::vector<std::uint8_t>& out, std::uint64_t v) {
 std::uint32_t get_u32(const std::uint8_t* p) {
   return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) | std::uint32_t{p[3]};
 }
-std::uint64_t get_u64(const std::uint8_t* p) { return (std::uint64_t{get_u32(p)} << 32) | get_u32(p + 4); }
+std::uint64_t get_u64(const std::uint8_t* p) {
+  return (std::uint64_t{get_u32(p)} << 32) | get_u32(p + 4);
+}
 
 // ZigZag, then LEB128 with the "64b9B" twist of the reference: at most nine
 // bytes, the ninth carrying a full 8 bits.
@@ -78,7 +80,8 @@ Result<Histogram> decode_uncompressed(std::span<const std::uint8_t> bytes, const
   const auto highest = static_cast<std::int64_t>(get_u64(p + 24));
   const double ratio = std::bit_cast<double>(get_u64(p + 32));
 
-  if (payload_len < 0) return Error{"hdr decode: invalid header: negative payload length " + std::to_string(payload_len)};
+  if (payload_len < 0)
+    return Error{"hdr decode: invalid header: negative payload length " + std::to_string(payload_len)};
   if (normalizing_offset != 0)
     return Error{"hdr decode: unsupported normalizing index offset " + std::to_string(normalizing_offset) +
                  " (only unshifted integer histograms are supported)"};
@@ -86,8 +89,8 @@ Result<Histogram> decode_uncompressed(std::span<const std::uint8_t> bytes, const
     return Error{"hdr decode: invalid header: integer-to-double ratio must be a positive finite number"};
   const std::int64_t counts_len = Histogram::counts_length_for(lowest, highest, sig_figs);
   if (counts_len == 0)
-    return Error{"hdr decode: invalid header: lowest=" + std::to_string(lowest) + " highest=" +
-                 std::to_string(highest) + " significant figures=" + std::to_string(sig_figs)};
+    return Error{"hdr decode: invalid header: lowest=" + std::to_string(lowest) +
+                 " highest=" + std::to_string(highest) + " significant figures=" + std::to_string(sig_figs)};
   if (counts_len > limits.max_counts_length)
     return Error{"hdr decode: layout of " + std::to_string(counts_len) + " counts exceeds the limit of " +
                  std::to_string(limits.max_counts_length)};
@@ -174,7 +177,8 @@ Result<Histogram> decode_compressed(std::span<const std::uint8_t> bytes, const D
     return Error{"hdr decode: wrong cookie " + hex32(get_u32(plain.data())) + " inside compressed data (expected " +
                  hex32(kV2EncodingCookie) + ")"};
   const auto payload_len = static_cast<std::int32_t>(get_u32(plain.data() + 4));
-  if (payload_len < 0) return Error{"hdr decode: invalid header: negative payload length " + std::to_string(payload_len)};
+  if (payload_len < 0)
+    return Error{"hdr decode: invalid header: negative payload length " + std::to_string(payload_len)};
   if (static_cast<std::size_t>(payload_len) > limits.max_payload_bytes)
     return Error{"hdr decode: declared payload of " + std::to_string(payload_len) + " bytes exceeds the limit of " +
                  std::to_string(limits.max_payload_bytes)};

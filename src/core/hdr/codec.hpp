@@ -35,8 +35,8 @@ struct Error {
 // C++20 has no std::expected: the value or one clear error message.
 template <typename T>
 class [[nodiscard]] Result {
-public:
-  Result(T value) : state_(std::in_place_index<0>, std::move(value)) {}  // NOLINT: implicit on purpose
+ public:
+  Result(T value) : state_(std::in_place_index<0>, std::move(value)) {}      // NOLINT: implicit on purpose
   Result(Error error) : state_(std::in_place_index<1>, std::move(error)) {}  // NOLINT
   bool ok() const noexcept { return state_.index() == 0; }
   explicit operator bool() const noexcept { return ok(); }
@@ -50,7 +50,7 @@ public:
   const T* operator->() const { return &value(); }
   const std::string& error() const { return std::get<1>(state_).message; }
 
-private:
+ private:
   std::variant<T, Error> state_;
 };
 

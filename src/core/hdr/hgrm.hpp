@@ -21,9 +21,9 @@ inline constexpr int kDefaultTicksPerHalfDistance = 5;
 
 // One step of the reference PercentileIterator.
 struct PercentileTick {
-  std::int64_t value = 0;          // highest equivalent value of the bucket reached
-  double percentile = 0.0;         // percentile level iterated to (0..100)
-  std::int64_t total_count = 0;    // count of values <= value
+  std::int64_t value = 0;        // highest equivalent value of the bucket reached
+  double percentile = 0.0;       // percentile level iterated to (0..100)
+  std::int64_t total_count = 0;  // count of values <= value
 };
 
 // The reference's percentile iteration: levels start at 0% and advance by

@@ -9,7 +9,9 @@
 namespace shootdown::hdr {
 
 namespace {
-std::int32_t floor_log2(std::int64_t v) { return 63 - __builtin_clzll(static_cast<std::uint64_t>(v)); }
+std::int32_t floor_log2(std::int64_t v) {
+  return 63 - __builtin_clzll(static_cast<std::uint64_t>(v));
+}
 }  // namespace
 
 namespace {
@@ -206,8 +208,7 @@ std::int64_t Histogram::value_at_percentile(double p) const noexcept {
   // One ulp down first: 99.9 is stored as 99.900000000000006, and
   // ceil(99.900000000000006 * 1000 / 100) would ask for the 1000th of 1000
   // values instead of the 999th.
-  const double requested =
-      std::min(std::max(std::nextafter(p, -std::numeric_limits<double>::infinity()), 0.0), 100.0);
+  const double requested = std::min(std::max(std::nextafter(p, -std::numeric_limits<double>::infinity()), 0.0), 100.0);
   const double fp_count = requested * static_cast<double>(total_) / 100.0;
   // NaN asks for the first recorded value (Java: (long) NaN == 0).
   auto count_at = std::isnan(fp_count) ? 0 : static_cast<std::int64_t>(std::ceil(fp_count));

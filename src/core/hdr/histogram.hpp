@@ -11,7 +11,7 @@
 namespace shootdown::hdr {
 
 class Histogram {
-public:
+ public:
   // Throws std::invalid_argument on an impossible configuration:
   // lowest >= 1, highest >= 2 * lowest, 0 <= significant_figures <= 5.
   Histogram(std::int64_t lowest_discernible, std::int64_t highest_trackable, int significant_figures);
@@ -97,7 +97,7 @@ public:
   }
   bool operator==(const Histogram& o) const noexcept;
 
-private:
+ private:
   std::int32_t bucket_index(std::int64_t value) const noexcept {
     // Smallest power of two containing value (or the first bucket's mask).
     const int pow2ceiling = 64 - __builtin_clzll(static_cast<std::uint64_t>(value) | sub_bucket_mask_);

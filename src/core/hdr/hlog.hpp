@@ -35,15 +35,15 @@ inline constexpr std::string_view kLogLegend =
     "\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"";
 
 struct LogHeader {
-  std::vector<std::string> comments;         // each written as "#" + comment
-  std::optional<std::int64_t> start_time_msec;  // since the epoch: #[StartTime: ...]
-  std::optional<std::int64_t> base_time_msec;   // since the epoch: #[BaseTime: ...]
+  std::vector<std::string> comments;                        // each written as "#" + comment
+  std::optional<std::int64_t> start_time_msec;              // since the epoch: #[StartTime: ...]
+  std::optional<std::int64_t> base_time_msec;               // since the epoch: #[BaseTime: ...]
   double max_value_divisor = kDefaultOutputValueUnitRatio;  // ns -> us
 };
 
 // Builds a log in memory. Usage: HlogWriter w(header); w.add(...)...; w.text().
 class HlogWriter {
-public:
+ public:
   explicit HlogWriter(const LogHeader& header);
 
   // Appends one interval line. start_sec is relative to the base time (or
@@ -54,7 +54,7 @@ public:
   const std::string& text() const noexcept { return text_; }
   std::string take() noexcept { return std::move(text_); }
 
-private:
+ private:
   double max_value_divisor_;
   std::string text_;
 };
@@ -64,10 +64,10 @@ Result<std::string> format_interval_line(std::string_view tag, double start_sec,
                                          const Histogram& histogram, double max_value_divisor);
 
 struct LogInterval {
-  std::string tag;          // empty: untagged
-  double start_sec = 0;     // as written on the line
+  std::string tag;       // empty: untagged
+  double start_sec = 0;  // as written on the line
   double length_sec = 0;
-  double max_field = 0;     // the informational MAX column
+  double max_field = 0;  // the informational MAX column
   Histogram histogram;
 };
 
@@ -79,7 +79,7 @@ struct ParsedLog {
 };
 
 struct ReadLimits {
-  DecodeLimits decode;                           // per histogram
+  DecodeLimits decode;  // per histogram
   std::size_t max_intervals = 1u << 20;
   std::int64_t max_total_counts = std::int64_t{1} << 25;  // sum of counts lengths over all intervals
 };

@@ -90,7 +90,9 @@ std::string java_fixed(double value, int precision, int width) {
   return pad_left(std::move(out), width);
 }
 
-std::string java_int(std::int64_t value, int width) { return pad_left(std::to_string(value), width); }
+std::string java_int(std::int64_t value, int width) {
+  return pad_left(std::to_string(value), width);
+}
 
 std::string java_date_utc(std::int64_t epoch_msec) {
   using namespace std::chrono;
