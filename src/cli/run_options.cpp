@@ -1,5 +1,7 @@
 #include "cli/run_options.hpp"
 
+#include "core/strategy.hpp"
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <fmt/format.h>
@@ -56,12 +58,9 @@ void add_run_options(CLI::App& app, RunOptions& o, bool for_compare) {
       ->each([&o](const std::string&) { o.chunk_size_given = true; });
   app.add_option("--batch", o.batch, "Bytes written per timed batch, multiple of 4KiB (default 64KiB)");
   app.add_option("--report-every", o.report_every, "Bytes of victim writes per report interval (default 32MiB)");
-  app.add_option("--pages", o.pages, "Page mode: 4k, thp (madvise) or hugetlb (MAP_HUGETLB) (default 4k)");
+  app.add_option("--pages", o.pages, "Page mode: " + page_mode_help() + " (default 4k)");
   if (!for_compare)
-    app.add_option(
-        "--release", o.release,
-        "Release strategy: free, munmap, madvise-dontneed, madvise-free, mprotect, reuse (control), membarrier "
-        "(IPI validation) (default free)");
+    app.add_option("--release", o.release, "Release strategy: " + run_strategy_help() + " (default free)");
   app.add_option("--trigger", o.trigger,
                  for_compare
                      ? "after=DURATION per trial (default after=150ms)"
@@ -114,6 +113,62 @@ MachineFacts read_machine_facts() {
   return m;
 }
 
+CpuPlan resolve_cpus(const std::string& culprit, const std::string& victims, const MachineFacts& m) {
+  CpuPlan p;
+  if (!culprit.empty()) p.culprit = cpu_opt("--culprit-cpu", culprit, m);
+  if (!victims.empty()) {
+    std::string why;
+    auto l = parse_cpulist(victims, &why);
+    if (!l) bad(fmt::format("--victim-cpus '{}': {} (accepted: a CPU list like 1 or 1,3-5)", victims, why));
+    if (l->empty()) bad("--victim-cpus '': give at least one CPU (accepted: a CPU list like 1 or 1,3-5)");
+    for (int c : *l)
+      if (std::find(m.online.begin(), m.online.end(), c) == m.online.end())
+        bad(fmt::format("--victim-cpus {}: CPU {} is not online (online CPUs: {})", victims, c,
+                        format_cpulist(m.online)));
+    p.victims = *l;
+  }
+  if (p.culprit < 0 && p.victims.empty()) {
+    if (m.default_cpus.size() < 2)
+      bad("--culprit-cpu/--victim-cpus: cannot choose defaults: " +
+          (m.default_cpus_why.empty() ? std::string("need two online CPUs") : m.default_cpus_why) +
+          "; give them explicitly");
+    p.culprit = m.default_cpus[0];
+    p.victims = {m.default_cpus[1]};
+    p.choice = "default: online CPUs of one NUMA node, not SMT siblings, isolated first";
+  } else if (p.culprit < 0) {
+    for (int c : m.online)
+      if (std::find(p.victims.begin(), p.victims.end(), c) == p.victims.end()) {
+        p.culprit = c;
+        break;
+      }
+    if (p.culprit < 0) bad(fmt::format("--victim-cpus {}: leaves no online CPU for the culprit", victims));
+    p.choice = "culprit chosen: first online CPU not a victim";
+  } else if (p.victims.empty()) {
+    for (int c : m.online)
+      if (c != p.culprit) {
+        p.victims = {c};
+        break;
+      }
+    if (p.victims.empty()) bad(fmt::format("--culprit-cpu {}: no other online CPU for a victim", p.culprit));
+    p.choice = "victim chosen: first online CPU other than the culprit";
+  } else {
+    p.choice = "given";
+  }
+  if (std::find(p.victims.begin(), p.victims.end(), p.culprit) != p.victims.end())
+    bad(fmt::format("--victim-cpus {}: includes the culprit CPU {}; culprit and victims must be distinct CPUs",
+                    format_cpulist(p.victims), p.culprit));
+  return p;
+}
+
+std::int64_t positive_duration(const std::string& name, const std::string& v) {
+  std::string why;
+  auto d = parse_duration_ns(v, &why);
+  if (!d || *d <= 0)
+    bad(fmt::format("{} '{}': {} (accepted: a positive duration like 10s, 500ms)", name, v,
+                    d ? "must be positive" : why));
+  return *d;
+}
+
 Plan validate_run_options(const RunOptions& o, const MachineFacts& m, std::vector<std::string>* warnings) {
   Plan p;
   auto warn = [&](std::string w) {
@@ -121,48 +176,10 @@ Plan validate_run_options(const RunOptions& o, const MachineFacts& m, std::vecto
   };
 
   // CPUs.
-  if (!o.culprit_cpu.empty()) p.culprit_cpu = cpu_opt("--culprit-cpu", o.culprit_cpu, m);
-  if (!o.victim_cpus.empty()) {
-    std::string why;
-    auto l = parse_cpulist(o.victim_cpus, &why);
-    if (!l) bad(fmt::format("--victim-cpus '{}': {} (accepted: a CPU list like 1 or 1,3-5)", o.victim_cpus, why));
-    if (l->empty()) bad("--victim-cpus '': give at least one CPU (accepted: a CPU list like 1 or 1,3-5)");
-    for (int c : *l)
-      if (std::find(m.online.begin(), m.online.end(), c) == m.online.end())
-        bad(fmt::format("--victim-cpus {}: CPU {} is not online (online CPUs: {})", o.victim_cpus, c,
-                        format_cpulist(m.online)));
-    p.victim_cpus = *l;
-  }
-  if (p.culprit_cpu < 0 && p.victim_cpus.empty()) {
-    if (m.default_cpus.size() < 2)
-      bad("--culprit-cpu/--victim-cpus: cannot choose defaults: " +
-          (m.default_cpus_why.empty() ? std::string("need two online CPUs") : m.default_cpus_why) +
-          "; give them explicitly");
-    p.culprit_cpu = m.default_cpus[0];
-    p.victim_cpus = {m.default_cpus[1]};
-    p.cpu_choice = "default: online CPUs of one NUMA node, not SMT siblings, isolated first";
-  } else if (p.culprit_cpu < 0) {
-    for (int c : m.online)
-      if (std::find(p.victim_cpus.begin(), p.victim_cpus.end(), c) == p.victim_cpus.end()) {
-        p.culprit_cpu = c;
-        break;
-      }
-    if (p.culprit_cpu < 0) bad(fmt::format("--victim-cpus {}: leaves no online CPU for the culprit", o.victim_cpus));
-    p.cpu_choice = "culprit chosen: first online CPU not a victim";
-  } else if (p.victim_cpus.empty()) {
-    for (int c : m.online)
-      if (c != p.culprit_cpu) {
-        p.victim_cpus = {c};
-        break;
-      }
-    if (p.victim_cpus.empty()) bad(fmt::format("--culprit-cpu {}: no other online CPU for a victim", p.culprit_cpu));
-    p.cpu_choice = "victim chosen: first online CPU other than the culprit";
-  } else {
-    p.cpu_choice = "given";
-  }
-  if (std::find(p.victim_cpus.begin(), p.victim_cpus.end(), p.culprit_cpu) != p.victim_cpus.end())
-    bad(fmt::format("--victim-cpus {}: includes the culprit CPU {}; culprit and victims must be distinct CPUs",
-                    format_cpulist(p.victim_cpus), p.culprit_cpu));
+  const CpuPlan cpus = resolve_cpus(o.culprit_cpu, o.victim_cpus, m);
+  p.culprit_cpu = cpus.culprit;
+  p.victim_cpus = cpus.victims;
+  p.cpu_choice = cpus.choice;
   for (auto [a, b] : m.smt_pairs) {
     const bool ia = a == p.culprit_cpu || std::count(p.victim_cpus.begin(), p.victim_cpus.end(), a);
     const bool ib = b == p.culprit_cpu || std::count(p.victim_cpus.begin(), p.victim_cpus.end(), b);
@@ -175,18 +192,14 @@ Plan validate_run_options(const RunOptions& o, const MachineFacts& m, std::vecto
       warn(fmt::format("victim CPU {} is on another NUMA node than the culprit", c));
 
   // Enumerations.
-  static const std::vector<std::string> kPages = {"4k", "thp", "hugetlb"};
-  if (std::find(kPages.begin(), kPages.end(), o.pages) == kPages.end())
-    bad(fmt::format("--pages '{}': unknown page mode (accepted: 4k, thp, hugetlb)", o.pages));
-  p.pages = o.pages;
-  static const std::vector<std::string> kRelease = {"free",     "munmap", "madvise-dontneed", "madvise-free",
-                                                    "mprotect", "reuse",  "membarrier"};
-  if (std::find(kRelease.begin(), kRelease.end(), o.release) == kRelease.end())
-    bad(fmt::format(
-        "--release '{}': unknown strategy (accepted: free, munmap, madvise-dontneed, madvise-free, mprotect, "
-        "reuse, membarrier)",
-        o.release));
-  p.release = o.release;
+  if (auto mode = find_page_mode(o.pages))
+    p.pages = *mode;
+  else
+    bad(fmt::format("--pages '{}': unknown page mode (accepted: {})", o.pages, page_mode_list()));
+  if (auto r = find_strategy(o.release); r && strategy_info(*r).run_option)
+    p.release = *r;
+  else
+    bad(fmt::format("--release '{}': unknown strategy (accepted: {})", o.release, run_strategy_list()));
   if (o.trace != "auto" && o.trace != "on" && o.trace != "off")
     bad(fmt::format("--trace '{}': unknown mode (accepted: auto, on, off)", o.trace));
   p.trace = o.trace;
@@ -223,7 +236,7 @@ Plan validate_run_options(const RunOptions& o, const MachineFacts& m, std::vecto
   p.batch = size_opt("--batch", o.batch);
   p.report_every = size_opt("--report-every", o.report_every);
   p.chunk_size_requested = size_opt("--chunk-size", o.chunk_size);
-  p.page_size = p.pages == "4k" ? 4096 : m.hugepage_size;
+  p.page_size = p.pages == PageMode::k4k ? 4096 : m.hugepage_size;
   if (p.batch <= 0 || p.batch % 4096 != 0)
     bad(fmt::format("--batch {}: must be a positive multiple of the 4 KiB page size (e.g. 64KiB)", o.batch));
   if (p.chunk_size_requested < 4096)
@@ -232,7 +245,7 @@ Plan validate_run_options(const RunOptions& o, const MachineFacts& m, std::vecto
   const std::int64_t margin = std::max<std::int64_t>(1LL << 30, m.mem_available / 10);
   const std::int64_t usable = m.mem_available - margin;
   std::int64_t chunk = p.chunk_size_requested;
-  if (p.pages != "4k") chunk = (chunk + (2LL << 20) - 1) / (2LL << 20) * (2LL << 20);  // whole huge pages
+  if (p.pages != PageMode::k4k) chunk = (chunk + (2LL << 20) - 1) / (2LL << 20) * (2LL << 20);  // whole huge pages
   if (chunk > usable / chunks) {
     const std::int64_t fit = std::max<std::int64_t>(0, usable / chunks) / (2LL << 20) * (2LL << 20);
     if (o.chunk_size_given)
@@ -259,7 +272,7 @@ Plan validate_run_options(const RunOptions& o, const MachineFacts& m, std::vecto
   if (p.report_every < p.batch)
     bad(fmt::format("--report-every {}: smaller than the batch ({}); use at least one batch", o.report_every,
                     format_size(p.batch)));
-  if (p.pages == "hugetlb") {
+  if (p.pages == PageMode::kHugetlb) {
     const std::int64_t need = chunks * ((p.chunk_size + m.hugepage_size - 1) / m.hugepage_size);
     if (m.hugepages_free < need)
       bad(

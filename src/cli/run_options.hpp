@@ -59,6 +59,19 @@ struct MachineFacts {
 
 MachineFacts read_machine_facts();
 
+// The CPUs of an experiment from --culprit-cpu and --victim-cpus (either may
+// be empty: the default choice fills it) and why they were chosen. Shared by
+// run, compare and trace. Throws std::invalid_argument (one line).
+struct CpuPlan {
+  int culprit = -1;
+  std::vector<int> victims;
+  std::string choice;  // "given", "default: ...", ...
+};
+CpuPlan resolve_cpus(const std::string& culprit, const std::string& victims, const MachineFacts& m);
+
+// A duration option that must be > 0 (--duration of trace, probe, blame).
+std::int64_t positive_duration(const std::string& name, const std::string& v);
+
 // Throws std::invalid_argument (one line) on bad input.
 Plan validate_run_options(const RunOptions& o, const MachineFacts& m, std::vector<std::string>* warnings);
 

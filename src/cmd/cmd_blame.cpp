@@ -9,26 +9,22 @@
 // mapping made while it runs, and /proc/PID/maps is read at start (-p) and at
 // the end while the target is still alive. So a target that exits before the
 // report is still symbolized from the files on disk; we never keep it alive.
-#include <memory>
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <cerrno>
-#include <chrono>
-#include <csignal>
 #include <cstdio>
-#include <cstring>
 #include <fmt/core.h>
 #include <map>
+#include <optional>
 #include <set>
-#include <spawn.h>
 #include <sys/wait.h>
-#include <thread>
 #include <unistd.h>
 
+#include "cli/run_options.hpp"
 #include "cmd/commands.hpp"
+#include "cmd/driver.hpp"
 #include "core/blame.hpp"
-#include "core/units.hpp"
 #include "sink/blame_out.hpp"
+#include "sys/child.hpp"
 #include "sys/cpus.hpp"
 #include "sys/fs.hpp"
 #include "sys/interrupts.hpp"
@@ -37,8 +33,6 @@
 #include "sys/signals.hpp"
 #include "sys/tsc.hpp"
 #include "sys/user_symbols.hpp"
-
-extern char** environ;
 
 namespace shootdown::cmd {
 
@@ -59,197 +53,181 @@ std::string proc_comm(int pid) {
   return sys::trim(sys::read_file_or("/proc/" + std::to_string(pid) + "/comm", ""));
 }
 
-bool alive(int pid) {
-  return ::kill(pid, 0) == 0 || errno == EPERM;
-}
+class BlameTool final : public Tool {
+ public:
+  explicit BlameTool(const BlameOpts& o) : o_(o) {}
 
-int execute_blame(const BlameOpts& o) {
-  // --- plan -----------------------------------------------------------------
-  if (o.pid != 0 && !o.command.empty()) throw UsageError("give either -p PID or -- CMD ARGS, not both");
-  if (o.pid == 0 && o.command.empty()) throw UsageError("nothing to blame: give -p PID or -- CMD ARGS");
-  if (o.pid < 0) throw UsageError(fmt::format("-p {}: not a process id", o.pid));
-  if (o.pid > 0 && !sys::path_exists("/proc/" + std::to_string(o.pid)))
-    throw UsageError(fmt::format("-p {}: no such process", o.pid));
-  std::int64_t duration_ns = 0;
-  if (!o.duration.empty()) {
+  void plan() override {
+    if (o_.pid != 0 && !o_.command.empty()) throw UsageError("give either -p PID or -- CMD ARGS, not both");
+    if (o_.pid == 0 && o_.command.empty()) throw UsageError("nothing to blame: give -p PID or -- CMD ARGS");
+    if (o_.pid < 0) throw UsageError(fmt::format("-p {}: not a process id", o_.pid));
+    if (o_.pid > 0 && !sys::path_exists("/proc/" + std::to_string(o_.pid)))
+      throw UsageError(fmt::format("-p {}: no such process", o_.pid));
+    try {
+      if (!o_.duration.empty()) duration_ns_ = cli::positive_duration("--duration", o_.duration);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(e.what());
+    }
+    if (o_.stack_bytes < 8 || o_.stack_bytes > 4096)
+      throw UsageError(fmt::format("--stack-bytes {}: out of range [8, 4096]", o_.stack_bytes));
+  }
+
+  void prepare() override {
+    so_.cpus = sys::read_topology().online;
+    if (so_.cpus.empty())
+      for (int c = 0; c < static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN)); ++c) so_.cpus.push_back(c);
+    so_.stack_bytes = o_.stack_bytes;
     std::string why;
-    auto d = parse_duration_ns(o.duration, &why);
-    if (!d || *d <= 0)
-      throw UsageError(fmt::format("--duration '{}': {} (accepted: a positive duration like 10s, 500ms)", o.duration,
-                                   d ? "must be positive" : why));
-    duration_ns = *d;
-  }
-  if (o.stack_bytes < 8 || o.stack_bytes > 4096)
-    throw UsageError(fmt::format("--stack-bytes {}: out of range [8, 4096]", o.stack_bytes));
-
-  // --- prepare --------------------------------------------------------------
-  sys::StopSignals signals;
-  const sys::Topology topo = sys::read_topology();
-  sys::SamplerOptions so;
-  so.cpus = topo.online;
-  if (so.cpus.empty())
-    for (int c = 0; c < static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN)); ++c) so.cpus.push_back(c);
-  so.stack_bytes = o.stack_bytes;
-  std::string why;
-  auto sampler = sys::FlushSampler::open(so, &why);
-  if (!sampler) throw RuntimeError("not permitted: " + why);
-
-  sys::UserSymbols syms;
-  int target = o.pid;
-  std::string command;
-  if (target > 0) {
-    if (auto m = sys::read_proc_maps(target)) syms.add_maps_text(target, *m);
-    command = proc_comm(target);
-  }
-  auto irq0 = sys::read_interrupts();
-  sampler->start_reader();
-
-  // --- run ------------------------------------------------------------------
-  pid_t child = -1;
-  if (!o.command.empty()) {
-    std::vector<char*> argv;
-    for (auto& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    const int rc = ::posix_spawnp(&child, argv[0], nullptr, nullptr, argv.data(), environ);
-    if (rc != 0) throw RuntimeError(fmt::format("cannot run '{}': {}", o.command[0], std::strerror(rc)));
-    target = child;
-    for (auto& a : o.command) command += (command.empty() ? "" : " ") + a;
-  }
-  std::fprintf(stderr, "shootdown blame: sampling pid %d (%s) on %zu CPUs; %s\n", target, command.c_str(),
-               so.cpus.size(),
-               child >= 0    ? "until the command exits"
-               : duration_ns ? "for the given duration"
-                             : "Ctrl-C to stop");
-  std::fflush(stderr);
-  const std::int64_t t0 = sys::mono_now_ns();
-  int child_status = 0;
-  bool child_done = child < 0;
-  bool target_gone = false;
-  while (!sys::StopSignals::stop_requested()) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    if (child >= 0 && !child_done && ::waitpid(child, &child_status, WNOHANG) == child) child_done = true;
-    if (child >= 0 && child_done) break;
-    if (child < 0 && !alive(target)) {
-      target_gone = true;
-      break;
+    sampler_ = sys::FlushSampler::open(so_, &why);
+    if (!sampler_) throw RuntimeError("not permitted: " + why);
+    target_ = o_.pid;
+    if (target_ > 0) {
+      if (auto m = sys::read_proc_maps(target_)) syms_.add_maps_text(target_, *m);
+      command_ = proc_comm(target_);
     }
-    if (duration_ns && sys::mono_now_ns() - t0 >= duration_ns) break;
-  }
-  const int sig = sys::StopSignals::pending();
-  // Maps while the target still lives (catches mappings made before we started).
-  if (!child_done || (child < 0 && !target_gone))
-    if (auto m = sys::read_proc_maps(target)) syms.add_maps_text(target, *m);
-  sys::SamplerData data = sampler->stop();
-  auto irq1 = sys::read_interrupts();
-  if (!child_done) {  // duration or signal: do not leave the command behind
-    ::kill(child, SIGTERM);
-    while (::waitpid(child, &child_status, 0) < 0 && errno == EINTR) {}
-  }
-
-  // --- report ---------------------------------------------------------------
-  // The target and its descendants (PERF_RECORD_FORK, in time order).
-  std::set<int> pids{target};
-  std::set<int> tids;
-  std::stable_sort(data.forks.begin(), data.forks.end(), [](auto& a, auto& b) { return a.mono_ns < b.mono_ns; });
-  for (const auto& f : data.forks) {
-    if (!pids.count(f.ppid)) continue;
-    if (f.pid != f.ppid) pids.insert(f.pid);
-    tids.insert(f.tid);
-  }
-  for (const auto& m : data.mmaps)
-    if (pids.count(m.pid)) syms.add_mapping(m);
-  const sys::Kallsyms ksyms = sys::Kallsyms::load();
-
-  BlameInput in;
-  in.pid = target;
-  in.command = command;
-  in.start_ns = data.start_ns;
-  in.end_ns = data.stop_ns;
-  in.lost = data.lost;
-  in.processes = static_cast<int>(pids.size());
-  in.has_csd = std::none_of(data.missing.begin(), data.missing.end(),
-                            [](const std::string& m) { return m.rfind("csd:csd_queue_cpu", 0) == 0; });
-  for (auto& m : data.missing) in.notes.push_back("missing: " + m);
-  if (data.dropped)
-    in.notes.push_back(fmt::format("{} flush samples over the in-memory limit were not kept", data.dropped));
-  if (ksyms.empty()) in.notes.push_back("kernel symbols unavailable (/proc/kallsyms hidden): syscalls unknown");
-
-  std::map<std::pair<int, std::uint64_t>, UserFrame> cache;
-  auto frame = [&](int pid, std::uint64_t ip, bool ret) {
-    auto key = std::make_pair(pid, ip * 2 + (ret ? 1 : 0));
-    auto it = cache.find(key);
-    if (it != cache.end()) return it->second;
-    UserFrame f = syms.symbolize(pid, ip, ret);
-    cache.emplace(key, f);
-    return f;
-  };
-  std::int64_t recovered = 0;
-  for (const auto& s : data.flushes) {
-    if (!pids.count(s.pid)) continue;
-    tids.insert(s.tid);
-    FlushSample f;
-    f.mono_ns = s.mono_ns;
-    f.cpu = s.cpu;
-    f.pid = s.pid;
-    f.tid = s.tid;
-    f.pages = s.pages;
-    for (auto ip : s.kernel_ips) {
-      std::string fn = ksyms.function(ip);
-      f.kernel.push_back(fn.empty() ? fmt::format("{:#x}", ip) : fn);
+    irq0_ = sys::read_interrupts();
+    sampler_->start_reader();
+    if (!o_.command.empty()) {
+      child_ = sys::ChildProcess::spawn(o_.command);
+      target_ = child_.pid();
+      for (auto& a : o_.command) command_ += (command_.empty() ? "" : " ") + a;
     }
-    for (std::size_t i = 0; i < s.user_ips.size(); ++i) {
-      f.user.push_back(frame(s.pid, s.user_ips[i], i > 0));
-      // The frame the syscall stub hides: its return address is at the user sp.
-      if (i == 0 && s.has_sp_word && syms.executable(s.pid, s.sp_word) &&
-          (s.user_ips.size() < 2 || s.user_ips[1] != s.sp_word)) {
-        UserFrame r = frame(s.pid, s.sp_word, true);
-        r.recovered = true;
-        f.user.push_back(r);
-        ++recovered;
+    std::fprintf(stderr, "shootdown blame: sampling pid %d (%s) on %zu CPUs; %s\n", target_, command_.c_str(),
+                 so_.cpus.size(),
+                 child_.valid() ? "until the command exits"
+                 : duration_ns_ ? "for the given duration"
+                                : "Ctrl-C to stop");
+    std::fflush(stderr);
+  }
+
+  void run() override {
+    Watch w;
+    w.child = child_.valid() ? &child_ : nullptr;
+    w.pid = child_.valid() ? 0 : target_;
+    w.duration_ns = duration_ns_;
+    const StopCause cause = watch(w);
+    signal_ = sys::StopSignals::pending();
+    // Maps while the target still lives (catches mappings made before we started).
+    if (cause != StopCause::kChildExited && cause != StopCause::kTargetGone)
+      if (auto m = sys::read_proc_maps(target_)) syms_.add_maps_text(target_, *m);
+    data_ = sampler_->stop();
+    irq1_ = sys::read_interrupts();
+    child_.terminate();  // duration or signal: do not leave the command behind
+  }
+
+  void analyze() override {
+    // The target and its descendants (PERF_RECORD_FORK, in time order).
+    std::set<int> pids{target_};
+    std::set<int> tids;
+    std::stable_sort(data_.forks.begin(), data_.forks.end(), [](auto& a, auto& b) { return a.mono_ns < b.mono_ns; });
+    for (const auto& f : data_.forks) {
+      if (!pids.count(f.ppid)) continue;
+      if (f.pid != f.ppid) pids.insert(f.pid);
+      tids.insert(f.tid);
+    }
+    for (const auto& m : data_.mmaps)
+      if (pids.count(m.pid)) syms_.add_mapping(m);
+    const sys::Kallsyms ksyms = sys::Kallsyms::load();
+
+    in_.pid = target_;
+    in_.command = command_;
+    in_.start_ns = data_.start_ns;
+    in_.end_ns = data_.stop_ns;
+    in_.lost = data_.lost;
+    in_.processes = static_cast<int>(pids.size());
+    in_.has_csd = std::none_of(data_.missing.begin(), data_.missing.end(),
+                               [](const std::string& m) { return m.rfind("csd:csd_queue_cpu", 0) == 0; });
+    for (auto& m : data_.missing) in_.notes.push_back("missing: " + m);
+    if (data_.dropped)
+      in_.notes.push_back(fmt::format("{} flush samples over the in-memory limit were not kept", data_.dropped));
+    if (ksyms.empty()) in_.notes.push_back("kernel symbols unavailable (/proc/kallsyms hidden): syscalls unknown");
+
+    std::map<std::pair<int, std::uint64_t>, UserFrame> cache;
+    auto frame = [&](int pid, std::uint64_t ip, bool ret) {
+      auto key = std::make_pair(pid, ip * 2 + (ret ? 1 : 0));
+      auto it = cache.find(key);
+      if (it != cache.end()) return it->second;
+      UserFrame f = syms_.symbolize(pid, ip, ret);
+      cache.emplace(key, f);
+      return f;
+    };
+    for (const auto& s : data_.flushes) {
+      if (!pids.count(s.pid)) continue;
+      tids.insert(s.tid);
+      FlushSample f;
+      f.mono_ns = s.mono_ns;
+      f.cpu = s.cpu;
+      f.pid = s.pid;
+      f.tid = s.tid;
+      f.pages = s.pages;
+      for (auto ip : s.kernel_ips) {
+        std::string fn = ksyms.function(ip);
+        f.kernel.push_back(fn.empty() ? fmt::format("{:#x}", ip) : fn);
       }
+      for (std::size_t i = 0; i < s.user_ips.size(); ++i) {
+        f.user.push_back(frame(s.pid, s.user_ips[i], i > 0));
+        // The frame the syscall stub hides: its return address is at the user sp.
+        if (i == 0 && s.has_sp_word && syms_.executable(s.pid, s.sp_word) &&
+            (s.user_ips.size() < 2 || s.user_ips[1] != s.sp_word)) {
+          UserFrame r = frame(s.pid, s.sp_word, true);
+          r.recovered = true;
+          f.user.push_back(r);
+        }
+      }
+      in_.flushes.push_back(std::move(f));
     }
-    in.flushes.push_back(std::move(f));
+    for (const auto& ipi : data_.ipis) {
+      if (!pids.count(ipi.pid)) continue;
+      IpiSend s;
+      s.mono_ns = ipi.mono_ns;
+      s.cpu = ipi.cpu;
+      s.tid = ipi.tid;
+      s.targets = ipi.targets;
+      s.callback = ksyms.function(ipi.callback);
+      s.queued = ipi.queued;
+      s.tlb = s.callback == "flush_tlb_func";
+      in_.ipis.push_back(s);
+    }
+    for (const auto& [key, n] : data_.received) {
+      in_.received_all[key.first] += n;
+      if (pids.count(key.second)) in_.received_by_target[key.first] += n;
+    }
+    if (irq0_ && irq1_)
+      for (int cpu : irq1_->cpus) in_.interrupts_tlb[cpu] = sys::interrupts_delta(*irq0_, *irq1_, "TLB", cpu);
+    in_.threads = static_cast<int>(tids.size());
+    if (in_.threads == 0) in_.threads = 1;
+    bo_.top = o_.top;
+    bo_.max_frames = o_.frames;
   }
-  for (const auto& ipi : data.ipis) {
-    if (!pids.count(ipi.pid)) continue;
-    IpiSend s;
-    s.mono_ns = ipi.mono_ns;
-    s.cpu = ipi.cpu;
-    s.tid = ipi.tid;
-    s.targets = ipi.targets;
-    s.callback = ksyms.function(ipi.callback);
-    s.queued = ipi.queued;
-    s.tlb = s.callback == "flush_tlb_func";
-    in.ipis.push_back(s);
-  }
-  for (const auto& [key, n] : data.received) {
-    in.received_all[key.first] += n;
-    if (pids.count(key.second)) in.received_by_target[key.first] += n;
-  }
-  if (irq0 && irq1)
-    for (int cpu : irq1->cpus) in.interrupts_tlb[cpu] = sys::interrupts_delta(*irq0, *irq1, "TLB", cpu);
-  in.threads = static_cast<int>(tids.size());
-  if (in.threads == 0) in.threads = 1;
 
-  BlameOptions bo;
-  bo.top = o.top;
-  bo.max_frames = o.frames;
-  if (o.folded) {
-    std::fputs(folded_stacks(in, bo).c_str(), stdout);
-  } else {
-    const BlameReport rep = blame(in, bo);
-    std::fputs(o.json ? sink::blame_json(rep).c_str() : sink::blame_text(rep, bo).c_str(), stdout);
+  int report() override {
+    if (o_.folded) {
+      std::fputs(folded_stacks(in_, bo_).c_str(), stdout);
+    } else {
+      const BlameReport rep = blame(in_, bo_);
+      std::fputs(o_.json ? sink::blame_json(rep).c_str() : sink::blame_text(rep, bo_).c_str(), stdout);
+    }
+    std::fflush(stdout);
+    if (child_.valid() && !child_.exited_ok() && !(signal_ && WIFSIGNALED(child_.status())))
+      std::fprintf(stderr, "shootdown blame: command %s\n", child_.describe_exit().c_str());
+    return signal_ ? sys::exit_code_for_signal(signal_) : kExitOk;
   }
-  std::fflush(stdout);
-  if (child >= 0) {
-    if (WIFEXITED(child_status) && WEXITSTATUS(child_status) != 0)
-      std::fprintf(stderr, "shootdown blame: command exited with status %d\n", WEXITSTATUS(child_status));
-    else if (WIFSIGNALED(child_status) && !sig)
-      std::fprintf(stderr, "shootdown blame: command killed by signal %d\n", WTERMSIG(child_status));
-  }
-  (void)recovered;
-  return sig ? sys::exit_code_for_signal(sig) : kExitOk;
-}
+
+ private:
+  const BlameOpts& o_;
+  std::int64_t duration_ns_ = 0;
+  sys::SamplerOptions so_;
+  std::unique_ptr<sys::FlushSampler> sampler_;
+  sys::UserSymbols syms_;
+  int target_ = 0;
+  std::string command_;
+  sys::ChildProcess child_;
+  std::optional<sys::InterruptsSnapshot> irq0_, irq1_;
+  sys::SamplerData data_;
+  int signal_ = 0;
+  BlameInput in_;
+  BlameOptions bo_;
+};
 
 }  // namespace
 
@@ -276,7 +254,7 @@ Command add_blame(CLI::App& root) {
       "  shootdown blame -- ./my-app --config prod.toml\n"
       "  shootdown blame --folded -- ./my-app | flamegraph.pl > blame.svg\n\n"
       "EXIT STATUS: 0 done, 1 not permitted or error, 2 bad input (no such PID), 130/143 interrupted.");
-  return {app, [o]() { return execute_blame(*o); }};
+  return tool_command<BlameTool>(app, o);
 }
 
 }  // namespace shootdown::cmd

@@ -1,31 +1,33 @@
 // shootdown compare: arms x trials, each trial a fresh experiment, arms
 // interleaved in seeded random blocks; statistics in core/compare, outputs in
 // sink/compare_out. Method and figures: docs/compare.md.
-#include <memory>
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <ctime>
 #include <fmt/format.h>
 #include <map>
+#include <memory>
 #include <random>
 #include <unistd.h>
 
 #include "cli/run_options.hpp"
 #include "cmd/commands.hpp"
+#include "cmd/driver.hpp"
 #include "cmd/run_support.hpp"
+#include "cmd/trace_session.hpp"
 #include "core/attribution.hpp"
 #include "core/compare.hpp"
+#include "core/strategy.hpp"
 #include "core/units.hpp"
 #include "experiment/arena.hpp"
 #include "experiment/experiment.hpp"
+#include "experiment/finish.hpp"
 #include "sink/atomic_writer.hpp"
 #include "sink/compare_out.hpp"
-#include "sys/environment.hpp"
-#include "sys/perf_trace.hpp"
 #include "sys/signals.hpp"
 #include "sys/tsc.hpp"
+#include "sys/wallclock.hpp"
 
 namespace shootdown::cmd {
 
@@ -36,10 +38,6 @@ namespace {
 // ~300k batches here) and the after window only has to cover late effects.
 constexpr const char* kCompareBaseline = "150ms";
 constexpr const char* kCompareAfter = "100ms";
-
-const std::vector<std::string> kMemoryStrategies = {"reuse",        "munmap",  "free", "madvise-dontneed",
-                                                    "madvise-free", "mprotect"};
-const std::vector<std::string> kJournalStrategies = {"journal-recycle", "journal-unmap"};
 
 struct CompareCommand {
   cli::RunOptions run;
@@ -56,12 +54,6 @@ struct CompareCommand {
   std::string journal_dir;
 };
 
-std::string join(const std::vector<std::string>& v) {
-  std::string s;
-  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
-  return s;
-}
-
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -73,7 +65,7 @@ double now_s() {
 // trial takes without changing what it measures.
 class ChunkPool {
  public:
-  exp::Chunk* get(int cpu, std::size_t size, exp::PageMode mode, int node) {
+  exp::Chunk* get(int cpu, std::size_t size, PageMode mode, int node) {
     auto key = std::make_tuple(cpu, size, static_cast<int>(mode), node);
     auto it = pool_.find(key);
     if (it == pool_.end()) it = pool_.emplace(key, exp::Chunk(size, mode, exp::Allocator::kMmap, node)).first;
@@ -84,80 +76,11 @@ class ChunkPool {
   std::map<std::tuple<int, std::size_t, int, int>, exp::Chunk> pool_;
 };
 
-// One kernel tracer for the whole compare, opened and enabled once before
-// the first trial; each trial's TraceSession is a time window on it. Opening
-// a Tracer per trial (tracefs formats, kallsyms, ~57 IPIs to enable) cost
-// ~1 s per trial here, as much as the experiment itself. No callchains:
-// compare needs counts and spans, not call sites. The rings are drained on
-// the culprit thread at the window's start and end (a trial's events fit a
-// 1 MiB ring many times over; losses are counted and recorded).
-class SharedTracer {
- public:
-  std::unique_ptr<exp::TraceSession> open(const Plan& plan, std::string* why) {
-    if (!tried_) {
-      tried_ = true;
-      sys::TracerOptions o;
-      o.cpus.push_back(plan.culprit_cpu);
-      for (int v : plan.victim_cpus) o.cpus.push_back(v);
-      o.culprit_cpu = plan.culprit_cpu;
-      o.reader_cpu = plan.culprit_cpu;
-      o.callchains = false;
-      tracer_ = sys::Tracer::open(o, &why_);
-    }
-    if (!tracer_) {
-      if (why) *why = why_;
-      return nullptr;
-    }
-    return std::make_unique<Window>(*tracer_);
-  }
-
- private:
-  class Window final : public exp::TraceSession {
-   public:
-    explicit Window(sys::Tracer& t) : t_(t) {}
-    void start() override {
-      t_.drain();
-      (void)t_.take_events();  // between trials: not ours to analyse
-      lost0_ = t_.lost_events();
-      start_ns_ = sys::mono_now_ns();
-    }
-    KernelTrace stop() override {
-      KernelTrace kt;
-      kt.stop_ns = sys::mono_now_ns();
-      t_.drain();
-      kt.enabled = true;
-      kt.status = "on (one tracer for all trials)";
-      kt.tracepoints = t_.tracepoints();
-      kt.missing = t_.missing();
-      kt.start_ns = start_ns_;
-      kt.lost_events = t_.lost_events() - lost0_;
-      for (auto& e : t_.take_events())
-        if (e.mono_ns >= start_ns_) kt.events.push_back(e);
-      std::stable_sort(kt.events.begin(), kt.events.end(),
-                       [](const KernelEvent& a, const KernelEvent& b) { return a.mono_ns < b.mono_ns; });
-      for (const auto& e : kt.events)
-        if (e.type == EventType::kCsdFunctionEntry || e.type == EventType::kCsdFunctionExit) {
-          const auto addr = static_cast<std::uint64_t>(e.b);
-          if (addr && !kt.symbols.count(addr)) kt.symbols.emplace(addr, t_.symbolize(addr));
-        }
-      return kt;
-    }
-
-   private:
-    sys::Tracer& t_;
-    std::int64_t start_ns_ = 0;
-    std::int64_t lost0_ = 0;
-  };
-  bool tried_ = false;
-  std::string why_;
-  std::unique_ptr<sys::Tracer> tracer_;
-};
-
 struct Arm {
   std::string name;   // as given
   std::string label;  // unique
-  std::string strategy;
-  std::string pages;
+  ReleaseStrategy strategy = ReleaseStrategy::kReuse;
+  PageMode pages = PageMode::k4k;
   Plan plan;
 };
 
@@ -175,10 +98,11 @@ std::vector<Arm> parse_arms(const CompareCommand& c, const cli::MachineFacts& fa
       cur += ch;
     }
   }
-  const bool journal = c.workload == "journal";
-  const auto& allowed = journal ? kJournalStrategies : kMemoryStrategies;
-  const std::string accepted =
-      journal ? join(kJournalStrategies) : join(kMemoryStrategies) + ", each optionally thp- prefixed (thp-munmap)";
+  const Workload workload = c.workload == "journal" ? Workload::kJournal : Workload::kMemory;
+  const Workload other = workload == Workload::kJournal ? Workload::kMemory : Workload::kJournal;
+  const std::string accepted = workload == Workload::kJournal
+                                   ? compare_arm_list(workload)
+                                   : compare_arm_list(workload) + ", each optionally thp- prefixed (thp-munmap)";
   if (names.size() < 2)
     throw UsageError(
         fmt::format("--arms '{}': give at least two arms, the first is the control (accepted: {})", c.arms, accepted));
@@ -186,23 +110,25 @@ std::vector<Arm> parse_arms(const CompareCommand& c, const cli::MachineFacts& fa
   for (const auto& n : names) {
     Arm a;
     a.name = n;
-    a.strategy = n;
-    a.pages = c.run.pages;
-    if (!journal && n.rfind("thp-", 0) == 0) {
-      a.strategy = n.substr(4);
-      a.pages = "thp";
+    std::string strategy = n;
+    std::string pages = c.run.pages;
+    if (workload == Workload::kMemory && n.rfind("thp-", 0) == 0) {
+      strategy = n.substr(4);
+      pages = std::string(page_mode_name(PageMode::kThp));
     }
-    if (n.empty() || std::find(allowed.begin(), allowed.end(), a.strategy) == allowed.end()) {
+    const auto found = find_strategy(strategy);
+    if (n.empty() || !found || !is_compare_arm(*found, workload)) {
       std::string hint;
-      if (!journal && std::find(kJournalStrategies.begin(), kJournalStrategies.end(), n) != kJournalStrategies.end())
-        hint = "; journal arms need --workload journal";
-      if (journal && std::find(kMemoryStrategies.begin(), kMemoryStrategies.end(), n) != kMemoryStrategies.end())
-        hint = "; --workload journal takes journal arms only";
+      if (auto as_is = find_strategy(n); as_is && is_compare_arm(*as_is, other))
+        hint = workload == Workload::kMemory ? "; journal arms need --workload journal"
+                                             : "; --workload journal takes journal arms only";
       throw UsageError(fmt::format("--arms '{}': unknown arm '{}' (accepted: {}){}", c.arms, n, accepted, hint));
     }
+    a.strategy = *found;
     cli::RunOptions ro = c.run;
-    ro.release = journal ? "reuse" : a.strategy;  // journal strategies are set on the plan below
-    ro.pages = a.pages;
+    // Journal strategies are set on the plan below (run --release does not take them).
+    ro.release = std::string(strategy_name(workload == Workload::kJournal ? ReleaseStrategy::kReuse : a.strategy));
+    ro.pages = pages;
     try {
       std::vector<std::string> w;
       a.plan = cli::validate_run_options(ro, facts, &w);
@@ -211,7 +137,8 @@ std::vector<Arm> parse_arms(const CompareCommand& c, const cli::MachineFacts& fa
     } catch (const std::invalid_argument& e) {
       throw UsageError(e.what());
     }
-    if (journal) a.plan.release = a.strategy;
+    a.plan.release = a.strategy;
+    a.pages = a.plan.pages;
     if (a.plan.trigger == "enter")
       throw UsageError("--trigger enter: compare runs unattended; use --trigger after=DURATION");
     arms.push_back(std::move(a));
@@ -221,21 +148,6 @@ std::vector<Arm> parse_arms(const CompareCommand& c, const cli::MachineFacts& fa
   const auto labels = compare::arm_labels(plain);
   for (std::size_t i = 0; i < arms.size(); ++i) arms[i].label = labels[i];
   return arms;
-}
-
-// Seeded randomized complete blocks: every block runs each arm once, in an
-// order shuffled (Fisher–Yates) by the seeded generator, so slow drift of
-// the machine hits every arm alike and no arm always runs after another.
-std::vector<int> trial_order(std::size_t arms, int trials, std::uint64_t seed) {
-  compare::Rng rng(seed);
-  std::vector<int> out;
-  for (int t = 0; t < trials; ++t) {
-    std::vector<int> block(arms);
-    for (std::size_t i = 0; i < arms; ++i) block[i] = static_cast<int>(i);
-    for (std::size_t i = arms; i > 1; --i) std::swap(block[i - 1], block[rng.below(i)]);
-    out.insert(out.end(), block.begin(), block.end());
-  }
-  return out;
 }
 
 void progress_line(bool tty, bool quiet, std::size_t done, std::size_t total, const std::string& arm, double elapsed) {
@@ -255,186 +167,226 @@ void progress_line(bool tty, bool quiet, std::size_t done, std::size_t total, co
   }
 }
 
-int execute_compare(CompareCommand& c) {
-  const double t0 = now_s();
-  if (c.workload != "memory" && c.workload != "journal")
-    throw UsageError(fmt::format("--workload '{}': unknown workload (accepted: memory, journal)", c.workload));
-  if (c.arms.empty()) c.arms = c.workload == "journal" ? "journal-recycle,journal-unmap" : "reuse,munmap";
-  if (c.trials < 2 || c.trials > 1000) throw UsageError(fmt::format("--trials {}: out of range [2, 1000]", c.trials));
-  if (c.bootstrap < 2000 || c.bootstrap > 1000000)
-    throw UsageError(fmt::format("--bootstrap {}: out of range [2000, 1000000]", c.bootstrap));
-  std::uint64_t seed = 0;
-  if (c.seed.empty()) {
-    std::random_device rd;
-    seed = (static_cast<std::uint64_t>(rd()) << 32 | rd()) % 1000000000ULL;
-  } else {
-    std::string why;
-    auto s = parse_int(c.seed, &why);
-    if (!s || *s < 0)
-      throw UsageError(
-          fmt::format("--seed '{}': {} (accepted: a non-negative integer)", c.seed, why.empty() ? "negative" : why));
-    seed = static_cast<std::uint64_t>(*s);
-  }
-  double max_reg = -1;
-  if (!c.max_regression.empty()) {
-    std::string v = c.max_regression;
-    if (!v.empty() && v.back() == '%') v.pop_back();
-    std::size_t pos = 0;
-    try {
-      max_reg = std::stod(v, &pos);
-    } catch (const std::exception&) {
-      pos = 0;
+class CompareTool final : public Tool {
+ public:
+  explicit CompareTool(CompareCommand& c) : c_(c) {}
+
+  void plan() override {
+    CompareCommand& c = c_;
+    if (c.workload != "memory" && c.workload != "journal")
+      throw UsageError(fmt::format("--workload '{}': unknown workload (accepted: memory, journal)", c.workload));
+    if (c.arms.empty()) c.arms = c.workload == "journal" ? "journal-recycle,journal-unmap" : "reuse,munmap";
+    if (c.trials < 2 || c.trials > 1000) throw UsageError(fmt::format("--trials {}: out of range [2, 1000]", c.trials));
+    if (c.bootstrap < 2000 || c.bootstrap > 1000000)
+      throw UsageError(fmt::format("--bootstrap {}: out of range [2000, 1000000]", c.bootstrap));
+    if (c.seed.empty()) {
+      std::random_device rd;
+      seed_ = (static_cast<std::uint64_t>(rd()) << 32 | rd()) % 1000000000ULL;
+    } else {
+      std::string why;
+      auto s = parse_int(c.seed, &why);
+      if (!s || *s < 0)
+        throw UsageError(
+            fmt::format("--seed '{}': {} (accepted: a non-negative integer)", c.seed, why.empty() ? "negative" : why));
+      seed_ = static_cast<std::uint64_t>(*s);
     }
-    if (pos == 0 || pos != v.size() || !(max_reg >= 0 && max_reg <= 100000))
-      throw UsageError(
-          fmt::format("--max-regression '{}': not a percentage (accepted: e.g. 10 or 10%)", c.max_regression));
-  }
-  if (c.workload == "journal") {
-    std::string why;
-    auto seg = parse_size(c.segment_size, &why);
-    if (!seg || *seg < 4096 || *seg % 4096 != 0)
-      throw UsageError(fmt::format("--segment-size '{}': {} (accepted: a multiple of 4KiB like 16MiB)", c.segment_size,
-                                   why.empty() ? "not a positive multiple of 4 KiB" : why));
+    if (!c.max_regression.empty()) {
+      std::string v = c.max_regression;
+      if (!v.empty() && v.back() == '%') v.pop_back();
+      std::size_t pos = 0;
+      try {
+        max_reg_ = std::stod(v, &pos);
+      } catch (const std::exception&) {
+        pos = 0;
+      }
+      if (pos == 0 || pos != v.size() || !(max_reg_ >= 0 && max_reg_ <= 100000))
+        throw UsageError(
+            fmt::format("--max-regression '{}': not a percentage (accepted: e.g. 10 or 10%)", c.max_regression));
+    }
+    if (c.workload == "journal") {
+      std::string why;
+      auto seg = parse_size(c.segment_size, &why);
+      if (!seg || *seg < 4096 || *seg % 4096 != 0)
+        throw UsageError(fmt::format("--segment-size '{}': {} (accepted: a multiple of 4KiB like 16MiB)",
+                                     c.segment_size, why.empty() ? "not a positive multiple of 4 KiB" : why));
+    }
+
+    const cli::MachineFacts facts = cli::read_machine_facts();
+    arms_ = parse_arms(c, facts, &warnings_);
+    for (const auto& a : arms_) labels_.push_back(a.label);
+    for (const auto& g : c.fail_if) {
+      try {
+        gates_.push_back(compare::parse_gate(g, labels_));
+      } catch (const std::invalid_argument& e) {
+        throw UsageError(e.what());
+      }
+    }
+    if (c.workload == "journal") {
+      auto seg = parse_size(c.segment_size);
+      for (auto& a : arms_) {
+        a.plan.segment_size = *seg;
+        a.plan.journal_dir = c.journal_dir;
+      }
+    }
+    if (!c.out.empty()) {
+      try {
+        out_ = std::make_unique<sink::OutputDir>(c.out);
+      } catch (const std::invalid_argument& e) {
+        throw UsageError(e.what());
+      }
+    }
   }
 
-  std::vector<std::string> warnings;
-  const cli::MachineFacts facts = cli::read_machine_facts();
-  std::vector<Arm> arms = parse_arms(c, facts, &warnings);
-  std::vector<std::string> labels;
-  for (const auto& a : arms) labels.push_back(a.label);
-  std::vector<compare::GateExpr> gates;
-  for (const auto& g : c.fail_if) {
-    try {
-      gates.push_back(compare::parse_gate(g, labels));
-    } catch (const std::invalid_argument& e) {
-      throw UsageError(e.what());
-    }
-  }
-  if (c.workload == "journal") {
-    auto seg = parse_size(c.segment_size);
-    for (auto& a : arms) {
-      a.plan.segment_size = *seg;
-      a.plan.journal_dir = c.journal_dir;
-    }
-  }
-  std::unique_ptr<sink::OutputDir> out;
-  if (!c.out.empty()) {
-    try {
-      out = std::make_unique<sink::OutputDir>(c.out);
-    } catch (const std::invalid_argument& e) {
-      throw UsageError(e.what());
-    }
+  void prepare() override {
+    tty_ = ::isatty(STDERR_FILENO) == 1;
+    order_ = compare::trial_order(arms_.size(), c_.trials, seed_);
+    count_.assign(arms_.size(), 0);
+    rep_.command_line = sys::read_cmdline_self();
+    rep_.started_at = sys::iso_now();
+    rep_.workload = c_.workload;
+    for (const auto& a : arms_) rep_.arms.push_back({a.label, a.name, a.strategy, a.pages});
+    rep_.trials_per_arm = c_.trials;
+    rep_.bootstrap_resamples = c_.bootstrap;
+    rep_.seed = seed_;
+    rep_.plan = arms_.front().plan;
+    rep_.env = exp::environment_after(rep_.plan, Environment{}, warnings_);
+    cli_warnings_ = warnings_.size();
   }
 
-  sys::StopSignals signals;
-  const bool tty = ::isatty(STDERR_FILENO) == 1;
-  const std::vector<int> order = trial_order(arms.size(), c.trials, seed);
-  ChunkPool pool;
-  SharedTracer tracer;
-  std::vector<compare::TrialMetrics> trials;
-  std::vector<int> count(arms.size(), 0);
-  sink::CompareReport rep;
-  std::string trace_status;
-  int exit_signal = 0;
-  const int pid = static_cast<int>(::getpid());
-  for (std::size_t pos = 0; pos < order.size(); ++pos) {
-    const Arm& arm = arms[static_cast<std::size_t>(order[pos])];
-    progress_line(tty, c.run.quiet, pos, order.size(), arm.label, now_s() - t0);
-    exp::Hooks hooks = make_run_hooks(arm.plan, false, true);
-    hooks.open_trace = [&tracer](const Plan& p, std::string* why) { return tracer.open(p, why); };
-    hooks.victim_chunk = [&pool](int cpu, std::size_t size, exp::PageMode mode, int node) {
-      return pool.get(cpu, size, mode, node);
-    };
-    Result r;
-    try {
-      r = exp::run_experiment(arm.plan, hooks);
-    } catch (const std::runtime_error& e) {
-      if (tty && !c.run.quiet) std::fputs("\r\033[K", stderr);
-      throw RuntimeError(fmt::format("trial {} ({}): {}", pos + 1, arm.label, e.what()));
+  // Each finished trial goes to disk at once (compare.json/.csv, marked
+  // incomplete until the end): a signal or an error in trial k keeps 1..k-1.
+  void run() override {
+    const int pid = static_cast<int>(::getpid());
+    for (std::size_t pos = 0; pos < order_.size(); ++pos) {
+      const Arm& arm = arms_[static_cast<std::size_t>(order_[pos])];
+      progress_line(tty_, c_.run.quiet, pos, order_.size(), arm.label, now_s() - t0_);
+      exp::Hooks hooks = make_run_hooks(false, true);
+      hooks.open_trace = [this](const Plan& p, std::string* why) { return tracer_.open(p, why); };
+      hooks.victim_chunk = [this](int cpu, std::size_t size, PageMode mode, int node) {
+        return pool_.get(cpu, size, mode, node);
+      };
+      Result r;
+      try {
+        r = exp::run_experiment(arm.plan, hooks);
+      } catch (const std::exception& e) {
+        trial_error_ = fmt::format("trial {} ({}): {}", pos + 1, arm.label, e.what());
+        rep_.complete = false;
+        rep_.incomplete_reason = trial_error_ + fmt::format(" (after {} of {} trials)", pos, order_.size());
+        break;
+      }
+      if (!r.complete && r.exit_signal != 0) {
+        exit_signal_ = r.exit_signal;
+        rep_.complete = false;
+        rep_.incomplete_reason = r.incomplete_reason + fmt::format(" (after {} of {} trials)", pos, order_.size());
+        break;
+      }
+      if (trace_status_.empty()) trace_status_ = r.trace.status;
+      Attribution at;
+      if (r.trace.enabled) at = attribute_result(r);
+      compare::TrialMetrics t = compare::trial_metrics(r, r.trace.enabled ? &at : nullptr, compare::TrialOptions{pid});
+      t.arm = arm.label;
+      t.arm_index = order_[pos];
+      t.trial = ++count_[static_cast<std::size_t>(order_[pos])];
+      t.order = static_cast<int>(pos) + 1;
+      for (const auto& w : r.warnings) {
+        const std::string x = "trial " + std::to_string(t.order) + " (" + arm.label + "): " + w;
+        if (warnings_.size() < 50) warnings_.push_back(x);
+      }
+      rep_.trials.push_back(std::move(t));
+      if (out_ && pos + 1 < order_.size()) write_partial(pos + 1);
     }
-    if (!r.complete && r.exit_signal != 0) {
-      exit_signal = r.exit_signal;
-      rep.complete = false;
-      rep.incomplete_reason = r.incomplete_reason + fmt::format(" (after {} of {} trials)", pos, order.size());
-      break;
-    }
-    if (trace_status.empty()) trace_status = r.trace.status;
-    Attribution at;
-    if (r.trace.enabled) {
-      AttributionOptions ao;
-      ao.stall_factor = arm.plan.stall_factor;
-      ao.stall_threshold_ns = arm.plan.stall_threshold_ns;
-      ao.culprit_cpu = arm.plan.culprit_cpu;
-      if (!r.releases.empty()) ao.baseline_end_ns = r.releases.front().before_ns;
-      at = attribute(r.victims, r.trace, ao);
-    }
-    compare::TrialMetrics t = compare::trial_metrics(r, r.trace.enabled ? &at : nullptr, compare::TrialOptions{pid});
-    t.arm = arm.label;
-    t.arm_index = order[pos];
-    t.trial = ++count[static_cast<std::size_t>(order[pos])];
-    t.order = static_cast<int>(pos) + 1;
-    for (const auto& w : r.warnings) {
-      const std::string x = "trial " + std::to_string(t.order) + " (" + arm.label + "): " + w;
-      if (warnings.size() < 50) warnings.push_back(x);
-    }
-    trials.push_back(std::move(t));
+    if (tty_ && !c_.run.quiet) std::fputs("\r\033[K", stderr);
   }
-  if (tty && !c.run.quiet) std::fputs("\r\033[K", stderr);
 
-  compare::CompareOptions co;
-  co.bootstrap.resamples = c.bootstrap;
-  co.bootstrap.seed = seed;
-  rep.command_line = read_cmdline_self();
-  rep.started_at = iso_now();
-  rep.workload = c.workload;
-  for (const auto& a : arms) rep.arms.push_back({a.label, a.name, a.strategy, a.pages});
-  rep.trials_per_arm = c.trials;
-  rep.bootstrap_resamples = c.bootstrap;
-  rep.seed = seed;
-  rep.plan = arms.front().plan;
-  rep.env = sys::read_environment();
-  for (auto& w : sys::plan_warnings(rep.env, rep.plan)) rep.env.warnings.push_back(w);
-  for (auto& w : warnings) rep.env.warnings.push_back(w);
-  bool traced = !trials.empty();
-  for (const auto& t : trials) traced = traced && t.shootdown_source == "trace";
-  if (traced)
-    rep.notes.push_back(
-        "shootdowns: kernel trace, tlb_flush reason 1 on victim CPUs in the release window, this process only");
-  else
-    rep.notes.push_back("shootdowns: /proc/interrupts TLB delta of victim CPUs over each trial (no kernel trace: " +
-                        (trace_status.empty() ? std::string("none") : trace_status) + "); includes other processes'");
-  rep.notes.push_back(
-      fmt::format("per trial: baseline {}, release window = call + {} settle, after {}; chunk A fresh per trial",
-                  format_duration_ns(rep.plan.baseline_ns), format_duration_ns(rep.plan.settle_ns),
-                  format_duration_ns(rep.plan.after_ns)));
-  rep.trials = trials;
-  rep.summary = compare::summarize_arms(trials, labels, co);
-  for (const auto& g : gates) rep.gates.push_back(compare::evaluate_gate(g, trials, co.bootstrap));
-  if (max_reg >= 0)
-    for (auto& g : compare::evaluate_max_regression(max_reg, rep.summary)) rep.gates.push_back(std::move(g));
-  for (const auto& g : rep.gates) rep.gate_failed = rep.gate_failed || g.failed;
-  rep.duration_s = now_s() - t0;
+  void analyze() override {
+    compare::CompareOptions co;
+    co.bootstrap.resamples = c_.bootstrap;
+    co.bootstrap.seed = seed_;
+    rep_.env.warnings.insert(rep_.env.warnings.end(), warnings_.begin() + static_cast<std::ptrdiff_t>(cli_warnings_),
+                             warnings_.end());
+    bool traced = !rep_.trials.empty();
+    for (const auto& t : rep_.trials) traced = traced && t.shootdown_source == "trace";
+    if (traced)
+      rep_.notes.push_back(
+          "shootdowns: kernel trace, tlb_flush reason 1 on victim CPUs in the release window, this process only");
+    else
+      rep_.notes.push_back("shootdowns: /proc/interrupts TLB delta of victim CPUs over each trial (no kernel trace: " +
+                           (trace_status_.empty() ? std::string("none") : trace_status_) +
+                           "); includes other processes'");
+    rep_.notes.push_back(
+        fmt::format("per trial: baseline {}, release window = call + {} settle, after {}; chunk A fresh per trial",
+                    format_duration_ns(rep_.plan.baseline_ns), format_duration_ns(rep_.plan.settle_ns),
+                    format_duration_ns(rep_.plan.after_ns)));
+    rep_.summary = compare::summarize_arms(rep_.trials, labels_, co);
+    for (const auto& g : gates_) rep_.gates.push_back(compare::evaluate_gate(g, rep_.trials, co.bootstrap));
+    if (max_reg_ >= 0)
+      for (auto& g : compare::evaluate_max_regression(max_reg_, rep_.summary)) rep_.gates.push_back(std::move(g));
+    for (const auto& g : rep_.gates) rep_.gate_failed = rep_.gate_failed || g.failed;
+    rep_.duration_s = now_s() - t0_;
+  }
 
-  std::string file_error;
-  if (out) {
+  int report() override {
+    std::string file_error;
+    if (out_) {
+      try {
+        write_files();
+      } catch (const std::exception& e) {
+        file_error = e.what();
+      }
+    }
+    std::fputs(c_.json ? sink::compare_json(rep_).c_str() : sink::compare_console(rep_).c_str(), stdout);
+    if (!c_.json && out_ && file_error.empty()) std::printf("results: %s/\n", out_->path().c_str());
+    std::fflush(stdout);
+    if (!c_.run.quiet)
+      for (const auto& w : rep_.env.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+    if (!file_error.empty()) throw RuntimeError("writing results: " + file_error);
+    if (!trial_error_.empty()) throw RuntimeError(trial_error_ + " (completed trials kept)");
+    if (exit_signal_) return sys::exit_code_for_signal(exit_signal_);
+    if (rep_.gate_failed) return kExitGateFailed;
+    return kExitOk;
+  }
+
+ private:
+  void write_files() {
+    out_->write("compare.json", sink::compare_json(rep_));
+    out_->write("compare.csv", sink::compare_csv(rep_));
+    out_->write("compare.html", sink::compare_html(rep_));
+  }
+
+  // The trials so far, marked incomplete; the final report overwrites them.
+  void write_partial(std::size_t done) {
+    sink::CompareReport partial = rep_;
+    partial.complete = false;
+    partial.incomplete_reason = fmt::format("in progress: {} of {} trials", done, order_.size());
+    partial.duration_s = now_s() - t0_;
     try {
-      out->write("compare.json", sink::compare_json(rep));
-      out->write("compare.csv", sink::compare_csv(rep));
-      out->write("compare.html", sink::compare_html(rep));
+      out_->write("compare.json", sink::compare_json(partial));
+      out_->write("compare.csv", sink::compare_csv(partial));
     } catch (const std::exception& e) {
-      file_error = e.what();
+      std::fprintf(stderr, "shootdown compare: warning: writing trial %zu: %s\n", done, e.what());
     }
   }
-  std::fputs(c.json ? sink::compare_json(rep).c_str() : sink::compare_console(rep).c_str(), stdout);
-  if (!c.json && out && file_error.empty()) std::printf("results: %s/\n", out->path().c_str());
-  std::fflush(stdout);
-  if (!c.run.quiet)
-    for (const auto& w : rep.env.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
-  if (!file_error.empty()) throw RuntimeError("writing results: " + file_error);
-  if (exit_signal) return sys::exit_code_for_signal(exit_signal);
-  if (rep.gate_failed) return kExitGateFailed;
-  return kExitOk;
-}
+
+  CompareCommand& c_;
+  const double t0_ = now_s();
+  std::vector<Arm> arms_;
+  std::vector<std::string> labels_;
+  std::vector<compare::GateExpr> gates_;
+  std::vector<std::string> warnings_;
+  std::size_t cli_warnings_ = 0;  // warnings_ already in rep_.env (from validation)
+  std::uint64_t seed_ = 0;
+  double max_reg_ = -1;
+  std::unique_ptr<sink::OutputDir> out_;
+  bool tty_ = false;
+  std::vector<int> order_;
+  std::vector<int> count_;
+  ChunkPool pool_;
+  SharedTracer tracer_;
+  sink::CompareReport rep_;
+  std::string trace_status_;
+  std::string trial_error_;
+  int exit_signal_ = 0;
+};
 
 }  // namespace
 
@@ -474,7 +426,7 @@ Command add_compare(CLI::App& root) {
       "  shootdown compare --arms reuse,munmap --fail-if 'munmap.stall_us > reuse.stall_us'\n"
       "  shootdown compare --workload journal --segment-size 16MiB --chunk-size 256MiB\n\n"
       "EXIT STATUS: 0 ok, 1 error, 2 bad input, 3 gate failed, 130/143 interrupted.");
-  return {app, [cmd]() { return execute_compare(*cmd); }};
+  return tool_command<CompareTool>(app, cmd);
 }
 
 }  // namespace shootdown::cmd

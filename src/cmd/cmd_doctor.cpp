@@ -3,9 +3,10 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fmt/core.h>
-#include <nlohmann/json.hpp>
 
 #include "cmd/commands.hpp"
+#include "cmd/driver.hpp"
+#include "sink/doctor_out.hpp"
 #include "core/cpulist.hpp"
 #include "core/doctor.hpp"
 #include "sys/cpus.hpp"
@@ -23,67 +24,51 @@ struct DoctorOptions {
   std::string root;  // hidden: fixture tree (tests)
 };
 
-nlohmann::json to_json(const std::vector<DoctorFinding>& findings) {
-  auto arr = nlohmann::json::array();
-  for (const auto& d : findings) {
-    std::string status = to_string(d.status);
-    for (auto& c : status) c = static_cast<char>(c - 'A' + 'a');
-    arr.push_back({{"status", status},
-                   {"name", d.name},
-                   {"found", d.found},
-                   {"advice", d.advice},
-                   {"undermines_numbers", d.undermines_numbers}});
-  }
-  return arr;
-}
+class DoctorTool final : public Tool {
+ public:
+  explicit DoctorTool(const DoctorOptions& o) : o_(o) {}
 
-int run_doctor(const DoctorOptions& o) {
-  if (!o.root.empty()) sys::set_root(o.root);
-  const DoctorFacts facts = sys::read_doctor_facts();
-
-  std::vector<int> cpus;
-  std::string choice;
-  if (!o.cpus.empty()) {
-    std::string why;
-    auto l = parse_cpulist(o.cpus, &why);
-    if (!l || l->empty())
-      throw UsageError(fmt::format("--cpus value '{}' is not a CPU list ({}); accepted: e.g. 0,1 or 2-3", o.cpus,
-                                   why.empty() ? "empty" : why));
-    cpus = *l;
-    choice = "given";
-  } else {
-    const sys::Topology topo = sys::read_topology();
-    std::string why;
-    cpus = sys::choose_cpus(topo, 2, &why);
-    if (cpus.empty()) cpus = topo.online.empty() ? std::vector<int>{0} : std::vector<int>{topo.online.front()};
-    choice = "default choice of run";
+  void plan() override {
+    if (!o_.cpus.empty()) {
+      std::string why;
+      auto l = parse_cpulist(o_.cpus, &why);
+      if (!l || l->empty())
+        throw UsageError(fmt::format("--cpus value '{}' is not a CPU list ({}); accepted: e.g. 0,1 or 2-3", o_.cpus,
+                                     why.empty() ? "empty" : why));
+      r_.cpus = *l;
+      r_.cpu_choice = "given";
+    }
   }
 
-  const auto findings = run_doctor_checks(facts, cpus);
-  const auto sum = summarize(findings);
-  std::string note;
-  const std::string cmdline = suggest_cmdline(facts, cpus, &note);
-
-  if (o.json) {
-    nlohmann::json j = {{"schema", "shootdown.doctor/1"},
-                        {"cpus", cpus},
-                        {"cpu_choice", choice},
-                        {"findings", to_json(findings)},
-                        {"summary", {{"pass", sum.pass}, {"warn", sum.warn}, {"fail", sum.fail}}},
-                        {"suggested_cmdline", cmdline},
-                        {"suggested_cmdline_note", note}};
-    std::fputs((j.dump(2) + "\n").c_str(), stdout);
-  } else {
-    std::string out = fmt::format("shootdown doctor: CPUs {} ({})\n\n", format_cpulist(cpus), choice);
-    out += format_doctor_table(findings);
-    out += fmt::format("\n{} pass, {} warn, {} fail\n", sum.pass, sum.warn, sum.fail);
-    out += fmt::format("\nSuggested kernel command line for CPUs {}:\n  {}\n", format_cpulist(cpus), cmdline);
-    if (!note.empty()) out += "  (" + note + ")\n";
-    std::fputs(out.c_str(), stdout);
+  void prepare() override {
+    if (!o_.root.empty()) sys::set_root(o_.root);
+    facts_ = sys::read_doctor_facts();
+    if (r_.cpus.empty()) {
+      const sys::Topology topo = sys::read_topology();
+      std::string why;
+      r_.cpus = sys::choose_cpus(topo, 2, &why);
+      if (r_.cpus.empty()) r_.cpus = topo.online.empty() ? std::vector<int>{0} : std::vector<int>{topo.online.front()};
+      r_.cpu_choice = "default choice of run";
+    }
   }
-  if (o.strict && sum.fail > 0) return kExitGateFailed;
-  return kExitOk;
-}
+
+  void analyze() override {
+    r_.findings = run_doctor_checks(facts_, r_.cpus);
+    r_.summary = summarize(r_.findings);
+    r_.cmdline = suggest_cmdline(facts_, r_.cpus, &r_.cmdline_note);
+  }
+
+  int report() override {
+    std::fputs((o_.json ? sink::doctor_json(r_) : sink::doctor_text(r_)).c_str(), stdout);
+    if (o_.strict && r_.summary.fail > 0) return kExitGateFailed;
+    return kExitOk;
+  }
+
+ private:
+  const DoctorOptions& o_;
+  DoctorFacts facts_;
+  sink::DoctorReport r_;
+};
 
 }  // namespace
 
@@ -102,7 +87,7 @@ Command add_doctor(CLI::App& root) {
       "  shootdown doctor --cpus 2,3       check CPUs 2 and 3, print a cmdline isolating them\n"
       "  shootdown doctor --json | jq '.findings[] | select(.status != \"pass\")'\n"
       "  shootdown doctor --strict         CI gate: exit 3 on any FAIL");
-  return {app, [opts]() { return run_doctor(*opts); }};
+  return tool_command<DoctorTool>(app, opts);
 }
 
 }  // namespace shootdown::cmd

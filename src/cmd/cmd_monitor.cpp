@@ -15,6 +15,9 @@
 #include <unistd.h>
 
 #include "cmd/commands.hpp"
+#include "cmd/driver.hpp"
+#include "cmd/trace_session.hpp"
+#include "core/event_counts.hpp"
 #include "core/cpulist.hpp"
 #include "core/events.hpp"
 #include "core/monitor.hpp"
@@ -163,19 +166,22 @@ class Collector {
       c.cal = snap->get("CAL", c.cpu).value_or(0);
     }
     if (tracer_) {
-      for (const auto& ev : tracer_->take_events()) {
-        if (ev.type != EventType::kTlbFlush || ev.a < 0 || ev.a >= kTlbFlushReasons) continue;
-        if (pid_ > 0 && ev.pid != pid_) continue;
-        for (auto& c : totals_.cpus)
-          if (c.cpu == ev.cpu) ++c.flush[static_cast<std::size_t>(ev.a)];
-        if (ev.a == kTlbRemoteSendIpi && ev.pid > 0) {
-          auto& in = totals_.initiators[ev.pid];
-          if (in.pid == 0) {
-            in.pid = ev.pid;
-            in.comm = sys::trim(sys::read_file_or("/proc/" + std::to_string(ev.pid) + "/comm", "?"));
-          }
-          ++in.flushes;
+      EventTally tally;
+      TallyFilter f;
+      f.pid = pid_;
+      const auto events = tracer_->take_events();
+      tally_events(events, f, tally);
+      for (auto& c : totals_.cpus)
+        if (auto it = tally.cpus.find(c.cpu); it != tally.cpus.end())
+          for (int r = 0; r < kTlbFlushReasons; ++r)
+            c.flush[static_cast<std::size_t>(r)] += it->second.tlb_flush[static_cast<std::size_t>(r)];
+      for (const auto& [pid, n] : tally.initiators) {
+        auto& in = totals_.initiators[pid];
+        if (in.pid == 0) {
+          in.pid = pid;
+          in.comm = sys::trim(sys::read_file_or("/proc/" + std::to_string(pid) + "/comm", "?"));
         }
+        in.flushes += n;
       }
       totals_.lost_events = tracer_->lost_events();
     }
@@ -190,39 +196,11 @@ class Collector {
   MonitorTotals totals_;
 };
 
-int run_monitor(const MonitorOptions& o) {
-  const Plan plan = make_plan(o);
-  sys::StopSignals stop_signals;
-
-  // Tracepoints on every online CPU: initiators can run anywhere.
-  std::unique_ptr<sys::Tracer> tracer;
-  std::string trace_status = "off (--trace off)";
-  if (plan.trace != "off") {
-    sys::TracerOptions topt;
-    topt.cpus = sys::read_topology().online;
-    topt.callchains = false;
-    std::string why;
-    tracer = sys::Tracer::open(topt, &why);
-    if (!tracer) {
-      if (plan.trace == "on" || plan.pid > 0)
-        throw RuntimeError(
-            fmt::format("tracepoints unavailable: {}{}", why, plan.pid > 0 ? " (--pid needs them)" : ""));
-      trace_status = "unavailable: " + why;
-      std::fprintf(stderr, "shootdown monitor: tracepoints unavailable (%s); showing /proc/interrupts only\n",
-                   why.c_str());
-    } else {
-      tracer->start_reader();
-      trace_status = plan.pid > 0 ? fmt::format("on (pid {})", plan.pid) : "on";
-    }
-  }
-  Collector collector(plan.cpus, tracer.get(), plan.pid);
-
-  // Prometheus endpoint.
-  std::unique_ptr<httplib::Server> server;
-  std::thread server_thread;
-  if (plan.listen_port >= 0) {
-    server = std::make_unique<httplib::Server>();
-    server->Get("/metrics", [&collector](const httplib::Request&, httplib::Response& res) {
+// The Prometheus endpoint: bound in prepare, stopped and joined on every exit.
+class MetricsServer {
+ public:
+  MetricsServer(Collector& collector, const std::string& host, int port) {
+    server_.Get("/metrics", [&collector](const httplib::Request&, httplib::Response& res) {
       try {
         res.set_content(monitor_exposition(collector.refresh()), prom::kContentType);
       } catch (const std::exception& e) {
@@ -230,31 +208,65 @@ int run_monitor(const MonitorOptions& o) {
         res.set_content(std::string(e.what()) + "\n", "text/plain");
       }
     });
-    int port = plan.listen_port;
-    bool bound = port == 0 ? (port = server->bind_to_any_port(plan.listen_host)) > 0
-                           : server->bind_to_port(plan.listen_host, port);
-    if (!bound)
-      throw RuntimeError(
-          fmt::format("cannot listen on {}:{} (in use or not a local address)", plan.listen_host, plan.listen_port));
-    server_thread = std::thread([&server] { server->listen_after_bind(); });
-    std::fprintf(stderr, "shootdown monitor: serving http://%s:%d/metrics\n", plan.listen_host.c_str(), port);
+    const bool bound = port == 0 ? (port = server_.bind_to_any_port(host)) > 0 : server_.bind_to_port(host, port);
+    if (!bound) throw RuntimeError(fmt::format("cannot listen on {}:{} (in use or not a local address)", host, port));
+    port_ = port;
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
   }
-  auto stop_server = [&] {
-    if (server) server->stop();
-    if (server_thread.joinable()) server_thread.join();
-  };
+  ~MetricsServer() {
+    server_.stop();
+    if (thread_.joinable()) thread_.join();
+  }
+  MetricsServer(const MetricsServer&) = delete;
+  MetricsServer& operator=(const MetricsServer&) = delete;
+  int port() const { return port_; }
 
-  const bool tty = !o.json && ::isatty(STDOUT_FILENO) == 1;
-  char host[256] = {};
-  ::gethostname(host, sizeof host - 1);
-  std::string last_influx_error;
-  int rc = kExitOk;
-  try {
-    MonitorTotals prev = collector.refresh();
-    if (!o.json && !tty) std::fputs(format_monitor_header(tracer != nullptr).c_str(), stdout);
+ private:
+  httplib::Server server_;
+  std::thread thread_;
+  int port_ = 0;
+};
+
+class MonitorTool final : public Tool {
+ public:
+  explicit MonitorTool(const MonitorOptions& o) : o_(o) {}
+
+  void plan() override { plan_ = make_plan(o_); }
+
+  void prepare() override {
+    // Tracepoints on every online CPU: initiators can run anywhere.
+    if (plan_.trace != "off") {
+      std::string why;
+      tracer_ = sys::Tracer::open(tracer_options(sys::read_topology().online, -1, false), &why);
+      if (!tracer_) {
+        if (plan_.trace == "on" || plan_.pid > 0)
+          throw RuntimeError(
+              fmt::format("tracepoints unavailable: {}{}", why, plan_.pid > 0 ? " (--pid needs them)" : ""));
+        trace_status_ = "unavailable: " + why;
+        std::fprintf(stderr, "shootdown monitor: tracepoints unavailable (%s); showing /proc/interrupts only\n",
+                     why.c_str());
+      } else {
+        tracer_->start_reader();
+        trace_status_ = plan_.pid > 0 ? fmt::format("on (pid {})", plan_.pid) : "on";
+      }
+    }
+    collector_ = std::make_unique<Collector>(plan_.cpus, tracer_.get(), plan_.pid);
+    if (plan_.listen_port >= 0) {
+      server_ = std::make_unique<MetricsServer>(*collector_, plan_.listen_host, plan_.listen_port);
+      std::fprintf(stderr, "shootdown monitor: serving http://%s:%d/metrics\n", plan_.listen_host.c_str(),
+                   server_->port());
+    }
+  }
+
+  void run() override {
+    const bool tty = !o_.json && ::isatty(STDOUT_FILENO) == 1;
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    MonitorTotals prev = collector_->refresh();
+    if (!o_.json && !tty) std::fputs(format_monitor_header(tracer_ != nullptr).c_str(), stdout);
     std::fflush(stdout);
-    std::int64_t next = prev.mono_ns + plan.interval_ns;
-    for (std::int64_t n = 0; plan.count == 0 || n < plan.count; ++n) {
+    std::int64_t next = prev.mono_ns + plan_.interval_ns;
+    for (std::int64_t n = 0; plan_.count == 0 || n < plan_.count; ++n) {
       // Sleep in short slices so SIGINT/SIGTERM end the loop promptly.
       while (!sys::StopSignals::stop_requested()) {
         const std::int64_t left = next - sys::mono_now_ns();
@@ -262,57 +274,66 @@ int run_monitor(const MonitorOptions& o) {
         std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<std::int64_t>(left, 50000000)));
       }
       if (sys::StopSignals::stop_requested()) break;
-      next += plan.interval_ns;
-      MonitorTotals cur = collector.refresh();
-      const MonitorInterval iv = monitor_interval(prev, cur, static_cast<std::size_t>(o.top));
+      next += plan_.interval_ns;
+      MonitorTotals cur = collector_->refresh();
+      const MonitorInterval iv = monitor_interval(prev, cur, static_cast<std::size_t>(o_.top));
       prev = cur;
-      if (o.json) {
-        std::fputs((monitor_json_line(iv, trace_status) + "\n").c_str(), stdout);
+      if (o_.json) {
+        std::fputs((monitor_json_line(iv, trace_status_) + "\n").c_str(), stdout);
       } else if (tty) {
         const std::string title = fmt::format("shootdown monitor  {}  every {}  trace: {}", clock_hms(iv.wall_ns),
-                                              format_duration_ns(plan.interval_ns), trace_status);
+                                              format_duration_ns(plan_.interval_ns), trace_status_);
         std::fputs(("\033[H\033[2J" + format_monitor_screen(iv, title.substr(0, 79))).c_str(), stdout);
       } else {
         std::fputs(format_monitor_lines(iv, clock_hms(iv.wall_ns)).c_str(), stdout);
       }
       std::fflush(stdout);
-      if (plan.influx) {
-        const std::string body = influx::encode_lines(monitor_points(iv, host));
-        std::string err;
-        if (plan.influx->scheme == influx::Url::Scheme::kHttp) {
-          sys::RetryPolicy pol;
-          pol.max_attempts = 2;  // the next interval brings fresh totals anyway
-          pol.connect_timeout_ms = 500;
-          pol.read_timeout_ms = 2000;
-          auto r = sys::http_post(
-              fmt::format(
-                  "http://{}:{}{}",
-                  plan.influx->host.find(':') != std::string::npos ? "[" + plan.influx->host + "]" : plan.influx->host,
-                  plan.influx->port, plan.influx->target),
-              body, "text/plain; charset=utf-8", pol);
-          if (!r.ok) err = r.error;
-        } else {
-          std::size_t oversized = 0;
-          auto grams = influx::split_datagrams(body, influx::kUdpMaxPayload, &oversized);
-          if (!sys::udp_send(plan.influx->host, plan.influx->port, grams, &err) && err.empty()) err = "send failed";
-        }
-        // One warning per distinct failure, not one per interval.
-        if (!err.empty() && err != last_influx_error)
-          std::fprintf(stderr, "shootdown monitor: warning: --influx %s: %s (monitoring continues)\n",
-                       plan.influx->text.c_str(), err.c_str());
-        last_influx_error = err;
-      }
+      if (plan_.influx) send_influx(iv, host);
     }
-  } catch (...) {
-    stop_server();
-    throw;
+    server_.reset();
+    if (tracer_) tracer_->stop();  // disables and closes every event
+    if (tty) std::fputs("\n", stdout);
   }
-  stop_server();
-  if (tracer) tracer->stop();  // disables and closes every event
-  if (tty) std::fputs("\n", stdout);
+
   // A signal is the normal way to end `monitor` (forever by default): exit 0.
-  return rc;
-}
+  int report() override { return kExitOk; }
+
+ private:
+  void send_influx(const MonitorInterval& iv, const char* host) {
+    const std::string body = influx::encode_lines(monitor_points(iv, host));
+    std::string err;
+    if (plan_.influx->scheme == influx::Url::Scheme::kHttp) {
+      sys::RetryPolicy pol;
+      pol.max_attempts = 2;  // the next interval brings fresh totals anyway
+      pol.connect_timeout_ms = 500;
+      pol.read_timeout_ms = 2000;
+      auto r =
+          sys::http_post(fmt::format("http://{}:{}{}",
+                                     plan_.influx->host.find(':') != std::string::npos ? "[" + plan_.influx->host + "]"
+                                                                                       : plan_.influx->host,
+                                     plan_.influx->port, plan_.influx->target),
+                         body, "text/plain; charset=utf-8", pol);
+      if (!r.ok) err = r.error;
+    } else {
+      std::size_t oversized = 0;
+      auto grams = influx::split_datagrams(body, influx::kUdpMaxPayload, &oversized);
+      if (!sys::udp_send(plan_.influx->host, plan_.influx->port, grams, &err) && err.empty()) err = "send failed";
+    }
+    // One warning per distinct failure, not one per interval.
+    if (!err.empty() && err != last_influx_error_)
+      std::fprintf(stderr, "shootdown monitor: warning: --influx %s: %s (monitoring continues)\n",
+                   plan_.influx->text.c_str(), err.c_str());
+    last_influx_error_ = err;
+  }
+
+  const MonitorOptions& o_;
+  Plan plan_;
+  std::unique_ptr<sys::Tracer> tracer_;
+  std::string trace_status_ = "off (--trace off)";
+  std::unique_ptr<Collector> collector_;
+  std::unique_ptr<MetricsServer> server_;  // after collector_: stopped before it goes
+  std::string last_influx_error_;
+};
 
 }  // namespace
 
@@ -343,7 +364,7 @@ Command add_monitor(CLI::App& root) {
       "  shootdown monitor --listen 127.0.0.1:9177           Prometheus scrape target\n"
       "  shootdown monitor --influx http://127.0.0.1:8086/write?db=shootdown\n"
       "  sudo shootdown monitor --pid $(pidof myapp)          flushes myapp initiates");
-  return {app, [o]() { return run_monitor(*o); }};
+  return tool_command<MonitorTool>(app, o);
 }
 
 }  // namespace shootdown::cmd

@@ -6,32 +6,32 @@
 // (spawn with LD_PRELOAD + SHOOTDOWN_PROBE_FD, drain the ring) → report
 // (Result → analyze → console/JSON/--out files) → restore (Tracer closes
 // its fds; the memfd goes with its last mapping).
-#include <memory>
 #include <CLI/CLI.hpp>
-#include <algorithm>
 #include <cerrno>
-#include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <fmt/core.h>
-#include <spawn.h>
+#include <optional>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
 
+#include "cli/run_options.hpp"
 #include "cmd/commands.hpp"
+#include "cmd/driver.hpp"
 #include "cmd/run_support.hpp"
+#include "cmd/trace_session.hpp"
 #include "core/analysis.hpp"
-#include "core/attribution.hpp"
 #include "core/cpulist.hpp"
 #include "core/units.hpp"
+#include "experiment/finish.hpp"
 #include "probe/probe_shm.h"
 #include "sink/atomic_writer.hpp"
+#include "sink/console.hpp"
+#include "sys/child.hpp"
 #include "sys/cpus.hpp"
-#include "sys/environment.hpp"
 #include "sys/fs.hpp"
 #include "sys/interrupts.hpp"
 #include "sys/perf_trace.hpp"
@@ -61,8 +61,6 @@ struct ProbeOpts {
   std::vector<std::string> command;
 };
 
-constexpr std::int64_t kMs = 1'000'000;
-
 // Next to the binary (installed: <prefix>/bin/shootdown + <prefix>/lib/...),
 // in the build tree, or SHOOTDOWN_PROBE_LIB.
 std::string find_library() {
@@ -82,278 +80,256 @@ std::string find_library() {
   return {};
 }
 
-int execute_probe(const ProbeOpts& o) {
-  // --- plan -----------------------------------------------------------------
-  if (o.command.empty()) throw UsageError("nothing to probe: give -- CMD ARGS");
-  const sys::Topology topo = sys::read_topology();
-  int cpu = o.cpu;
-  if (cpu < 0) {
-    if (topo.online.empty()) throw UsageError("cannot list online CPUs: give --cpu");
-    cpu = topo.online.back();
+// The shared sample ring: a memfd the command inherits (no MFD_CLOEXEC; the
+// library closes it at once), mapped here for the tool's side.
+class ProbeShm {
+ public:
+  explicit ProbeShm(std::uint64_t capacity) : len_(sizeof(sd_probe_shm) + capacity * 8) {
+    fd_ = ::memfd_create("shootdown-probe", 0);
+    if (fd_ < 0) throw RuntimeError(fmt::format("memfd_create: {}", std::strerror(errno)));
+    if (::ftruncate(fd_, static_cast<off_t>(len_)) != 0)
+      throw RuntimeError(fmt::format("sizing the probe ring: {}", std::strerror(errno)));
+    void* base = ::mmap(nullptr, len_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+    if (base == MAP_FAILED) throw RuntimeError(fmt::format("mapping the probe ring: {}", std::strerror(errno)));
+    shm_ = static_cast<sd_probe_shm*>(base);
   }
-  if (!topo.online.empty() && !topo.is_online(cpu))
-    throw UsageError(fmt::format("--cpu {}: not an online CPU (online: {})", cpu, format_cpulist(topo.online)));
-  std::string why;
-  const auto arena = parse_size(o.arena, &why);
-  if (!arena || *arena < 4096 || *arena > (1LL << 30))
-    throw UsageError(fmt::format("--arena '{}': {} (accepted: 4KiB .. 1GiB)", o.arena, arena ? "out of range" : why));
-  const auto ring_bytes = parse_size(o.ring, &why);
-  if (!ring_bytes || *ring_bytes < (1 << 20) || *ring_bytes > (4LL << 30))
-    throw UsageError(
-        fmt::format("--ring '{}': {} (accepted: 1MiB .. 4GiB)", o.ring, ring_bytes ? "out of range" : why));
-  const std::int64_t arena_pages = *arena / 4096;
-  if (o.batch_pages < 1 || o.batch_pages > arena_pages)
-    throw UsageError(
-        fmt::format("--batch-pages {}: out of range [1, {}] (the arena's pages)", o.batch_pages, arena_pages));
-  std::int64_t duration_ns = 0;
-  if (!o.duration.empty()) {
-    auto d = parse_duration_ns(o.duration, &why);
-    if (!d || *d <= 0)
-      throw UsageError(fmt::format("--duration '{}': {} (accepted: a positive duration like 10s)", o.duration,
-                                   d ? "must be positive" : why));
-    duration_ns = *d;
+  ~ProbeShm() {
+    if (shm_) ::munmap(shm_, len_);
+    if (fd_ >= 0) ::close(fd_);
   }
-  std::int64_t threshold_ns = 0;
-  if (!o.stall_threshold.empty()) {
-    auto d = parse_duration_ns(o.stall_threshold, &why);
-    if (!d || *d <= 0)
-      throw UsageError(fmt::format("--stall-threshold '{}': {}", o.stall_threshold, d ? "must be positive" : why));
-    threshold_ns = *d;
-  }
-  std::unique_ptr<sink::OutputDir> out;
-  if (!o.out.empty()) {
+  ProbeShm(const ProbeShm&) = delete;
+  ProbeShm& operator=(const ProbeShm&) = delete;
+  sd_probe_shm* operator->() const { return shm_; }
+  sd_probe_shm* get() const { return shm_; }
+  int fd() const { return fd_; }
+
+ private:
+  std::size_t len_;
+  int fd_ = -1;
+  sd_probe_shm* shm_ = nullptr;
+};
+
+class ProbeTool final : public Tool {
+ public:
+  explicit ProbeTool(const ProbeOpts& o) : o_(o) {}
+
+  void plan() override {
+    if (o_.command.empty()) throw UsageError("nothing to probe: give -- CMD ARGS");
+    topo_ = sys::read_topology();
+    cpu_ = o_.cpu;
+    if (cpu_ < 0) {
+      if (topo_.online.empty()) throw UsageError("cannot list online CPUs: give --cpu");
+      cpu_ = topo_.online.back();
+    }
+    if (!topo_.online.empty() && !topo_.is_online(cpu_))
+      throw UsageError(fmt::format("--cpu {}: not an online CPU (online: {})", cpu_, format_cpulist(topo_.online)));
+    std::string why;
+    const auto arena = parse_size(o_.arena, &why);
+    if (!arena || *arena < 4096 || *arena > (1LL << 30))
+      throw UsageError(
+          fmt::format("--arena '{}': {} (accepted: 4KiB .. 1GiB)", o_.arena, arena ? "out of range" : why));
+    const auto ring_bytes = parse_size(o_.ring, &why);
+    if (!ring_bytes || *ring_bytes < (1 << 20) || *ring_bytes > (4LL << 30))
+      throw UsageError(
+          fmt::format("--ring '{}': {} (accepted: 1MiB .. 4GiB)", o_.ring, ring_bytes ? "out of range" : why));
+    capacity_ = static_cast<std::uint64_t>(*ring_bytes) / 8;
+    arena_pages_ = *arena / 4096;
+    if (o_.batch_pages < 1 || o_.batch_pages > arena_pages_)
+      throw UsageError(
+          fmt::format("--batch-pages {}: out of range [1, {}] (the arena's pages)", o_.batch_pages, arena_pages_));
     try {
-      out = std::make_unique<sink::OutputDir>(o.out);
-    } catch (const std::exception& e) {
+      if (!o_.duration.empty()) duration_ns_ = cli::positive_duration("--duration", o_.duration);
+    } catch (const std::invalid_argument& e) {
       throw UsageError(e.what());
     }
-  }
-  const std::string lib = find_library();
-  if (lib.empty())
-    throw RuntimeError(
-        "cannot find libshootdown_probe.so next to the binary or in the build tree (set SHOOTDOWN_PROBE_LIB)");
-
-  // --- prepare --------------------------------------------------------------
-  sys::StopSignals signals;
-  const std::uint64_t capacity = static_cast<std::uint64_t>(*ring_bytes) / 8;
-  const std::size_t shm_len = sizeof(sd_probe_shm) + capacity * 8;
-  // No MFD_CLOEXEC: the command inherits it (the library closes it at once).
-  const int mfd = ::memfd_create("shootdown-probe", 0);
-  if (mfd < 0) throw RuntimeError(fmt::format("memfd_create: {}", std::strerror(errno)));
-  struct FdGuard {
-    int fd;
-    ~FdGuard() { ::close(fd); }
-  } guard{mfd};
-  if (::ftruncate(mfd, static_cast<off_t>(shm_len)) != 0)
-    throw RuntimeError(fmt::format("sizing the probe ring: {}", std::strerror(errno)));
-  void* base = ::mmap(nullptr, shm_len, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
-  if (base == MAP_FAILED) throw RuntimeError(fmt::format("mapping the probe ring: {}", std::strerror(errno)));
-  struct MapGuard {
-    void* p;
-    std::size_t n;
-    ~MapGuard() { ::munmap(p, n); }
-  } map_guard{base, shm_len};
-  auto* shm = static_cast<sd_probe_shm*>(base);
-  shm->magic = SD_PROBE_MAGIC;
-  shm->version = SD_PROBE_VERSION;
-  shm->cpu = cpu;
-  shm->batch_pages = static_cast<std::uint32_t>(o.batch_pages);
-  shm->arena_bytes = static_cast<std::uint64_t>(arena_pages) * 4096;
-  shm->capacity = capacity;
-  shm->sched_fifo = o.rt ? 1u : 0u;
-  const std::uint64_t* ring = sd_probe_ring(shm);
-
-  Result r;
-  r.run_id = fmt::format("probe-{}-{}", ::getpid(), std::time(nullptr));
-  r.started_at = iso_now();
-  r.command_line = read_cmdline_self();
-  r.env = sys::read_environment();
-  r.plan.culprit_cpu = -1;
-  r.plan.victim_cpus = {cpu};
-  r.plan.cpu_choice = o.cpu >= 0 ? "given" : "default: the last online CPU";
-  r.plan.chunk_size = r.plan.chunk_size_requested = static_cast<std::int64_t>(shm->arena_bytes);
-  r.plan.batch = static_cast<std::int64_t>(o.batch_pages) * 4096;
-  r.plan.report_every = 32LL << 20;
-  r.plan.release = "probe";
-  r.plan.trigger = "command";
-  r.plan.trace = "on";
-  r.plan.stall_threshold_ns = threshold_ns;
-  r.plan.mlock = true;
-
-  sys::TracerOptions topts;
-  topts.cpus = topo.online.empty() ? std::vector<int>{cpu} : topo.online;
-  topts.callchains = false;
-  for (int c : topts.cpus)
-    if (c != cpu) {
-      topts.reader_cpu = c;  // never drain on the probe's CPU
-      break;
+    if (!o_.stall_threshold.empty()) {
+      auto d = parse_duration_ns(o_.stall_threshold, &why);
+      if (!d || *d <= 0)
+        throw UsageError(fmt::format("--stall-threshold '{}': {}", o_.stall_threshold, d ? "must be positive" : why));
+      threshold_ns_ = *d;
     }
-  auto tracer = sys::Tracer::open(topts, &why);
-  if (!tracer) throw RuntimeError("not permitted: kernel tracing unavailable: " + why);
-  tracer->start_reader();
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // enabling tracepoints sends IPIs: let them pass
-  auto irq0 = sys::read_interrupts();
-  const sys::TscPoint first = sys::tsc_point();
-
-  // --- run ------------------------------------------------------------------
-  std::vector<std::string> env_s;
-  std::string preload = lib;
-  for (char** e = environ; *e; ++e) {
-    std::string kv = *e;
-    if (kv.rfind("LD_PRELOAD=", 0) == 0)
-      preload += ":" + kv.substr(11);
-    else if (kv.rfind(std::string(SD_PROBE_ENV_FD) + "=", 0) != 0)
-      env_s.push_back(kv);
+    if (!o_.out.empty()) {
+      try {
+        out_ = std::make_unique<sink::OutputDir>(o_.out);
+      } catch (const std::exception& e) {
+        throw UsageError(e.what());
+      }
+    }
+    lib_ = find_library();
+    if (lib_.empty())
+      throw RuntimeError(
+          "cannot find libshootdown_probe.so next to the binary or in the build tree (set SHOOTDOWN_PROBE_LIB)");
+    for (auto& a : o_.command) command_ += (command_.empty() ? "" : " ") + a;
   }
-  env_s.push_back("LD_PRELOAD=" + preload);
-  env_s.push_back(fmt::format("{}={}", SD_PROBE_ENV_FD, mfd));
-  std::vector<char*> envp;
-  for (auto& s : env_s) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::vector<char*> argv;
-  for (auto& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  pid_t child = -1;
-  const int rc = ::posix_spawnp(&child, argv[0], nullptr, nullptr, argv.data(), envp.data());
-  if (rc != 0) throw RuntimeError(fmt::format("cannot run '{}': {}", o.command[0], std::strerror(rc)));
-  std::string command;
-  for (auto& a : o.command) command += (command.empty() ? "" : " ") + a;
-  std::fprintf(stderr, "shootdown probe: pid %d (%s), probe thread on cpu%d; %s\n", child, command.c_str(), cpu,
-               duration_ns ? "for the given duration" : "until the command exits");
-  std::fflush(stderr);
 
-  std::vector<std::uint64_t> ticks;  // batch-end TSC values, in order
-  auto drain = [&] {
+  void prepare() override {
+    shm_.emplace(capacity_);
+    sd_probe_shm* shm = shm_->get();
+    shm->magic = SD_PROBE_MAGIC;
+    shm->version = SD_PROBE_VERSION;
+    shm->cpu = cpu_;
+    shm->batch_pages = static_cast<std::uint32_t>(o_.batch_pages);
+    shm->arena_bytes = static_cast<std::uint64_t>(arena_pages_) * 4096;
+    shm->capacity = capacity_;
+    shm->sched_fifo = o_.rt ? 1u : 0u;
+
+    Plan& p = r_.plan;
+    p.culprit_cpu = -1;
+    p.victim_cpus = {cpu_};
+    p.cpu_choice = o_.cpu >= 0 ? "given" : "default: the last online CPU";
+    p.chunk_size = p.chunk_size_requested = static_cast<std::int64_t>(shm->arena_bytes);
+    p.batch = static_cast<std::int64_t>(o_.batch_pages) * 4096;
+    p.report_every = 32LL << 20;
+    p.release = ReleaseStrategy::kProbe;
+    p.trigger = "command";
+    p.trace = "on";
+    p.stall_threshold_ns = threshold_ns_;
+    p.mlock = true;
+
+    std::string why;
+    tracer_ = sys::Tracer::open(
+        tracer_options(topo_.online.empty() ? std::vector<int>{cpu_} : topo_.online, -1, false, cpu_), &why);
+    if (!tracer_) throw RuntimeError("not permitted: kernel tracing unavailable: " + why);
+    tracer_->start_reader();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // enabling tracepoints sends IPIs: let them pass
+    irq0_ = sys::read_interrupts();
+    first_ = sys::tsc_point();
+  }
+
+  void run() override {
+    std::vector<std::string> env;
+    std::string preload = lib_;
+    for (char** e = environ; *e; ++e) {
+      std::string kv = *e;
+      if (kv.rfind("LD_PRELOAD=", 0) == 0)
+        preload += ":" + kv.substr(11);
+      else if (kv.rfind(std::string(SD_PROBE_ENV_FD) + "=", 0) != 0)
+        env.push_back(kv);
+    }
+    env.push_back("LD_PRELOAD=" + preload);
+    env.push_back(fmt::format("{}={}", SD_PROBE_ENV_FD, shm_->fd()));
+    child_ = sys::ChildProcess::spawn(o_.command, env);
+    std::fprintf(stderr, "shootdown probe: pid %d (%s), probe thread on cpu%d; %s\n", child_.pid(), command_.c_str(),
+                 cpu_, duration_ns_ ? "for the given duration" : "until the command exits");
+    std::fflush(stderr);
+
+    sd_probe_shm* shm = shm_->get();
+    Watch w;
+    w.child = &child_;
+    w.duration_ns = duration_ns_;
+    w.period_ms = 5;
+    w.tick = [this, shm] {
+      drain();
+      const auto st = __atomic_load_n(&shm->state, __ATOMIC_ACQUIRE);
+      return st == SD_PROBE_FAILED || st == SD_PROBE_OVERRUN;
+    };
+    const StopCause cause = watch(w);
+    if (cause == StopCause::kSignal)
+      stop_reason_ = fmt::format("interrupted by signal {}", sys::StopSignals::pending());
+    else if (cause == StopCause::kDuration)
+      stop_reason_ = "--duration reached";
+    __atomic_store_n(&shm->stop, 1u, __ATOMIC_RELAXED);
+    for (int i = 0; i < 100 && !child_.done() && __atomic_load_n(&shm->state, __ATOMIC_ACQUIRE) == SD_PROBE_RUNNING;
+         ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    drain();
+    last_ = sys::tsc_point();
+    irq1_ = sys::read_interrupts();
+    r_.trace = tracer_->stop();
+    child_done_ = child_.done();
+    child_.terminate();  // --duration or a signal: do not leave the command behind
+    r_.exit_signal = sys::StopSignals::pending();
+    const auto state = __atomic_load_n(&shm->state, __ATOMIC_ACQUIRE);
+    if (shm->claimed == 0)
+      throw RuntimeError(
+          fmt::format("the probe never started in '{}' (a static or setuid binary ignores LD_PRELOAD; a shell "
+                      "wrapper that clears the environment too)",
+                      o_.command[0]));
+    if (state == SD_PROBE_FAILED)
+      throw RuntimeError(fmt::format("the probe failed inside the command: {}", shm->error));
+    if (state == SD_PROBE_OVERRUN)
+      r_.warnings.push_back("probe ring full (the tool fell behind): measurement ended early; raise --ring");
+    if (!shm->mlocked)
+      r_.warnings.push_back("probe arena/ring not mlocked (RLIMIT_MEMLOCK): page faults may show as stalls");
+  }
+
+  void analyze() override {
+    const int status = child_.status();
+    if (!child_done_ || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      r_.complete = child_done_ && WIFEXITED(status);
+      if (!child_done_)
+        r_.incomplete_reason = stop_reason_;
+      else
+        r_.warnings.push_back("command " + child_.describe_exit());
+    }
+    const sys::TscClock clock = sys::TscClock::from(first_, last_);
+    r_.env.tsc_hz = r_.env.tsc_hz_pre = clock.hz();
+    VictimSamples v;
+    v.cpu = cpu_;
+    v.pages_per_batch = o_.batch_pages;
+    v.start_ns = clock.to_mono((*shm_)->start_tsc);
+    v.end_ns.reserve(ticks_.size());
+    v.lat_ns.reserve(ticks_.size());
+    std::int64_t prev = v.start_ns;
+    for (std::uint64_t t : ticks_) {
+      const std::int64_t e = clock.to_mono(t);
+      v.end_ns.push_back(e);
+      v.lat_ns.push_back(e - prev);
+      prev = e;
+    }
+    r_.measure_start_ns = v.start_ns;
+    r_.measure_end_ns = v.end_ns.empty() ? v.start_ns : v.end_ns.back();
+    r_.victims.push_back(std::move(v));
+    if (irq0_ && irq1_) {
+      r_.interrupts_span_ns = irq1_->mono_ns - irq0_->mono_ns;
+      r_.counters = exp::cpu_counters(*irq0_, *irq1_, r_.plan);
+    }
+    exp::FinishOptions fo;
+    fo.run_id = fmt::format("probe-{}-{}", ::getpid(), std::time(nullptr));
+    fo.doctor = false;
+    exp::finish_result(r_, fo);
+    build_intervals(r_);
+    a_ = shootdown::analyze(r_);
+  }
+
+  int report() override {
+    finish_run_outputs(r_, a_, out_.get(), o_.json);
+    std::fputs(sink::probe_summary(r_, a_, command_).c_str(), o_.json ? stderr : stdout);
+    std::fflush(stdout);
+    return r_.exit_signal ? sys::exit_code_for_signal(r_.exit_signal) : kExitOk;
+  }
+
+ private:
+  void drain() {
+    sd_probe_shm* shm = shm_->get();
+    const std::uint64_t* ring = sd_probe_ring(shm);
     const std::uint64_t count = __atomic_load_n(&shm->count, __ATOMIC_ACQUIRE);
     std::uint64_t c = shm->consumed;
-    for (; c < count; ++c) ticks.push_back(ring[c % capacity]);
+    for (; c < count; ++c) ticks_.push_back(ring[c % capacity_]);
     __atomic_store_n(&shm->consumed, c, __ATOMIC_RELEASE);
-  };
-  const std::int64_t t0 = sys::mono_now_ns();
-  int child_status = 0;
-  bool child_done = false;
-  std::string stop_reason = "command exited";
-  while (true) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    drain();
-    if (sys::StopSignals::stop_requested()) {
-      stop_reason = fmt::format("interrupted by signal {}", sys::StopSignals::pending());
-      break;
-    }
-    if (::waitpid(child, &child_status, WNOHANG) == child) {
-      child_done = true;
-      break;
-    }
-    if (duration_ns && sys::mono_now_ns() - t0 >= duration_ns) {
-      stop_reason = "--duration reached";
-      break;
-    }
-    const auto st = __atomic_load_n(&shm->state, __ATOMIC_ACQUIRE);
-    if (st == SD_PROBE_FAILED || st == SD_PROBE_OVERRUN) break;
   }
-  __atomic_store_n(&shm->stop, 1u, __ATOMIC_RELAXED);
-  for (int i = 0; i < 100 && !child_done && __atomic_load_n(&shm->state, __ATOMIC_ACQUIRE) == SD_PROBE_RUNNING; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  drain();
-  const sys::TscPoint last = sys::tsc_point();
-  auto irq1 = sys::read_interrupts();
-  KernelTrace kt = tracer->stop();
-  if (!child_done) {  // --duration or a signal: do not leave the command behind
-    ::kill(child, SIGTERM);
-    while (::waitpid(child, &child_status, 0) < 0 && errno == EINTR) {}
-  }
-  const int sig = sys::StopSignals::pending();
-  const auto state = __atomic_load_n(&shm->state, __ATOMIC_ACQUIRE);
-  if (shm->claimed == 0)
-    throw RuntimeError(
-        fmt::format("the probe never started in '{}' (a static or setuid binary ignores LD_PRELOAD; a shell wrapper "
-                    "that clears the environment too)",
-                    o.command[0]));
-  if (state == SD_PROBE_FAILED) throw RuntimeError(fmt::format("the probe failed inside the command: {}", shm->error));
 
-  // --- report ---------------------------------------------------------------
-  if (state == SD_PROBE_OVERRUN)
-    r.warnings.push_back("probe ring full (the tool fell behind): measurement ended early; raise --ring");
-  if (!shm->mlocked)
-    r.warnings.push_back("probe arena/ring not mlocked (RLIMIT_MEMLOCK): page faults may show as stalls");
-  if (!child_done || !WIFEXITED(child_status) || WEXITSTATUS(child_status) != 0) {
-    r.complete = child_done && WIFEXITED(child_status);
-    if (!child_done)
-      r.incomplete_reason = stop_reason;
-    else if (WIFSIGNALED(child_status))
-      r.warnings.push_back(fmt::format("command killed by signal {}", WTERMSIG(child_status)));
-    else
-      r.warnings.push_back(fmt::format("command exited with status {}", WEXITSTATUS(child_status)));
-  }
-  r.exit_signal = sig;
-  const sys::TscClock clock = sys::TscClock::from(first, last);
-  r.env.tsc_hz = r.env.tsc_hz_pre = clock.hz();
-  VictimSamples v;
-  v.cpu = cpu;
-  v.pages_per_batch = o.batch_pages;
-  v.start_ns = clock.to_mono(shm->start_tsc);
-  v.end_ns.reserve(ticks.size());
-  v.lat_ns.reserve(ticks.size());
-  std::int64_t prev = v.start_ns;
-  for (std::uint64_t t : ticks) {
-    const std::int64_t e = clock.to_mono(t);
-    v.end_ns.push_back(e);
-    v.lat_ns.push_back(e - prev);
-    prev = e;
-  }
-  r.measure_start_ns = v.start_ns;
-  r.measure_end_ns = v.end_ns.empty() ? v.start_ns : v.end_ns.back();
-  r.victims.push_back(std::move(v));
-  r.trace = std::move(kt);
-  if (irq0 && irq1) {
-    r.interrupts_span_ns = irq1->mono_ns - irq0->mono_ns;
-    for (int c : irq1->cpus) {
-      CpuCounters cc;
-      cc.cpu = c;
-      cc.role = c == cpu ? "victim" : "other";
-      cc.tlb = sys::interrupts_delta(*irq0, *irq1, "TLB", c);
-      cc.cal = sys::interrupts_delta(*irq0, *irq1, "CAL", c);
-      cc.loc = sys::interrupts_delta(*irq0, *irq1, "LOC", c);
-      cc.res = sys::interrupts_delta(*irq0, *irq1, "RES", c);
-      r.counters.push_back(cc);
-    }
-  }
-  for (auto& w : sys::plan_warnings(r.env, r.plan)) r.env.warnings.push_back(w);
-  build_intervals(r);
-  const Analysis a = analyze(r);
-
-  // The probe's own summary: what the innocent thread lost to shootdowns.
-  AttributionOptions ao;
-  ao.stall_threshold_ns = threshold_ns;
-  ao.stall_factor = r.plan.stall_factor;
-  ao.span_start_ns = r.measure_start_ns;
-  ao.span_end_ns = r.measure_end_ns;
-  const Attribution at = attribute(r.victims, r.trace, ao);
-  std::string summary;
-  if (at.available && !at.victims.empty()) {
-    const VictimAttribution& va = at.victims.front();
-    const auto& vs = r.victims.front();
-    summary += fmt::format("probe cpu{}: {} samples of {} pages over {}, median {}\n", va.cpu, vs.size(), o.batch_pages,
-                           format_duration_ns(r.measure_end_ns - r.measure_start_ns),
-                           format_duration_ns(va.baseline_median_ns));
-    summary += fmt::format("  shootdowns received {} (tlb_flush reason 1 on cpu{}), matched to samples {}\n",
-                           va.shootdowns_received, va.cpu, va.shootdowns_matched);
-    summary +=
-        fmt::format("  tlb-shootdown samples {}, stall lost {}; per shootdown p50 {} p90 {} max {}\n",
-                    va.samples[static_cast<int>(StallLabel::kTlbShootdown)],
-                    format_duration_ns(va.stall_ns[static_cast<int>(StallLabel::kTlbShootdown)]),
-                    format_duration_ns(va.stall_per_shootdown.p50), format_duration_ns(va.stall_per_shootdown.p90),
-                    format_duration_ns(va.stall_per_shootdown.max));
-    summary += fmt::format(
-        "  other IPIs {}, unexplained stalls {} (> {})\n", va.samples[static_cast<int>(StallLabel::kOtherIpi)],
-        va.samples[static_cast<int>(StallLabel::kUnexplained)], format_duration_ns(va.stall_threshold_ns));
-    summary += "  who sent them: shootdown blame -- " + command + "\n";
-  }
-  finish_run_outputs(r, a, out.get(), o.json);
-  std::fputs(summary.c_str(), o.json ? stderr : stdout);
-  std::fflush(stdout);
-  return sig ? sys::exit_code_for_signal(sig) : kExitOk;
-}
+  const ProbeOpts& o_;
+  sys::Topology topo_;
+  int cpu_ = -1;
+  std::uint64_t capacity_ = 0;
+  std::int64_t arena_pages_ = 0;
+  std::int64_t duration_ns_ = 0;
+  std::int64_t threshold_ns_ = 0;
+  std::unique_ptr<sink::OutputDir> out_;
+  std::string lib_;
+  std::string command_;
+  std::optional<ProbeShm> shm_;
+  std::unique_ptr<sys::Tracer> tracer_;
+  std::optional<sys::InterruptsSnapshot> irq0_, irq1_;
+  sys::TscPoint first_{}, last_{};
+  sys::ChildProcess child_;  // declared after shm_ and tracer_: terminated before they go
+  bool child_done_ = false;
+  std::string stop_reason_ = "command exited";
+  std::vector<std::uint64_t> ticks_;  // batch-end TSC values, in order
+  Result r_;
+  Analysis a_;
+};
 
 }  // namespace
 
@@ -382,7 +358,7 @@ Command add_probe(CLI::App& root) {
       "  shootdown probe -- ./my-app\n"
       "  shootdown probe --cpu 3 --duration 30s --out probe-run -- ./my-server\n\n"
       "EXIT STATUS: 0 done, 1 not permitted or error, 2 bad input, 130/143 interrupted.");
-  return {app, [o]() { return execute_probe(*o); }};
+  return tool_command<ProbeTool>(app, o);
 }
 
 }  // namespace shootdown::cmd

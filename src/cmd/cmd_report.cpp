@@ -13,8 +13,10 @@
 #include <sys/stat.h>
 
 #include "cmd/commands.hpp"
+#include "cmd/driver.hpp"
 #include "cmd/influx_out.hpp"
 #include "cmd/run_support.hpp"
+#include "core/analysis.hpp"
 #include "sink/atomic_writer.hpp"
 #include "sink/console.hpp"
 #include "sink/json_read.hpp"
@@ -31,44 +33,57 @@ struct ReportOptions {
   bool quiet = false;
 };
 
-int execute_report(const ReportOptions& o) {
-  std::string dir = o.dir;
-  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-  struct stat st {};
-  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    throw UsageError("DIR '" + dir + "': not a directory (give the --out directory of a run)");
-  const std::string file = dir + "/result.json";
-  const auto text = sys::read_file(file);
-  if (!text) throw UsageError(file + ": cannot read (give the --out directory of a run)");
-  std::optional<influx::Url> influx;
-  if (!o.influx.empty()) influx = parse_influx_option(o.influx);
+class ReportTool final : public Tool {
+ public:
+  explicit ReportTool(const ReportOptions& o) : o_(o) {}
 
-  sink::LoadedResult loaded;
-  try {
-    loaded = sink::result_from_json(*text);
-  } catch (const sink::JsonReadError& e) {
-    throw UsageError(file + ": " + e.what());
+  void plan() override {
+    dir_ = o_.dir;
+    while (dir_.size() > 1 && dir_.back() == '/') dir_.pop_back();
+    struct stat st {};
+    if (::stat(dir_.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+      throw UsageError("DIR '" + dir_ + "': not a directory (give the --out directory of a run)");
+    const std::string file = dir_ + "/result.json";
+    text_ = sys::read_file(file);
+    if (!text_) throw UsageError(file + ": cannot read (give the --out directory of a run)");
+    if (!o_.influx.empty()) influx_ = parse_influx_option(o_.influx);
+    try {
+      loaded_ = sink::result_from_json(*text_);
+      complete_loaded_analysis(loaded_.result, loaded_.analysis);
+    } catch (const sink::JsonReadError& e) {
+      throw UsageError(file + ": " + e.what());
+    }
+    try {
+      out_ = std::make_unique<sink::OutputDir>(dir_);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError("DIR '" + dir_ + "': not writable, cannot re-render the files");
+    }
   }
-  std::unique_ptr<sink::OutputDir> out;
-  try {
-    out = std::make_unique<sink::OutputDir>(dir);
-  } catch (const std::invalid_argument& e) {
-    throw UsageError("DIR '" + dir + "': not writable, cannot re-render the files");
+
+  int report() override {
+    // Same order as run: files, stdout, then the database.
+    try {
+      write_result_files(loaded_.result, loaded_.analysis, *out_, /*with_result_json=*/false);
+    } catch (const std::runtime_error& e) {
+      throw RuntimeError(std::string("re-rendering: ") + e.what());
+    }
+    if (o_.json)
+      std::fputs(text_->c_str(), stdout);  // the source, complete
+    else
+      std::fputs(sink::console_summary(loaded_.result, loaded_.analysis).c_str(), stdout);
+    std::fflush(stdout);
+    if (influx_) send_to_influx_or_warn(loaded_.result, loaded_.analysis, *influx_, dir_, o_.quiet);
+    return kExitOk;
   }
-  // Same order as run: files, stdout, then the database.
-  try {
-    write_result_files(loaded.result, loaded.analysis, *out, /*with_result_json=*/false);
-  } catch (const std::runtime_error& e) {
-    throw RuntimeError(std::string("re-rendering: ") + e.what());
-  }
-  if (o.json)
-    std::fputs(text->c_str(), stdout);  // the source, complete
-  else
-    std::fputs(sink::console_summary(loaded.result, loaded.analysis).c_str(), stdout);
-  std::fflush(stdout);
-  if (influx) send_to_influx_or_warn(loaded.result, loaded.analysis, *influx, dir, o.quiet);
-  return kExitOk;
-}
+
+ private:
+  const ReportOptions& o_;
+  std::string dir_;
+  std::optional<std::string> text_;
+  std::optional<influx::Url> influx_;
+  sink::LoadedResult loaded_;
+  std::unique_ptr<sink::OutputDir> out_;
+};
 
 }  // namespace
 
@@ -88,7 +103,7 @@ Command add_report(CLI::App& root) {
       "  shootdown report out/munmap --json | jq .releases\n"
       "  shootdown report out/munmap --influx http://127.0.0.1:8086/write?db=shootdown\n\n"
       "EXIT STATUS: 0 done (an InfluxDB failure is a warning), 1 cannot write, 2 bad DIR or result.json.");
-  return {app, [o]() { return execute_report(*o); }};
+  return tool_command<ReportTool>(app, o);
 }
 
 }  // namespace shootdown::cmd

@@ -35,29 +35,7 @@ std::string report_file_url(const std::string& dir) {
   return url;
 }
 
-std::string iso_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-std::string make_run_id() {
-  std::random_device rd;
-  return fmt::format("{:08x}", rd());
-}
-
-std::string read_cmdline_self() {
-  auto s = sys::read_file("/proc/self/cmdline");
-  if (!s) return {};
-  std::string out;
-  for (char c : *s) out += c == '\0' ? ' ' : c;
-  return sys::trim(out);
-}
-
-exp::Hooks make_run_hooks(const Plan& plan, bool progress, bool quiet) {
+exp::Hooks make_run_hooks(bool progress, bool quiet) {
   exp::Hooks h;
   auto phase = std::make_shared<std::string>("preparing");
   h.on_phase = [phase, progress, quiet](const std::string& p) {
@@ -75,8 +53,7 @@ exp::Hooks make_run_hooks(const Plan& plan, bool progress, bool quiet) {
     };
   }
   h.prompt = [](const std::string& text) { std::fprintf(stderr, "\n%s\n", text.c_str()); };
-  h.open_trace = open_kernel_trace;  // kernel evidence (issue 3), honours --trace
-  (void)plan;
+  h.open_trace = open_kernel_trace;  // kernel evidence, honours --trace
   return h;
 }
 

@@ -14,8 +14,7 @@
 
 namespace shootdown::cmd {
 
-int execute_run(const cli::RunOptions& opts);
-exp::Hooks make_run_hooks(const Plan& plan, bool progress, bool quiet);
+exp::Hooks make_run_hooks(bool progress, bool quiet);
 // Files first (nothing measured is lost if stdout or a network sink fails),
 // then stdout: the console table or, with json, the result JSON; then, with
 // influx, the database (a failure there is a warning on stderr, not an error).
@@ -26,9 +25,6 @@ void finish_run_outputs(const Result& r, const Analysis& a, sink::OutputDir* out
 // with_result_json false: result.json is its source and keeps what a loaded
 // Result cannot hold (kernel events, so attribution and callchains).
 void write_result_files(const Result& r, const Analysis& a, sink::OutputDir& out, bool with_result_json = true);
-std::string read_cmdline_self();
-std::string iso_now();      // "2026-12-02T14:08:53Z" (UTC)
-std::string make_run_id();  // 8 random hex digits
 // file:// URL of dir/report.html (absolute, percent-encoded), for --open.
 std::string report_file_url(const std::string& dir);
 

@@ -1,6 +1,8 @@
 #include "cmd/trace_session.hpp"
 
-#include "sys/perf_trace.hpp"
+#include <algorithm>
+
+#include "sys/tsc.hpp"
 
 namespace shootdown::cmd {
 
@@ -16,22 +18,82 @@ class KernelTraceSession final : public exp::TraceSession {
   std::unique_ptr<sys::Tracer> tracer_;  // its destructor closes everything on early exits
 };
 
+class Window final : public exp::TraceSession {
+ public:
+  explicit Window(sys::Tracer& t) : t_(t) {}
+  void start() override {
+    t_.drain();
+    (void)t_.take_events();  // between trials: not ours to analyse
+    lost0_ = t_.lost_events();
+    start_ns_ = sys::mono_now_ns();
+  }
+  KernelTrace stop() override {
+    KernelTrace kt;
+    kt.stop_ns = sys::mono_now_ns();
+    t_.drain();
+    kt.enabled = true;
+    kt.status = "on (one tracer for all trials)";
+    kt.tracepoints = t_.tracepoints();
+    kt.missing = t_.missing();
+    kt.start_ns = start_ns_;
+    kt.lost_events = t_.lost_events() - lost0_;
+    for (auto& e : t_.take_events())
+      if (e.mono_ns >= start_ns_) kt.events.push_back(e);
+    std::stable_sort(kt.events.begin(), kt.events.end(),
+                     [](const KernelEvent& a, const KernelEvent& b) { return a.mono_ns < b.mono_ns; });
+    for (const auto& e : kt.events)
+      if (e.type == EventType::kCsdFunctionEntry || e.type == EventType::kCsdFunctionExit) {
+        const auto addr = static_cast<std::uint64_t>(e.b);
+        if (addr && !kt.symbols.count(addr)) kt.symbols.emplace(addr, t_.symbolize(addr));
+      }
+    return kt;
+  }
+
+ private:
+  sys::Tracer& t_;
+  std::int64_t start_ns_ = 0;
+  std::int64_t lost0_ = 0;
+};
+
 }  // namespace
 
-sys::TracerOptions kernel_trace_options(const Plan& plan) {
+sys::TracerOptions tracer_options(const std::vector<int>& cpus, int culprit_cpu, bool callchains, int avoid_cpu) {
   sys::TracerOptions o;
-  o.cpus.push_back(plan.culprit_cpu);
-  for (int v : plan.victim_cpus) o.cpus.push_back(v);
-  o.culprit_cpu = plan.culprit_cpu;
-  o.reader_cpu = plan.culprit_cpu;  // never a victim CPU
-  o.callchains = true;
+  o.cpus = cpus;
+  o.culprit_cpu = culprit_cpu;
+  o.callchains = callchains;
+  o.reader_cpu = culprit_cpu;
+  if (culprit_cpu < 0 && avoid_cpu >= 0)
+    for (int c : cpus)
+      if (c != avoid_cpu) {
+        o.reader_cpu = c;
+        break;
+      }
   return o;
+}
+
+sys::TracerOptions kernel_trace_options(const Plan& plan, bool callchains) {
+  std::vector<int> cpus{plan.culprit_cpu};
+  cpus.insert(cpus.end(), plan.victim_cpus.begin(), plan.victim_cpus.end());
+  return tracer_options(cpus, plan.culprit_cpu, callchains);
 }
 
 std::unique_ptr<exp::TraceSession> open_kernel_trace(const Plan& plan, std::string* why) {
   auto t = sys::Tracer::open(kernel_trace_options(plan), why);
   if (!t) return nullptr;
   return std::make_unique<KernelTraceSession>(std::move(t));
+}
+
+std::unique_ptr<exp::TraceSession> SharedTracer::open(const Plan& plan, std::string* why) {
+  if (!tried_) {
+    tried_ = true;
+    tracer_ = sys::Tracer::open(kernel_trace_options(plan, /*callchains=*/false), &why_);
+  }
+  if (!tracer_) {
+    if (why) *why = why_;
+    return nullptr;
+  }
+  return std::make_unique<Window>(*tracer_);
 }
 
 }  // namespace shootdown::cmd

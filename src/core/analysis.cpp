@@ -1,5 +1,9 @@
 #include "core/analysis.hpp"
 
+#include <set>
+
+#include "core/event_counts.hpp"
+
 #include <algorithm>
 
 namespace shootdown {
@@ -118,6 +122,11 @@ bool has_full_samples(const Result& r) {
 
 Attribution result_attribution(const Result& r) {
   if (!r.saved_attribution || has_full_samples(r)) return attribute_result(r);
+  return restore_saved_attribution(r);
+}
+
+Attribution restore_saved_attribution(const Result& r) {
+  if (!r.saved_attribution) return {};
   Attribution at = *r.saved_attribution;
   for (auto& va : at.victims) {
     const std::vector<std::uint8_t> all = std::move(va.labels);
@@ -152,7 +161,18 @@ Analysis analyze(const Result& r) {
       a.clean_victims.push_back(analyze_victim(r, r.victims[i], &clean));
     }
   }
+  a.event_counts = event_counts(r);
+  a.event_total = event_total(r);
+  complete_loaded_analysis(r, a);
   return a;
+}
+
+void complete_loaded_analysis(const Result& r, Analysis& a) {
+  std::set<int> cpus;
+  for (const auto& va : a.victims) cpus.insert(va.cpu);
+  a.marks = event_marks(r.trace, cpus);
+  for (int cpu : cpus)
+    a.shootdown_marks[cpu] = {shootdown_marks(r, a.marks, cpu, false), shootdown_marks(r, a.marks, cpu, true)};
 }
 
 }  // namespace shootdown

@@ -1,6 +1,7 @@
 // Pure analysis over a Result: phases, intervals, per-phase statistics.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -49,12 +50,28 @@ struct Analysis {
   // The phase tables again over `clean` samples only (same order as victims;
   // empty without attribution).
   std::vector<VictimAnalysis> clean_victims;
+  // Kernel events: counts per (cpu, type) and their total (core/event_counts),
+  // and the incidents on each victim CPU as timeline marks (core/attribution).
+  std::vector<EventCount> event_counts;
+  std::int64_t event_total = 0;
+  std::map<int, std::vector<EventMark>> marks;
+  struct MarkCounts {
+    std::int64_t all = 0;         // shootdown marks on the CPU
+    std::int64_t in_windows = 0;  // of them inside release windows
+  };
+  std::map<int, MarkCounts> shootdown_marks;  // by victim CPU
 };
 
 // The attribution of r: r.saved_attribution when r has no full sample series
 // (read back from result.json), its labels mapped onto the kept raw-window
 // samples through VictimSamples::index; else attribute_result(r).
 Attribution result_attribution(const Result& r);
+// r.saved_attribution with its labels mapped onto the kept raw-window samples
+// (a result read back from result.json); nothing is recomputed.
+Attribution restore_saved_attribution(const Result& r);
+// What a result read back from result.json needs beyond what it saved: the
+// timeline marks of its kept kernel events. `report` calls it after loading.
+void complete_loaded_analysis(const Result& r, Analysis& a);
 
 // mask (optional): only samples whose mask entry is true are counted.
 VictimAnalysis analyze_victim(const Result& r, const VictimSamples& v, const std::vector<bool>* mask = nullptr);

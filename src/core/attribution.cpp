@@ -81,10 +81,6 @@ struct Incident {
   std::vector<std::uint64_t> funcs;  // csd functions run in it
 };
 
-bool is_flush_tlb_func(const std::string& sym) {
-  return sym.rfind("flush_tlb_func", 0) == 0;  // "flush_tlb_func+0x0", also older flush_tlb_func_remote
-}
-
 std::string function_of(const KernelTrace& t, std::uint64_t addr) {
   const std::string& s = t.symbol(addr);
   if (!s.empty()) return s.substr(0, s.find('+'));
@@ -500,6 +496,81 @@ std::vector<std::int64_t> latencies_with_label(const VictimSamples& v, const Vic
   for (std::size_t i = 0; i < v.size() && i < a.labels.size(); ++i)
     if (a.labels[i] == want) out.push_back(v.lat_ns[i]);
   return out;
+}
+
+bool is_flush_tlb_func(const std::string& sym) {
+  return sym.rfind("flush_tlb_func", 0) == 0;  // "flush_tlb_func+0x0", also older flush_tlb_func_remote
+}
+
+std::map<int, std::vector<EventMark>> event_marks(const KernelTrace& tr, const std::set<int>& cpus) {
+  std::map<int, std::vector<EventMark>> out;
+  std::map<int, std::int64_t> open_cf;  // cpu -> entry time of an open call-function span
+  std::map<int, bool> open_tlb;
+  for (const KernelEvent& e : tr.events) {
+    if (!cpus.count(e.cpu)) continue;
+    auto& v = out[e.cpu];
+    switch (e.type) {
+      case EventType::kCallFunctionEntry:
+      case EventType::kCallFunctionSingleEntry:
+        open_cf[e.cpu] = e.mono_ns;
+        open_tlb[e.cpu] = false;
+        break;
+      case EventType::kCallFunctionExit:
+      case EventType::kCallFunctionSingleExit:
+        if (auto it = open_cf.find(e.cpu); it != open_cf.end()) {
+          v.push_back({it->second, open_tlb[e.cpu] ? MarkCause::kTlbShootdown : MarkCause::kOtherIpi});
+          open_cf.erase(it);
+        }
+        break;
+      case EventType::kTlbFlush:
+        if (e.a == kTlbRemoteShootdown) {
+          if (open_cf.count(e.cpu))
+            open_tlb[e.cpu] = true;
+          else
+            v.push_back({e.mono_ns, MarkCause::kTlbShootdown});
+        }
+        break;
+      case EventType::kCsdFunctionEntry:
+        if (open_cf.count(e.cpu) && is_flush_tlb_func(tr.symbol(static_cast<std::uint64_t>(e.b))))
+          open_tlb[e.cpu] = true;
+        break;
+      case EventType::kLocalTimerEntry:
+        v.push_back({e.mono_ns, MarkCause::kTimer});
+        break;
+      case EventType::kIrqHandlerEntry:
+        v.push_back({e.mono_ns, MarkCause::kIrq});
+        break;
+      case EventType::kReschedEntry:
+        v.push_back({e.mono_ns, MarkCause::kResched});
+        break;
+      default:
+        break;
+    }
+  }
+  // A span cut by the end of tracing.
+  for (auto& [cpu, t] : open_cf)
+    out[cpu].push_back({t, open_tlb[cpu] ? MarkCause::kTlbShootdown : MarkCause::kOtherIpi});
+  for (auto& [cpu, v] : out)
+    std::sort(v.begin(), v.end(), [](const EventMark& a, const EventMark& b) { return a.t < b.t; });
+  return out;
+}
+
+std::int64_t shootdown_marks(const Result& r, const std::map<int, std::vector<EventMark>>& marks, int cpu,
+                             bool in_windows) {
+  auto it = marks.find(cpu);
+  if (it == marks.end()) return 0;
+  std::int64_t n = 0;
+  if (!in_windows) {
+    for (const EventMark& m : it->second) n += m.cause == MarkCause::kTlbShootdown;
+    return n;
+  }
+  for (const auto& rel : r.releases) {
+    auto lo = std::lower_bound(it->second.begin(), it->second.end(), rel.before_ns,
+                               [](const EventMark& m, std::int64_t x) { return m.t < x; });
+    for (; lo != it->second.end() && lo->t <= rel.after_ns + r.plan.settle_ns; ++lo)
+      n += lo->cause == MarkCause::kTlbShootdown;
+  }
+  return n;
 }
 
 }  // namespace shootdown

@@ -454,6 +454,18 @@ std::string verdict_line(const ArmSummary& arm, const ArmSummary& control) {
   return s;
 }
 
+std::vector<int> trial_order(std::size_t arms, int trials, std::uint64_t seed) {
+  Rng rng(seed);
+  std::vector<int> out;
+  for (int t = 0; t < trials; ++t) {
+    std::vector<int> block(arms);
+    for (std::size_t i = 0; i < arms; ++i) block[i] = static_cast<int>(i);
+    for (std::size_t i = arms; i > 1; --i) std::swap(block[i - 1], block[rng.below(i)]);
+    out.insert(out.end(), block.begin(), block.end());
+  }
+  return out;
+}
+
 std::vector<std::string> arm_labels(const std::vector<std::string>& names) {
   std::vector<std::string> out;
   std::map<std::string, int> seen;

@@ -174,6 +174,12 @@ std::string verdict_line(const ArmSummary& arm, const ArmSummary& control);
 // -> "reuse", "reuse#2").
 std::vector<std::string> arm_labels(const std::vector<std::string>& names);
 
+// Seeded randomized complete blocks: every block runs each arm once, in an
+// order shuffled (Fisher–Yates) by the seeded generator, so slow drift of
+// the machine hits every arm alike and no arm always runs after another.
+// Returns arm indices, trials blocks of `arms` entries.
+std::vector<int> trial_order(std::size_t arms, int trials, std::uint64_t seed);
+
 // ---- gate -----------------------------------------------------------------
 
 // --fail-if 'ARM.METRIC OP ARM.METRIC' or 'ARM.METRIC OP NUMBER', OP one of

@@ -487,43 +487,6 @@ std::string suggest_cmdline(const DoctorFacts& f, const std::vector<int>& cpus, 
   return s;
 }
 
-namespace {
-// Word-wrap `text` to lines of at most `width` columns, each prefixed.
-void wrap_into(std::ostringstream& out, const std::string& prefix, const std::string& text, int width) {
-  const std::size_t avail =
-      width > static_cast<int>(prefix.size()) + 10 ? static_cast<std::size_t>(width) - prefix.size() : 40;
-  std::istringstream words(text);
-  std::string w, line;
-  bool first = true;
-  auto flush = [&] {
-    if (line.empty()) return;
-    out << (first ? prefix : std::string(prefix.size(), ' ')) << line << '\n';
-    first = false;
-    line.clear();
-  };
-  while (words >> w) {
-    if (!line.empty() && line.size() + 1 + w.size() > avail) flush();
-    if (w.size() > avail) w = w.substr(0, avail);
-    line += (line.empty() ? "" : " ") + w;
-  }
-  flush();
-}
-}  // namespace
-
-std::string format_doctor_table(const std::vector<DoctorFinding>& findings, int width) {
-  std::ostringstream out;
-  const std::size_t name_w = 14;
-  const std::size_t found_w = static_cast<std::size_t>(width > 40 ? width : 40) - 6 - name_w;
-  out << "STAT  CHECK         FOUND\n";
-  for (const auto& d : findings) {
-    std::string name = d.name.substr(0, name_w - 1);
-    std::string found = d.found.size() > found_w ? d.found.substr(0, found_w - 3) + "..." : d.found;
-    out << to_string(d.status) << "  " << name << std::string(name_w - name.size(), ' ') << found << '\n';
-    if (d.status != DoctorStatus::kPass && !d.advice.empty()) wrap_into(out, "      fix: ", d.advice, width);
-  }
-  return out.str();
-}
-
 DoctorSummary summarize(const std::vector<DoctorFinding>& findings) {
   DoctorSummary s;
   for (const auto& d : findings) {

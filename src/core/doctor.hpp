@@ -128,7 +128,6 @@ std::vector<int> cmdline_cpus(const std::string& value, const std::vector<int>& 
 std::string suggest_cmdline(const DoctorFacts& f, const std::vector<int>& cpus, std::string* note = nullptr);
 
 // Table under 80 columns: STATUS NAME FOUND, advice on the next line.
-std::string format_doctor_table(const std::vector<DoctorFinding>& findings, int width = 79);
 
 struct DoctorSummary {
   int pass = 0, warn = 0, fail = 0;

@@ -87,6 +87,12 @@ inline constexpr int kTlbLocalShootdown = 2;
 inline constexpr int kTlbLocalMmShootdown = 3;
 inline constexpr int kTlbRemoteSendIpi = 4;
 inline constexpr int kTlbRemoteWrongCpu = 5;
+inline constexpr int kTlbFlushReasons = 6;
+// The one spelling of each reason: a metric/label key ("remote_shootdown")
+// and the words shown to people ("remote shootdown"). Out of range:
+// "unknown" and "?".
+const char* tlb_flush_reason_name(int reason);
+const char* tlb_flush_reason_text(int reason);
 
 struct Callchain {
   std::vector<std::uint64_t> ips;

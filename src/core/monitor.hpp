@@ -10,12 +10,9 @@
 #include <string>
 #include <vector>
 
-namespace shootdown {
+#include "core/events.hpp"
 
-inline constexpr int kTlbFlushReasons = 6;
-// Stable names of enum tlb_flush_reason (include/linux/mm_types.h), used as
-// Prometheus label values, JSON keys and Influx field suffixes.
-const char* tlb_flush_reason_name(int reason);  // "task_switch", "remote_shootdown", ...
+namespace shootdown {
 
 struct MonitorCpu {
   int cpu = -1;
@@ -59,11 +56,5 @@ struct MonitorInterval {
 // cur - prev per CPU (CPUs matched by number; a CPU missing from prev counts
 // from zero). Negative deltas (counter reset, CPU hotplug) are clamped to 0.
 MonitorInterval monitor_interval(const MonitorTotals& prev, const MonitorTotals& cur, std::size_t top_n = 5);
-
-// One line per CPU (and one per top initiator when traced), for pipes/logs.
-std::string format_monitor_header(bool trace);
-std::string format_monitor_lines(const MonitorInterval& iv, const std::string& clock);
-// Top-like screen (no escape codes: the caller clears), under 80 columns.
-std::string format_monitor_screen(const MonitorInterval& iv, const std::string& title);
 
 }  // namespace shootdown

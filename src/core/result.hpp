@@ -15,6 +15,7 @@
 #include "core/hdr/histogram.hpp"
 #include "core/samples.hpp"
 #include "core/stats.hpp"
+#include "core/strategy.hpp"
 
 namespace shootdown {
 
@@ -57,9 +58,9 @@ struct Plan {
   bool chunk_capped = false;
   std::int64_t batch = 0;         // bytes per timed batch
   std::int64_t report_every = 0;  // bytes of victim writes per interval
-  std::string pages = "4k";       // 4k|thp|hugetlb
+  PageMode pages = PageMode::k4k;
   std::int64_t page_size = 4096;  // bytes
-  std::string release = "free";   // strategy
+  ReleaseStrategy release = ReleaseStrategy::kFree;
   std::string trigger = "after";  // enter|after
   std::int64_t trigger_after_ns = 0;
   int repeat = 1;
@@ -73,7 +74,6 @@ struct Plan {
   bool mlock = true;
   bool rt = false;  // victims SCHED_FIFO (--rt)
   int numa_node = 0;
-  std::int64_t seed = 0;
   // --workload journal (compare): segment file size and directory ("" = /dev/shm, else /tmp).
   std::int64_t segment_size = 0;
   std::string journal_dir;
@@ -85,7 +85,7 @@ struct Release {
   std::int64_t before_ns = 0;  // mono ns just before the call
   std::int64_t after_ns = 0;   // mono ns just after it returned
   std::int64_t duration_ns() const { return after_ns - before_ns; }
-  std::string strategy;
+  ReleaseStrategy strategy = ReleaseStrategy::kFree;
   std::int64_t bytes = 0;
 };
 

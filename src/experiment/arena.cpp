@@ -9,25 +9,6 @@
 
 namespace shootdown::exp {
 
-PageMode parse_page_mode(const std::string& s) {
-  if (s == "4k") return PageMode::k4k;
-  if (s == "thp") return PageMode::kThp;
-  if (s == "hugetlb") return PageMode::kHugetlb;
-  throw std::invalid_argument("unknown page mode");
-}
-
-const char* to_string(PageMode m) {
-  switch (m) {
-    case PageMode::k4k:
-      return "4k";
-    case PageMode::kThp:
-      return "thp";
-    case PageMode::kHugetlb:
-      return "hugetlb";
-  }
-  return "?";
-}
-
 namespace {
 constexpr std::size_t kHuge = 2u << 20;
 }

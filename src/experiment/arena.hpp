@@ -7,13 +7,11 @@
 #include <cstdint>
 #include <string>
 
+#include "core/strategy.hpp"
+
 namespace shootdown::exp {
 
-enum class PageMode { k4k, kThp, kHugetlb };
 enum class Allocator { kMmap, kMalloc };  // kMalloc for the `free` strategy
-
-PageMode parse_page_mode(const std::string& s);  // throws std::invalid_argument
-const char* to_string(PageMode m);
 
 class Chunk {
  public:

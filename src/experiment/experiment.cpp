@@ -1,5 +1,7 @@
 #include "experiment/experiment.hpp"
 
+#include "experiment/finish.hpp"
+
 #include <algorithm>
 #include <csignal>
 #include <poll.h>
@@ -128,8 +130,8 @@ VictimSamples convert(const Victim& v, const sys::TscClock& clock, std::int64_t 
 Result run_experiment(const Plan& plan, const Hooks& hooks) {
   Result r;
   r.plan = plan;
-  const Strategy strategy = parse_strategy(plan.release);
-  const PageMode mode = parse_page_mode(plan.pages);
+  const ReleaseStrategy strategy = plan.release;
+  const PageMode mode = plan.pages;
   const auto size = static_cast<std::size_t>(plan.chunk_size);
 
   std::string why;
@@ -327,18 +329,7 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
 
   if (irq_before && irq_after) {
     r.interrupts_span_ns = irq_after->mono_ns - irq_before->mono_ns;
-    for (int cpu : irq_after->cpus) {
-      CpuCounters c;
-      c.cpu = cpu;
-      c.role = cpu == plan.culprit_cpu                                                                      ? "culprit"
-               : std::find(plan.victim_cpus.begin(), plan.victim_cpus.end(), cpu) != plan.victim_cpus.end() ? "victim"
-                                                                                                            : "other";
-      c.tlb = sys::interrupts_delta(*irq_before, *irq_after, "TLB", cpu);
-      c.cal = sys::interrupts_delta(*irq_before, *irq_after, "CAL", cpu);
-      c.loc = sys::interrupts_delta(*irq_before, *irq_after, "LOC", cpu);
-      c.res = sys::interrupts_delta(*irq_before, *irq_after, "RES", cpu);
-      r.counters.push_back(c);
-    }
+    r.counters = cpu_counters(*irq_before, *irq_after, plan);
   } else {
     r.warnings.push_back("/proc/interrupts unavailable: " + iwhy);
   }

@@ -10,9 +10,9 @@
 
 namespace shootdown::exp {
 
-JournalConfig journal_config(const Plan& plan, Strategy s) {
+JournalConfig journal_config(const Plan& plan, ReleaseStrategy s) {
   JournalConfig c;
-  c.recycle = s == Strategy::kJournalRecycle;
+  c.recycle = s == ReleaseStrategy::kJournalRecycle;
   if (plan.segment_size > 0) c.segment_size = static_cast<std::size_t>(plan.segment_size);
   c.dir = plan.journal_dir;
   return c;

@@ -30,7 +30,7 @@ struct JournalConfig {
   std::size_t record_size = 256;  // bytes per appended record
 };
 
-JournalConfig journal_config(const Plan& plan, Strategy s);
+JournalConfig journal_config(const Plan& plan, ReleaseStrategy s);
 
 class Journal {
  public:

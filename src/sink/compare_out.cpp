@@ -139,8 +139,8 @@ std::string compare_json(const CompareReport& r) {
     ja["label"] = a.arm;
     if (k < r.arms.size()) {
       ja["name"] = r.arms[k].name;
-      ja["strategy"] = r.arms[k].strategy;
-      ja["pages"] = r.arms[k].pages;
+      ja["strategy"] = strategy_name(r.arms[k].strategy);
+      ja["pages"] = page_mode_name(r.arms[k].pages);
     }
     ja["control"] = k == 0;
     ja["trials"] = a.trials;
@@ -191,8 +191,8 @@ std::string compare_csv(const CompareReport& r) {
   for (const auto& t : r.trials) {
     std::string strategy, pages;
     if (t.arm_index >= 0 && static_cast<std::size_t>(t.arm_index) < r.arms.size()) {
-      strategy = r.arms[static_cast<std::size_t>(t.arm_index)].strategy;
-      pages = r.arms[static_cast<std::size_t>(t.arm_index)].pages;
+      strategy = strategy_name(r.arms[static_cast<std::size_t>(t.arm_index)].strategy);
+      pages = page_mode_name(r.arms[static_cast<std::size_t>(t.arm_index)].pages);
     }
     o += fmt::format("{},{},{},{},{},{},{}", t.order, t.arm, t.trial, strategy, pages, t.complete ? 1 : 0,
                      t.shootdown_source);

@@ -15,10 +15,10 @@ namespace shootdown::sink {
 inline constexpr int kCompareSchemaVersion = 1;
 
 struct CompareArmInfo {
-  std::string label;     // unique ("reuse#2")
-  std::string name;      // as given ("thp-munmap")
-  std::string strategy;  // release strategy ("munmap", "journal-unmap")
-  std::string pages;     // 4k|thp|hugetlb
+  std::string label;  // unique ("reuse#2")
+  std::string name;   // as given ("thp-munmap")
+  ReleaseStrategy strategy = ReleaseStrategy::kReuse;
+  PageMode pages = PageMode::k4k;
 };
 
 struct CompareReport {

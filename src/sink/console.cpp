@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include "core/cpulist.hpp"
-#include "core/event_counts.hpp"
 #include "core/units.hpp"
 
 namespace shootdown::sink {
@@ -37,7 +36,7 @@ std::string attribution_section(const Result& r, const Analysis& a) {
   std::string out;
   const KernelTrace& t = r.trace;
   if (t.enabled)
-    out += fmt::format("  {} tracepoints, {} events, {} lost\n", t.tracepoints.size(), event_total(r), t.lost_events);
+    out += fmt::format("  {} tracepoints, {} events, {} lost\n", t.tracepoints.size(), a.event_total, t.lost_events);
   for (const auto& m : t.missing) out += "  missing: " + m + "\n";
   const Attribution& at = a.attribution;
   if (!at.available) return out;
@@ -87,8 +86,8 @@ std::string attribution_section(const Result& r, const Analysis& a) {
 std::string console_summary(const Result& r, const Analysis& a) {
   std::string out;
   const Plan& p = r.plan;
-  out += fmt::format("shootdown run: release={} chunk={} pages={} batch={}\n", p.release, format_size(p.chunk_size),
-                     p.pages, format_size(p.batch));
+  out += fmt::format("shootdown run: release={} chunk={} pages={} batch={}\n", strategy_name(p.release),
+                     format_size(p.chunk_size), page_mode_name(p.pages), format_size(p.batch));
   out += fmt::format("culprit cpu{}, victims cpu{} ({})\n", p.culprit_cpu, format_cpulist(p.victim_cpus),
                      p.cpu_choice.rfind("default", 0) == 0             ? "default: one NUMA node, no SMT siblings"
                      : p.cpu_choice.empty() || p.cpu_choice == "given" ? "given"
@@ -104,11 +103,11 @@ std::string console_summary(const Result& r, const Analysis& a) {
   out += "\n";
   if (!r.releases.empty()) {
     if (r.releases.size() == 1)
-      out += fmt::format("release: {} of {} took {}\n", p.release, format_size(p.chunk_size),
+      out += fmt::format("release: {} of {} took {}\n", strategy_name(p.release), format_size(p.chunk_size),
                          format_duration_ns(r.releases[0].duration_ns()));
     else
       out +=
-          fmt::format("releases: {} x {} of {}: duration p50 {}, max {}\n", r.releases.size(), p.release,
+          fmt::format("releases: {} x {} of {}: duration p50 {}, max {}\n", r.releases.size(), strategy_name(p.release),
                       format_size(p.chunk_size), format_duration_ns(static_cast<std::int64_t>(a.release_duration.p50)),
                       format_duration_ns(static_cast<std::int64_t>(a.release_duration.max)));
   } else {
@@ -128,6 +127,29 @@ std::string console_summary(const Result& r, const Analysis& a) {
   for (const auto& w : r.env.warnings) out += "warning: " + w + "\n";
   for (const auto& w : r.warnings) out += "warning: " + w + "\n";
   return out;
+}
+
+std::string probe_summary(const Result& r, const Analysis& a, const std::string& command) {
+  const Attribution& at = a.attribution;
+  if (!at.available || at.victims.empty() || r.victims.empty()) return {};
+  const VictimAttribution& va = at.victims.front();
+  const auto& vs = r.victims.front();
+  std::string s;
+  s +=
+      fmt::format("probe cpu{}: {} samples of {} pages over {}, median {}\n", va.cpu, vs.size(), vs.pages_per_batch,
+                  format_duration_ns(r.measure_end_ns - r.measure_start_ns), format_duration_ns(va.baseline_median_ns));
+  s += fmt::format("  shootdowns received {} (tlb_flush reason 1 on cpu{}), matched to samples {}\n",
+                   va.shootdowns_received, va.cpu, va.shootdowns_matched);
+  s += fmt::format("  tlb-shootdown samples {}, stall lost {}; per shootdown p50 {} p90 {} max {}\n",
+                   va.samples[static_cast<int>(StallLabel::kTlbShootdown)],
+                   format_duration_ns(va.stall_ns[static_cast<int>(StallLabel::kTlbShootdown)]),
+                   format_duration_ns(va.stall_per_shootdown.p50), format_duration_ns(va.stall_per_shootdown.p90),
+                   format_duration_ns(va.stall_per_shootdown.max));
+  s += fmt::format("  other IPIs {}, unexplained stalls {} (> {})\n",
+                   va.samples[static_cast<int>(StallLabel::kOtherIpi)],
+                   va.samples[static_cast<int>(StallLabel::kUnexplained)], format_duration_ns(va.stall_threshold_ns));
+  s += "  who sent them: shootdown blame -- " + command + "\n";
+  return s;
 }
 
 }  // namespace shootdown::sink

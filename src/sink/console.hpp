@@ -13,6 +13,8 @@ namespace shootdown::sink {
 std::string console_summary(const Result& r, const Analysis& a);
 // Kernel trace facts and the stall attribution per victim (empty when off).
 std::string attribution_section(const Result& r, const Analysis& a);
+// What the probe thread lost to shootdowns (empty without attribution).
+std::string probe_summary(const Result& r, const Analysis& a, const std::string& command);
 std::string summary_table(const std::string& title, const VictimAnalysis& va, bool per_page);
 
 }  // namespace shootdown::sink

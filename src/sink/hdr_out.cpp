@@ -39,8 +39,9 @@ std::string hlog_phase_tag(int cpu, const std::string& phase) {
 
 std::string victim_hlog(const Result& r) {
   hdr::LogHeader h;
-  h.comments.push_back("Logged with shootdown " + r.env.version + " run " + r.run_id + " (" + r.plan.release + ", " +
-                       r.plan.pages + " pages)");
+  h.comments.push_back("Logged with shootdown " + r.env.version + " run " + r.run_id + " (" +
+                       std::string(strategy_name(r.plan.release)) + ", " + std::string(page_mode_name(r.plan.pages)) +
+                       " pages)");
   h.comments.push_back("Values: ns per batch of " + std::to_string(r.plan.batch) +
                        " bytes; read with -outputValueUnitRatio 1000 (microseconds)");
   h.comments.push_back(

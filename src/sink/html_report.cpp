@@ -9,7 +9,6 @@
 #include <string_view>
 
 #include "core/attribution.hpp"
-#include "core/event_counts.hpp"
 #include "core/cpulist.hpp"
 #include "core/units.hpp"
 #include "sink/json.hpp"
@@ -57,9 +56,6 @@ CauseStyle cause_style(const char* kind) {
   return {kind, kind, "#868e96"};
 }
 
-// The run's attribution when the analysis carries one (issue 3 wiring: an
-// Analysis::attribution member), else computed here: it is pure, and the
-// report must explain stalls whenever kernel events were recorded.
 bool have_events(const Result& r);
 std::string evidence_missing(const Result& r);
 
@@ -75,24 +71,12 @@ bool attribution_has_evidence(const Attribution& at) {
   return false;
 }
 
-template <class A>
-const Attribution& attribution_for(const Result& r, const A& a, Attribution& storage) {
-  if constexpr (requires { a.attribution.available; }) {
-    // Trusted when events back it: computed over an empty event list (a
-    // result loaded from result.json) it would call every stall unexplained.
-    if (a.attribution.available && (have_events(r) || attribution_has_evidence(a.attribution))) return a.attribution;
-  }
-  if (!have_events(r)) {
-    storage = Attribution{};
-    storage.note = evidence_missing(r);
-    return storage;
-  }
-  AttributionOptions ao;
-  ao.stall_factor = r.plan.stall_factor > 0 ? r.plan.stall_factor : 8.0;
-  ao.stall_threshold_ns = r.plan.stall_threshold_ns;
-  ao.baseline_end_ns = r.releases.empty() ? 0 : r.releases.front().before_ns;
-  ao.culprit_cpu = r.plan.culprit_cpu;
-  storage = attribute(r.victims, r.trace, ao);
+// The run's attribution (core computed it) when events back it: computed
+// over an empty event list it would call every stall unexplained.
+const Attribution& attribution_for(const Result& r, const Analysis& a, Attribution& storage) {
+  if (a.attribution.available && (have_events(r) || attribution_has_evidence(a.attribution))) return a.attribution;
+  storage = Attribution{};
+  storage.note = evidence_missing(r);
   return storage;
 }
 
@@ -142,65 +126,6 @@ const PhaseStats* phase_of(const VictimAnalysis& va, Phase p) {
 
 // --- kernel events on victim CPUs, classified for the tick rows ---
 
-struct Tick {
-  std::int64_t t;
-  int cause;  // index into kCauses
-};
-
-// Per CPU, in time order. A call-function IPI is a shootdown when a reason-1
-// tlb_flush or a flush_tlb* csd function lies inside its handler span (the
-// attribution rule); its tick is drawn at the handler entry. A reason-1 flush
-// outside any span (call_function tracepoints missing) is a tick of its own.
-std::map<int, std::vector<Tick>> classify_events(const KernelTrace& tr, const std::set<int>& cpus) {
-  std::map<int, std::vector<Tick>> out;
-  std::map<int, std::int64_t> open_cf;  // cpu -> entry time of an open call-function span
-  std::map<int, bool> open_tlb;
-  for (const KernelEvent& e : tr.events) {
-    if (!cpus.count(e.cpu)) continue;
-    auto& v = out[e.cpu];
-    switch (e.type) {
-      case EventType::kCallFunctionEntry:
-      case EventType::kCallFunctionSingleEntry:
-        open_cf[e.cpu] = e.mono_ns;
-        open_tlb[e.cpu] = false;
-        break;
-      case EventType::kCallFunctionExit:
-      case EventType::kCallFunctionSingleExit:
-        if (auto it = open_cf.find(e.cpu); it != open_cf.end()) {
-          v.push_back({it->second, open_tlb[e.cpu] ? 0 : 1});
-          open_cf.erase(it);
-        }
-        break;
-      case EventType::kTlbFlush:
-        if (e.a == kTlbRemoteShootdown) {
-          if (open_cf.count(e.cpu))
-            open_tlb[e.cpu] = true;
-          else
-            v.push_back({e.mono_ns, 0});
-        }
-        break;
-      case EventType::kCsdFunctionEntry:
-        if (open_cf.count(e.cpu) && tr.symbol(static_cast<std::uint64_t>(e.b)).rfind("flush_tlb", 0) == 0)
-          open_tlb[e.cpu] = true;
-        break;
-      case EventType::kLocalTimerEntry:
-        v.push_back({e.mono_ns, 2});
-        break;
-      case EventType::kIrqHandlerEntry:
-        v.push_back({e.mono_ns, 3});
-        break;
-      case EventType::kReschedEntry:
-        v.push_back({e.mono_ns, 4});
-        break;
-      default:
-        break;
-    }
-  }
-  for (auto& [cpu, it] : open_cf) out[cpu].push_back({it, open_tlb[cpu] ? 0 : 1});  // span cut by the end of tracing
-  for (auto& [cpu, v] : out) std::sort(v.begin(), v.end(), [](const Tick& a, const Tick& b) { return a.t < b.t; });
-  return out;
-}
-
 // Kernel events are in memory after a run; a result loaded from result.json
 // (shootdown report DIR) has the ones trace.events_table kept (none from an
 // older shootdown, which kept only their counts).
@@ -222,12 +147,12 @@ std::string fact(const std::string& k, const std::string& v) {
   return fmt::format("<tr><th>{}</th><td>{}</td></tr>\n", escape(k), escape(v));
 }
 
-std::string header_section(const Result& r) {
+std::string header_section(const Result& r, const Analysis& a) {
   const Plan& p = r.plan;
   const Environment& e = r.env;
   std::string o;
-  o += fmt::format("<header>\n<h1>shootdown: {} of {} ({} pages)</h1>\n", escape(p.release),
-                   escape(format_size(p.chunk_size)), escape(p.pages));
+  o += fmt::format("<header>\n<h1>shootdown: {} of {} ({} pages)</h1>\n", escape(strategy_name(p.release)),
+                   escape(format_size(p.chunk_size)), escape(page_mode_name(p.pages)));
   o += fmt::format("<p class=\"sub\">victim CPU {} measured while culprit CPU {} released memory · {} · run {}</p>\n",
                    escape(format_cpulist(p.victim_cpus)), p.culprit_cpu,
                    escape(r.started_at.empty() ? "time unknown" : r.started_at),
@@ -236,11 +161,11 @@ std::string header_section(const Result& r) {
     o += fmt::format("<p class=\"banner incomplete\">INCOMPLETE RESULT: {}</p>\n",
                      escape(r.incomplete_reason.empty() ? "the run did not finish" : r.incomplete_reason));
   o += "<div class=\"facts-grid\">\n<table class=\"facts\"><caption>what</caption>\n";
-  o += fact("release strategy", p.release);
+  o += fact("release strategy", std::string(strategy_name(p.release)));
   std::string chunk = format_size(p.chunk_size);
   if (p.chunk_capped) chunk += " (capped from " + format_size(p.chunk_size_requested) + ")";
   o += fact("chunk size", chunk + " per chunk (A, and one B per victim)");
-  o += fact("pages", fmt::format("{} ({} per page)", p.pages, format_size(p.page_size)));
+  o += fact("pages", fmt::format("{} ({} per page)", page_mode_name(p.pages), format_size(p.page_size)));
   o += fact("batch", format_size(p.batch) + " of writes per timed sample");
   o += fact("report interval", format_size(p.report_every) + " of victim writes");
   std::string trig = p.trigger == "after" ? "after " + dur(static_cast<double>(p.trigger_after_ns)) : p.trigger;
@@ -271,7 +196,7 @@ std::string header_section(const Result& r) {
   o += fact("build", e.build_type + (e.version.empty() ? "" : ", shootdown " + e.version));
   std::string ev = r.trace.status.empty() ? "off" : r.trace.status;
   if (r.trace.enabled)
-    ev += fmt::format(", {} tracepoints, {} events, {} lost", r.trace.tracepoints.size(), event_total(r),
+    ev += fmt::format(", {} tracepoints, {} events, {} lost", r.trace.tracepoints.size(), a.event_total,
                       r.trace.lost_events);
   o += fact("kernel evidence", ev);
   o += "</table>\n</div>\n";
@@ -295,51 +220,33 @@ std::string compare_word(double before, double after) {
   return "about the same";
 }
 
-// Shootdown ticks on a CPU: all of them, or only inside release windows.
-std::int64_t shootdown_ticks(const Result& r, const std::map<int, std::vector<Tick>>& ticks, int cpu, bool in_windows) {
-  auto it = ticks.find(cpu);
-  if (it == ticks.end()) return 0;
-  std::int64_t n = 0;
-  if (!in_windows) {
-    for (const Tick& t : it->second) n += t.cause == 0;
-    return n;
-  }
-  for (const auto& rel : r.releases) {
-    auto lo = std::lower_bound(it->second.begin(), it->second.end(), rel.before_ns,
-                               [](const Tick& t, std::int64_t x) { return t.t < x; });
-    for (; lo != it->second.end() && lo->t <= rel.after_ns + r.plan.settle_ns; ++lo) n += lo->cause == 0;
-  }
-  return n;
-}
-
-std::string meaning_section(const Result& r, const Analysis& a, const Attribution& at,
-                            const std::map<int, std::vector<Tick>>& ticks) {
+std::string meaning_section(const Result& r, const Analysis& a, const Attribution& at) {
   const Plan& p = r.plan;
   std::vector<std::string> s;
   if (r.releases.empty()) {
     s.push_back("No release was performed, so every sample is baseline.");
   } else if (r.releases.size() == 1) {
-    s.push_back(fmt::format("{} of {} on CPU {} took {}.", p.release, format_size(p.chunk_size), p.culprit_cpu,
-                            dur(static_cast<double>(r.releases[0].duration_ns()))));
+    s.push_back(fmt::format("{} of {} on CPU {} took {}.", strategy_name(p.release), format_size(p.chunk_size),
+                            p.culprit_cpu, dur(static_cast<double>(r.releases[0].duration_ns()))));
   } else {
     s.push_back(fmt::format("{} releases ({} of {} each) on CPU {} took {} at the median, {} at most.",
-                            r.releases.size(), p.release, format_size(p.chunk_size), p.culprit_cpu,
+                            r.releases.size(), strategy_name(p.release), format_size(p.chunk_size), p.culprit_cpu,
                             dur(a.release_duration.p50), dur(a.release_duration.max)));
   }
-  if (p.release == "reuse")
+  if (p.release == ReleaseStrategy::kReuse)
     s.push_back("This is the control arm (reuse): nothing is unmapped, so no TLB shootdown is expected.");
   for (const auto& va : a.victims) {
     const CpuCounters* c = counters_of(r, va.cpu);
     const VictimAttribution* va_at = attribution_of(at, va.cpu);
     std::string who = fmt::format("CPU {}", va.cpu);
-    const std::int64_t flush_ipis = shootdown_ticks(r, ticks, va.cpu, false);
+    const std::int64_t flush_ipis = a.shootdown_marks.count(va.cpu) ? a.shootdown_marks.at(va.cpu).all : 0;
     if (va_at && flush_ipis > 0) {
       s.push_back(fmt::format(
           "{} received {} TLB shootdown IPIs (kernel trace{}), {} of them inside the release window{}; "
           "each stalled the victim by ~{} (p90 {}, max {}) while the handler itself ran ~{}.",
           who, flush_ipis, c ? fmt::format("; /proc/interrupts TLB delta {}", c->tlb) : std::string(),
-          shootdown_ticks(r, ticks, va.cpu, true), r.releases.size() == 1 ? "" : "s",
-          dur(static_cast<double>(va_at->stall_per_shootdown.p50)),
+          a.shootdown_marks.count(va.cpu) ? a.shootdown_marks.at(va.cpu).in_windows : 0,
+          r.releases.size() == 1 ? "" : "s", dur(static_cast<double>(va_at->stall_per_shootdown.p50)),
           dur(static_cast<double>(va_at->stall_per_shootdown.p90)),
           dur(static_cast<double>(va_at->stall_per_shootdown.max)), dur(static_cast<double>(va_at->handler_ns.p50))));
     } else if (c) {
@@ -438,8 +345,8 @@ std::string phases_section(const Result& r, const Analysis& a) {
     for (std::size_t i = 0; i < shown; ++i) {
       const auto& rel = r.releases[i];
       o += fmt::format("<tr class=\"release-row\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-                       rel.index, escape(rel.strategy.empty() ? r.plan.release : rel.strategy),
-                       escape(format_size(rel.bytes)), escape(dur(static_cast<double>(rel.before_ns - t0))),
+                       rel.index, escape(strategy_name(rel.strategy)), escape(format_size(rel.bytes)),
+                       escape(dur(static_cast<double>(rel.before_ns - t0))),
                        escape(dur(static_cast<double>(rel.duration_ns()))));
     }
     if (shown < r.releases.size())
@@ -460,9 +367,10 @@ void add_release_overlays(svg::LineChart& c, const Result& r, std::int64_t origi
                      dur(static_cast<double>(r.plan.settle_ns))),
          kColorBand});
     c.markers.push_back({static_cast<double>(rel->before_ns - origin), "before", rel->index,
-                         fmt::format("release {}: before {} (call)", rel->index, r.plan.release), kColorBefore});
+                         fmt::format("release {}: before {} (call)", rel->index, strategy_name(r.plan.release)),
+                         kColorBefore});
     c.markers.push_back({static_cast<double>(rel->after_ns - origin), "after", rel->index,
-                         fmt::format("release {}: after {} (returned, {})", rel->index, r.plan.release,
+                         fmt::format("release {}: after {} (returned, {})", rel->index, strategy_name(r.plan.release),
                                      dur(static_cast<double>(rel->duration_ns()))),
                          kColorAfter});
   }
@@ -523,7 +431,7 @@ std::string timeseries_section(const Result& r, const Analysis& a) {
 }
 
 std::string raw_section(const Result& r, const Analysis& a, const Attribution& at,
-                        const std::map<int, std::vector<Tick>>& ticks) {
+                        const std::map<int, std::vector<EventMark>>& ticks) {
   std::string o = "<section id=\"raw\">\n<h2>2 · Raw samples around each release</h2>\n";
   o += fmt::format(
       "<p class=\"explain\">Every batch sample from {} before the release call to {} after the window, drawn "
@@ -548,8 +456,8 @@ std::string raw_section(const Result& r, const Analysis& a, const Attribution& a
       svg::LineChart c;
       c.id = "raw";
       c.height = 390;
-      c.title = fmt::format("victim CPU {}: samples around release {} ({} took {})", va.cpu, rel.index, r.plan.release,
-                            dur(static_cast<double>(rel.duration_ns())));
+      c.title = fmt::format("victim CPU {}: samples around release {} ({} took {})", va.cpu, rel.index,
+                            strategy_name(r.plan.release), dur(static_cast<double>(rel.duration_ns())));
       c.x = {"time from the release call", svg::Scale::kLinear, svg::Format::kDuration,
              static_cast<double>(from - origin), static_cast<double>(to - origin)};
       c.y = {"latency per batch", svg::Scale::kLog, svg::Format::kDuration, std::nullopt, std::nullopt};
@@ -577,7 +485,7 @@ std::string raw_section(const Result& r, const Analysis& a, const Attribution& a
         for (int i = 0; i < 5; ++i) rows.push_back({kCauses[i].kind, kCauses[i].text, kCauses[i].color, {}});
         if (auto it = ticks.find(va.cpu); it != ticks.end()) {
           auto lo = std::lower_bound(it->second.begin(), it->second.end(), from,
-                                     [](const Tick& t, std::int64_t x) { return t.t < x; });
+                                     [](const EventMark& t, std::int64_t x) { return t.t < x; });
           for (; lo != it->second.end() && lo->t <= to; ++lo)
             rows[static_cast<std::size_t>(lo->cause)].x.push_back(static_cast<double>(lo->t - origin));
         }
@@ -897,9 +805,7 @@ std::string html_report(const Result& r, const Analysis& a) {
   Attribution storage;
   const Attribution& at = attribution_for(r, a, storage);
 
-  std::set<int> cpus;
-  for (const auto& va : a.victims) cpus.insert(va.cpu);
-  const auto ticks = classify_events(r.trace, cpus);
+  const auto& ticks = a.marks;
 
   std::string o;
   o.reserve(1 << 20);
@@ -907,13 +813,13 @@ std::string html_report(const Result& r, const Analysis& a) {
   o += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
   // No favicon request: the page must never touch the network or the disk.
   o += "<link rel=\"icon\" href=\"data:,\">\n";
-  o += fmt::format("<title>shootdown report: {} of {} · {}</title>\n", escape(r.plan.release),
+  o += fmt::format("<title>shootdown report: {} of {} · {}</title>\n", escape(strategy_name(r.plan.release)),
                    escape(format_size(r.plan.chunk_size)), escape(r.started_at));
   o += "<style>" + std::string(kCss) + "</style>\n</head>\n";
   o += fmt::format("<body data-releases=\"{}\" data-victims=\"{}\" data-kernel-evidence=\"{}\">\n", r.releases.size(),
                    a.victims.size(), have_events(r) ? "yes" : "no");
-  o += header_section(r);
-  o += meaning_section(r, a, at, ticks);
+  o += header_section(r, a);
+  o += meaning_section(r, a, at);
   o += phases_section(r, a);
   o += timeseries_section(r, a);
   o += raw_section(r, a, at, ticks);

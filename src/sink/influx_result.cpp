@@ -3,7 +3,6 @@
 #include <cmath>
 #include <map>
 
-#include "core/event_counts.hpp"
 #include "core/stats.hpp"
 
 namespace shootdown::sink {
@@ -17,7 +16,9 @@ std::int64_t as_int(double v) {
 influx::Point base(const Result& r, const char* measurement, std::int64_t mono_ns) {
   influx::Point p;
   p.measurement = measurement;
-  p.tag("run_id", r.run_id).tag("release", r.plan.release).tag("pages", r.plan.pages);
+  p.tag("run_id", r.run_id)
+      .tag("release", std::string(strategy_name(r.plan.release)))
+      .tag("pages", std::string(page_mode_name(r.plan.pages)));
   // A result without a wall-clock offset still gets distinct, ordered times;
   // InfluxDB requires a timestamp > 0 to keep ours.
   p.timestamp_ns = mono_ns + r.realtime_offset_ns;
@@ -64,7 +65,7 @@ std::vector<influx::Point> result_points(const Result& r, const Analysis& a) {
     p.integer("span_ns", r.interrupts_span_ns);
     out.push_back(std::move(p));
   }
-  for (const auto& c : event_counts(r)) {
+  for (const auto& c : a.event_counts) {
     auto p = base(r, "shootdown_trace", r.measure_end_ns);
     p.tag("cpu", std::to_string(c.cpu)).tag("event", c.event);
     p.integer("count", c.count);

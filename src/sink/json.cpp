@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 #include <map>
 
-#include "core/event_counts.hpp"
 #include "core/hdr/codec.hpp"
 
 namespace shootdown::sink {
@@ -53,9 +52,9 @@ json plan_json(const Plan& p) {
               {"chunk_capped", p.chunk_capped},
               {"batch", p.batch},
               {"report_every", p.report_every},
-              {"pages", p.pages},
+              {"pages", page_mode_name(p.pages)},
               {"touch_stride", 4096},
-              {"release", p.release},
+              {"release", strategy_name(p.release)},
               {"trigger", p.trigger},
               {"trigger_after_ns", p.trigger_after_ns},
               {"repeat", p.repeat},
@@ -147,9 +146,9 @@ json symbols_json(const KernelTrace& t) {
   return out;
 }
 
-json trace_counts_json(const Result& r) {
+json trace_counts_json(const Analysis& a) {
   json out = json::array();
-  for (const auto& c : event_counts(r)) out.push_back({{"cpu", c.cpu}, {"event", c.event}, {"count", c.count}});
+  for (const auto& c : a.event_counts) out.push_back({{"cpu", c.cpu}, {"event", c.event}, {"count", c.count}});
   return out;
 }
 
@@ -267,7 +266,7 @@ json result_json(const Result& r, const Analysis& a) {
   json rels = json::array();
   for (const auto& rel : r.releases)
     rels.push_back({{"index", rel.index},
-                    {"strategy", rel.strategy},
+                    {"strategy", strategy_name(rel.strategy)},
                     {"bytes", rel.bytes},
                     {"before_ns", rel.before_ns},
                     {"after_ns", rel.after_ns},
@@ -308,8 +307,8 @@ json result_json(const Result& r, const Analysis& a) {
   j["interrupts"] = {{"source", "/proc/interrupts"}, {"span_ns", r.interrupts_span_ns}, {"deltas", cs}};
   j["trace"] = {{"enabled", r.trace.enabled},         {"status", r.trace.status},
                 {"tracepoints", r.trace.tracepoints}, {"missing", r.trace.missing},
-                {"lost_events", r.trace.lost_events}, {"events", event_total(r)},
-                {"counts", trace_counts_json(r)}};
+                {"lost_events", r.trace.lost_events}, {"events", a.event_total},
+                {"counts", trace_counts_json(a)}};
   j["trace"]["callchains"] = callchains_json(r.trace);
   j["trace"]["events_truncated"] = r.events_truncated || r.trace.events.size() > kResultMaxEvents;
   j["trace"]["events_table"] = events_table_json(r);

@@ -5,7 +5,6 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "core/attribution.hpp"
 #include "core/hdr/codec.hpp"
 #include "core/stats.hpp"
 #include "sink/json.hpp"
@@ -141,6 +140,18 @@ Environment read_env(const Node& n) {
   return e;
 }
 
+ReleaseStrategy read_strategy(const Node& n) {
+  const std::string s = n.str();
+  if (auto v = find_strategy(s)) return *v;
+  fail(n.path(), "unknown release strategy '" + s + "'");
+}
+
+PageMode read_page_mode(const Node& n) {
+  const std::string s = n.str();
+  if (auto v = find_page_mode(s)) return *v;
+  fail(n.path(), "unknown page mode '" + s + "' (expected " + page_mode_list() + ")");
+}
+
 Plan read_plan(const Node& n) {
   Plan p;
   p.culprit_cpu = n["culprit_cpu"].i32();
@@ -151,8 +162,8 @@ Plan read_plan(const Node& n) {
   p.chunk_capped = n["chunk_capped"].boolean();
   p.batch = n["batch"].i64();
   p.report_every = n["report_every"].i64();
-  p.pages = n["pages"].str();
-  p.release = n["release"].str();
+  p.pages = read_page_mode(n["pages"]);
+  p.release = read_strategy(n["release"]);
   p.trigger = n["trigger"].str();
   p.trigger_after_ns = n["trigger_after_ns"].i64();
   p.repeat = n["repeat"].i32();
@@ -476,7 +487,7 @@ LoadedResult result_from_json(std::string_view text) {
     const Node x = rels[i];
     Release rel;
     rel.index = x["index"].i32();
-    rel.strategy = x["strategy"].str();
+    rel.strategy = read_strategy(x["strategy"]);
     rel.bytes = x["bytes"].i64();
     rel.before_ns = x["before_ns"].i64();
     rel.after_ns = x["after_ns"].i64();
@@ -535,9 +546,16 @@ LoadedResult result_from_json(std::string_view text) {
       r.trace.symbols[addr] = sym[key].str();
     }
   }
+  // The saved counts cover every event; trace.events maybe only the first kResultMaxEvents.
+  a.event_counts = r.trace_counts;
+  a.event_total = static_cast<std::int64_t>(r.trace.events.size());
+  if (!r.trace_counts.empty()) {
+    a.event_total = 0;
+    for (const auto& c : r.trace_counts) a.event_total += c.count;
+  }
   if (root.has("attribution")) {
     r.saved_attribution = read_attribution(root["attribution"], a);
-    a.attribution = result_attribution(r);
+    a.attribution = restore_saved_attribution(r);
   }
   return out;
 }

@@ -1,5 +1,6 @@
 #include "sink/monitor_out.hpp"
 
+#include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
 namespace shootdown {
@@ -97,6 +98,67 @@ std::string monitor_json_line(const MonitorInterval& iv, const std::string& trac
     j["lost_events"] = iv.lost_events;
   }
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);  // comm may be any bytes
+}
+
+namespace {
+// Reason columns in the order a reader cares about: received, sent, local.
+constexpr int kCols[kTlbFlushReasons] = {1, 4, 2, 3, 0, 5};
+constexpr const char* kColNames[kTlbFlushReasons] = {"REMOTE", "SENDIPI", "LOCAL", "LOC_MM", "TASKSW", "WRONG"};
+
+std::string rate(double v) {
+  if (v >= 1e6) return fmt::format("{:.1f}M", v / 1e6);
+  if (v >= 1e4) return fmt::format("{:.1f}k", v / 1e3);
+  return fmt::format("{:.1f}", v);
+}
+std::string per_s(std::int64_t n, double s) {
+  return rate(s > 0 ? static_cast<double>(n) / s : 0);
+}
+}  // namespace
+
+std::string format_monitor_header(bool trace) {
+  std::string h = fmt::format("{:<8} {:>4} {:>8} {:>8}", "TIME", "CPU", "TLB/s", "CAL/s");
+  if (trace)
+    for (const char* n : kColNames) h += fmt::format(" {:>7}", n);
+  return h + "\n";
+}
+
+std::string format_monitor_lines(const MonitorInterval& iv, const std::string& clock) {
+  std::string out;
+  for (const auto& c : iv.cpus) {
+    out += fmt::format("{:<8} {:>4} {:>8} {:>8}", clock, c.cpu, rate(c.tlb_per_s), rate(c.cal_per_s));
+    if (iv.trace)
+      for (int r : kCols) out += fmt::format(" {:>7}", per_s(c.flush[r], iv.seconds));
+    out += "\n";
+  }
+  if (iv.trace)
+    for (const auto& t : iv.top)
+      out += fmt::format("{:<8}  top pid {} comm {} sends {}/s\n", clock, t.pid, t.comm, per_s(t.flushes, iv.seconds));
+  return out;
+}
+
+std::string format_monitor_screen(const MonitorInterval& iv, const std::string& title) {
+  std::string out = title + "\n\n";
+  out += fmt::format("{:>4} {:>9} {:>9} {:>12} {:>12}\n", "CPU", "TLB/s", "CAL/s", "TLB total", "CAL total");
+  for (const auto& c : iv.cpus)
+    out += fmt::format("{:>4} {:>9} {:>9} {:>12} {:>12}\n", c.cpu, rate(c.tlb_per_s), rate(c.cal_per_s), c.tlb_total,
+                       c.cal_total);
+  if (!iv.trace) return out;
+  out += "\ntlb:tlb_flush per second by reason\n";
+  out += fmt::format("{:>4}", "CPU");
+  for (const char* n : kColNames) out += fmt::format(" {:>8}", n);
+  out += "\n";
+  for (const auto& c : iv.cpus) {
+    out += fmt::format("{:>4}", c.cpu);
+    for (int r : kCols) out += fmt::format(" {:>8}", per_s(c.flush[r], iv.seconds));
+    out += "\n";
+  }
+  out += "\nTop initiators (reason 4: remote IPI send)\n";
+  out += fmt::format("{:>8} {:<16} {:>10}\n", "PID", "COMM", "SENDS/s");
+  if (iv.top.empty()) out += "       -\n";
+  for (const auto& t : iv.top)
+    out += fmt::format("{:>8} {:<16} {:>10}\n", t.pid, t.comm.substr(0, 16), per_s(t.flushes, iv.seconds));
+  if (iv.lost_events > 0) out += fmt::format("\n{} trace events lost this interval\n", iv.lost_events);
+  return out;
 }
 
 }  // namespace shootdown

@@ -24,4 +24,10 @@ std::vector<influx::Point> monitor_points(const MonitorInterval& iv, const std::
 // One JSON object (no trailing newline) per interval.
 std::string monitor_json_line(const MonitorInterval& iv, const std::string& trace_status);
 
+// One line per CPU (and one per top initiator when traced), for pipes/logs.
+std::string format_monitor_header(bool trace);
+std::string format_monitor_lines(const MonitorInterval& iv, const std::string& clock);
+// Top-like screen (no escape codes: the caller clears), under 80 columns.
+std::string format_monitor_screen(const MonitorInterval& iv, const std::string& title);
+
 }  // namespace shootdown

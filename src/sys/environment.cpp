@@ -89,18 +89,4 @@ Environment read_environment() {
   return e;
 }
 
-std::vector<std::string> plan_warnings(const Environment& env, const Plan& plan) {
-  std::vector<std::string> w;
-  if (env.build_type.rfind("Release", 0) != 0)
-    w.push_back("build type is " + env.build_type + ", not Release: the victim loop is slower and noisier");
-  // VM, isolation and the rest of the tuning list come from the doctor checks
-  // (recorded as Result::doctor), not repeated here.
-  if (!env.constant_tsc || !env.nonstop_tsc)
-    w.push_back("TSC is not invariant (constant_tsc/nonstop_tsc missing): timings may drift");
-  if (plan.pages == "4k" && env.thp_enabled == "always")
-    w.push_back("transparent_hugepage=always: --pages 4k chunks may still get huge pages");
-  (void)plan;
-  return w;
-}
-
 }  // namespace shootdown::sys

@@ -1,6 +1,10 @@
 #include "sys/wallclock.hpp"
 
 #include <ctime>
+#include <fmt/format.h>
+#include <random>
+
+#include "sys/fs.hpp"
 
 namespace shootdown::sys {
 
@@ -24,6 +28,28 @@ std::int64_t realtime_offset_ns() noexcept {
     }
   }
   return best;
+}
+
+std::string iso_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string make_run_id() {
+  std::random_device rd;
+  return fmt::format("{:08x}", rd());
+}
+
+std::string read_cmdline_self() {
+  auto s = read_file("/proc/self/cmdline");
+  if (!s) return {};
+  std::string out;
+  for (char c : *s) out += c == '\0' ? ' ' : c;
+  return trim(out);
 }
 
 }  // namespace shootdown::sys

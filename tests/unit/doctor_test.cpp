@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/doctor.hpp"
+#include "sink/doctor_out.hpp"
 #include "sys/facts.hpp"
 #include "sys/fs.hpp"
 
@@ -199,7 +200,7 @@ TEST(Doctor, SuggestedCmdline) {
 
 TEST(Doctor, TableFitsIn80Columns) {
   for (const char* fx : {"tuned", "untuned", "broken"}) {
-    const std::string t = format_doctor_table(run_doctor_checks(facts_of(fx), {0, 1}));
+    const std::string t = sink::format_doctor_table(run_doctor_checks(facts_of(fx), {0, 1}));
     std::istringstream in(t);
     std::string line;
     int lines = 0;

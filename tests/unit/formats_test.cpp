@@ -27,8 +27,8 @@ Result two_victims() {
   r.env.version = "test";
   r.plan.batch = 65536;
   r.plan.report_every = 65536 * 10;
-  r.plan.release = "munmap";
-  r.plan.pages = "4k";
+  r.plan.release = ReleaseStrategy::kMunmap;
+  r.plan.pages = PageMode::k4k;
   r.plan.culprit_cpu = 0;
   r.plan.victim_cpus = {1, 2};
   r.plan.settle_ns = 1000;
@@ -52,7 +52,7 @@ Result two_victims() {
   Release rel;
   rel.before_ns = r.victims[0].end_ns[20];
   rel.after_ns = rel.before_ns + 3000;
-  rel.strategy = "munmap";
+  rel.strategy = ReleaseStrategy::kMunmap;
   rel.bytes = 1 << 20;
   r.releases.push_back(rel);
   r.counters.push_back(CpuCounters{1, "victim", 3, 4, 5, 6});
@@ -77,7 +77,7 @@ Result traced_partial() {
   r.env.version = "test";
   r.plan.batch = 4096;
   r.plan.report_every = 4096 * 1000;
-  r.plan.release = "munmap";
+  r.plan.release = ReleaseStrategy::kMunmap;
   r.plan.culprit_cpu = 0;
   r.plan.victim_cpus = {1, 2};
   r.plan.settle_ns = 1000;
@@ -107,7 +107,7 @@ Result traced_partial() {
   Release rel;
   rel.before_ns = r.victims[0].end_ns[3000];
   rel.after_ns = rel.before_ns + 20000;
-  rel.strategy = "munmap";
+  rel.strategy = ReleaseStrategy::kMunmap;
   rel.bytes = 1 << 20;
   r.releases.push_back(rel);
   auto& ev = r.trace.events;

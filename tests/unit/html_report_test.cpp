@@ -26,7 +26,7 @@ Result synthetic(int victims, int releases, bool trace) {
   r.plan.batch = 65536;
   r.plan.report_every = 65536 * 64;
   r.plan.chunk_size = 1LL << 30;
-  r.plan.release = "munmap";
+  r.plan.release = ReleaseStrategy::kMunmap;
   r.plan.culprit_cpu = 0;
   r.plan.settle_ns = 1000000;
   r.env.kernel = "6.1.0-test";

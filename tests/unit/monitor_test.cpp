@@ -11,8 +11,6 @@
 using namespace shootdown;
 
 namespace {
-constexpr int kTlbRemoteShootdown = 1;
-constexpr int kTlbRemoteSendIpi = 4;
 MonitorTotals totals(std::int64_t t_ns, std::int64_t tlb1, std::int64_t flush1, std::int64_t sends) {
   MonitorTotals t;
   t.mono_ns = t_ns;

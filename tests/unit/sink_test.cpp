@@ -18,7 +18,7 @@ Result small() {
   r.plan.batch = 65536;
   r.plan.report_every = 65536 * 2;
   r.plan.chunk_size = 1 << 30;
-  r.plan.release = "munmap";
+  r.plan.release = ReleaseStrategy::kMunmap;
   r.plan.culprit_cpu = 0;
   r.plan.victim_cpus = {1};
   VictimSamples v;

@@ -1,0 +1,35 @@
+#include "cmd/driver.hpp"
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <thread>
+
+#include "sys/child.hpp"
+#include "sys/signals.hpp"
+#include "sys/tsc.hpp"
+
+namespace shootdown::cmd {
+
+int drive(Tool& tool) {
+  tool.plan();
+  sys::StopSignals signals;
+  tool.prepare();
+  tool.run();
+  tool.analyze();
+  return tool.report();
+}
+
+StopCause watch(const Watch& w) {
+  const std::int64_t t0 = w.start_ns ? w.start_ns : sys::mono_now_ns();
+  while (true) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(w.period_ms));
+    if (w.tick && w.tick()) return StopCause::kTick;
+    if (sys::StopSignals::stop_requested()) return StopCause::kSignal;
+    if (w.child && w.child->poll()) return StopCause::kChildExited;
+    if (w.pid > 0 && ::kill(w.pid, 0) != 0 && errno != EPERM) return StopCause::kTargetGone;
+    if (w.duration_ns && sys::mono_now_ns() - t0 >= w.duration_ns) return StopCause::kDuration;
+  }
+}
+
+}  // namespace shootdown::cmd

@@ -1,0 +1,64 @@
+// One lifecycle for every subcommand, in the spirit of rtla's tool_ops:
+//
+//   plan → prepare → run → analyze → report, restore on every exit path
+//
+// A subcommand is a Tool: it fills the steps it needs and owns what it
+// acquires as RAII members (sys::ChildProcess, sys::Tracer, servers, output
+// directories), so "restore" is the Tool's destructor, run whether report()
+// returns or any step throws. drive() holds the SIGINT/SIGTERM handlers
+// (sys::StopSignals) from prepare to report and puts the old ones back.
+//
+// Errors: plan() throws UsageError (exit 2, nothing acquired yet); later
+// steps throw RuntimeError or any std::exception (exit 1). report() returns
+// the exit code (docs/exit-codes.md).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "cmd/commands.hpp"
+
+namespace shootdown::sys {
+class ChildProcess;
+}
+
+namespace shootdown::cmd {
+
+class Tool {
+ public:
+  virtual ~Tool() = default;
+  virtual void plan() = 0;   // validate options; no side effects
+  virtual void prepare() {}  // acquire: tracers, memory, servers, output dirs
+  virtual void run() {}      // measure
+  virtual void analyze() {}  // pure core computations over what was measured
+  virtual int report() = 0;  // sinks; returns the exit code
+};
+
+int drive(Tool& tool);
+
+// A Command whose callback builds T from the parsed options and drives it.
+template <typename T, typename Options>
+Command tool_command(CLI::App* app, std::shared_ptr<Options> opts) {
+  return {app, [opts]() {
+            T tool(*opts);
+            return drive(tool);
+          }};
+}
+
+// Waiting while something else measures: until a signal, the child exits,
+// the watched process is gone, the duration passes or tick() says stop.
+enum class StopCause { kSignal, kChildExited, kTargetGone, kDuration, kTick };
+
+struct Watch {
+  sys::ChildProcess* child = nullptr;  // stop when it exits
+  int pid = 0;                         // stop when this process is gone (blame -p)
+  std::int64_t start_ns = 0;           // for duration_ns (0 = now)
+  std::int64_t duration_ns = 0;        // 0 = no limit
+  int period_ms = 20;
+  std::function<bool()> tick;  // called every period; true = stop
+};
+
+StopCause watch(const Watch& w);
+
+}  // namespace shootdown::cmd

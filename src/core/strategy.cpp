@@ -1,0 +1,128 @@
+#include "core/strategy.hpp"
+
+#include <array>
+
+namespace shootdown {
+
+namespace {
+
+using enum ReleaseStrategy;
+
+constexpr std::array<StrategyInfo, 10> kStrategies{{
+    {kFree, "free", Workload::kMemory, Rearm::kReallocate, true, true, "",
+     "glibc free() of a malloc'd block (mmap-backed at this size)"},
+    {kMunmap, "munmap", Workload::kMemory, Rearm::kReallocate, true, true, "", "munmap(2) of chunk A"},
+    {kMadviseDontneed, "madvise-dontneed", Workload::kMemory, Rearm::kRefault, true, true, "",
+     "madvise(MADV_DONTNEED): pages dropped, mapping kept"},
+    {kMadviseFree, "madvise-free", Workload::kMemory, Rearm::kRefault, true, true, "",
+     "madvise(MADV_FREE): pages reclaimable lazily"},
+    {kMprotect, "mprotect", Workload::kMemory, Rearm::kRestoreProtection, true, true, "",
+     "mprotect(PROT_READ), restored to read-write after the marker"},
+    {kReuse, "reuse", Workload::kMemory, Rearm::kNothing, true, true, "control",
+     "write chunk A again instead of releasing it: the control arm"},
+    {kMembarrier, "membarrier", Workload::kMemory, Rearm::kNothing, true, false, "IPI validation",
+     "membarrier(PRIVATE_EXPEDITED): a controlled IPI source without TLB flushes (validation)"},
+    {kJournalUnmap, "journal-unmap", Workload::kJournal, Rearm::kNothing, false, true, "",
+     "journal writer: munmap and unlink each full segment, map a new one"},
+    {kJournalRecycle, "journal-recycle", Workload::kJournal, Rearm::kNothing, false, true, "",
+     "journal writer: a pre-allocated pool of segments, reused"},
+    {kProbe, "probe", Workload::kNone, Rearm::kNothing, false, false, "", "no release: probe measures another program"},
+}};
+
+constexpr std::array<PageModeInfo, 3> kPageModes{{
+    {PageMode::k4k, "4k", "", "4 KiB pages"},
+    {PageMode::kThp, "thp", "madvise", "transparent huge pages (madvise)"},
+    {PageMode::kHugetlb, "hugetlb", "MAP_HUGETLB", "MAP_HUGETLB from the reserved pool"},
+}};
+
+template <typename Pred>
+std::string join_names(Pred pred) {
+  std::string s;
+  for (const auto& i : kStrategies)
+    if (pred(i)) {
+      if (!s.empty()) s += ", ";
+      s += i.name;
+    }
+  return s;
+}
+
+}  // namespace
+
+std::span<const StrategyInfo> strategies() {
+  return kStrategies;
+}
+
+const StrategyInfo& strategy_info(ReleaseStrategy s) {
+  for (const auto& i : kStrategies)
+    if (i.id == s) return i;
+  return kStrategies.back();
+}
+
+std::string_view strategy_name(ReleaseStrategy s) {
+  return strategy_info(s).name;
+}
+
+std::optional<ReleaseStrategy> find_strategy(std::string_view name) {
+  for (const auto& i : kStrategies)
+    if (i.name == name) return i.id;
+  return std::nullopt;
+}
+
+std::string run_strategy_list() {
+  return join_names([](const StrategyInfo& i) { return i.run_option; });
+}
+
+std::string run_strategy_help() {
+  std::string s;
+  for (const auto& i : kStrategies)
+    if (i.run_option) {
+      if (!s.empty()) s += ", ";
+      s += i.name;
+      if (!i.tag.empty()) s += " (" + std::string(i.tag) + ")";
+    }
+  return s;
+}
+
+std::string compare_arm_list(Workload w) {
+  return join_names([w](const StrategyInfo& i) { return i.compare_arm && i.workload == w; });
+}
+
+bool is_compare_arm(ReleaseStrategy s, Workload w) {
+  const auto& i = strategy_info(s);
+  return i.compare_arm && i.workload == w;
+}
+
+std::span<const PageModeInfo> page_modes() {
+  return kPageModes;
+}
+
+std::string_view page_mode_name(PageMode m) {
+  for (const auto& i : kPageModes)
+    if (i.id == m) return i.name;
+  return "?";
+}
+
+std::optional<PageMode> find_page_mode(std::string_view name) {
+  for (const auto& i : kPageModes)
+    if (i.name == name) return i.id;
+  return std::nullopt;
+}
+
+std::string page_mode_list() {
+  std::string s;
+  for (const auto& i : kPageModes) s += (s.empty() ? "" : ", ") + std::string(i.name);
+  return s;
+}
+
+std::string page_mode_help() {
+  std::string s;
+  for (std::size_t k = 0; k < kPageModes.size(); ++k) {
+    const auto& i = kPageModes[k];
+    if (k > 0) s += k + 1 == kPageModes.size() ? " or " : ", ";
+    s += i.name;
+    if (!i.tag.empty()) s += " (" + std::string(i.tag) + ")";
+  }
+  return s;
+}
+
+}  // namespace shootdown

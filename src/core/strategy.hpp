@@ -1,0 +1,80 @@
+// Release strategies and page modes: one table each, the only place their
+// names, enums, descriptions and re-arm rules are spelled. cli validates
+// against it, experiment switches on the enum, compare builds its arm lists
+// from it and the sinks print its names.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace shootdown {
+
+enum class ReleaseStrategy {
+  kFree,             // glibc free() of a malloc'd (mmap-backed) block
+  kMunmap,           // munmap(A)
+  kMadviseDontneed,  // madvise(A, MADV_DONTNEED)
+  kMadviseFree,      // madvise(A, MADV_FREE)
+  kMprotect,         // mprotect(A, PROT_READ), restored to RW after the marker
+  kReuse,            // write A again instead of releasing it: the control arm
+  kMembarrier,       // membarrier(PRIVATE_EXPEDITED): a controlled non-TLB IPI source (validation)
+  kJournalUnmap,     // journal writer: munmap + unlink each full segment, map a new one
+  kJournalRecycle,   // journal writer: pre-allocated pool of segments reused
+  kProbe,            // not a release: `probe` measures a foreign program (its results carry this name)
+};
+
+// Which experiment a strategy belongs to.
+enum class Workload {
+  kMemory,   // releases chunk A (run --release, compare arms)
+  kJournal,  // drives exp::Journal (compare --workload journal)
+  kNone,     // not selectable (probe)
+};
+
+// What makes chunk A usable again between repeats (outside the timed window).
+enum class Rearm {
+  kNothing,            // A is untouched (reuse, membarrier) or not a chunk (journal)
+  kReallocate,         // map/allocate and pre-fault a new A (free, munmap)
+  kRefault,            // write every page again (madvise)
+  kRestoreProtection,  // mprotect back to read-write
+};
+
+struct StrategyInfo {
+  ReleaseStrategy id;
+  std::string_view name;
+  Workload workload;
+  Rearm rearm;
+  bool run_option;       // accepted by run --release (memory strategies and membarrier)
+  bool compare_arm;      // accepted as a compare arm of its workload
+  std::string_view tag;  // short note shown in --help ("control"), may be empty
+  std::string_view description;
+};
+
+std::span<const StrategyInfo> strategies();
+const StrategyInfo& strategy_info(ReleaseStrategy s);
+std::string_view strategy_name(ReleaseStrategy s);
+std::optional<ReleaseStrategy> find_strategy(std::string_view name);
+// "free, munmap, ..." for error messages and help: strategies accepted by
+// run --release (run_option) or as compare arms of one workload.
+std::string run_strategy_list();
+// run --release help: "free, munmap, ..., reuse (control), membarrier (IPI validation)".
+std::string run_strategy_help();
+std::string compare_arm_list(Workload w);
+bool is_compare_arm(ReleaseStrategy s, Workload w);
+
+enum class PageMode { k4k, kThp, kHugetlb };
+
+struct PageModeInfo {
+  PageMode id;
+  std::string_view name;
+  std::string_view tag;  // short note shown in --help, may be empty
+  std::string_view description;
+};
+
+std::span<const PageModeInfo> page_modes();
+std::string_view page_mode_name(PageMode m);
+std::optional<PageMode> find_page_mode(std::string_view name);
+std::string page_mode_list();  // "4k, thp, hugetlb"
+std::string page_mode_help();  // "4k, thp (madvise) or hugetlb (MAP_HUGETLB)"
+
+}  // namespace shootdown
