@@ -145,7 +145,18 @@ Attribution restore_saved_attribution(const Result& r) {
 
 Analysis analyze(const Result& r) {
   Analysis a;
-  for (const auto& v : r.victims) a.victims.push_back(analyze_victim(r, v));
+  for (const auto& v : r.victims) {
+    VictimAnalysis va = analyze_victim(r, v);
+    std::int64_t counted = 0;
+    for (const auto& ps : va.phases) counted += ps.per_batch.count;
+    if (v.size() > 0 && static_cast<std::int64_t>(v.size()) == counted) {
+      va.phase_histograms.assign(3, make_latency_histogram());
+      const auto phases = sample_phases(r, v);
+      for (std::size_t i = 0; i < v.size(); ++i)
+        va.phase_histograms[static_cast<std::size_t>(phases[i])].record(v.lat_ns[i]);
+    }
+    a.victims.push_back(std::move(va));
+  }
   std::vector<std::int64_t> d;
   for (const auto& rel : r.releases) d.push_back(rel.duration_ns());
   a.release_duration = summarize_exact(d);

@@ -46,7 +46,6 @@
 
 namespace shootdown {
 
-const char* label_name(StallLabel l);  // "clean", "tlb-shootdown", ...
 // Higher wins when several incidents share a sample (unexplained/clean: 0).
 int label_priority(StallLabel l);
 
@@ -81,7 +80,6 @@ Attribution attribute_result(const Result& r);
 
 // Per-sample labels as runs: [(label, count), ...] in sample order (compact
 // for result.json: clean runs are long).
-std::vector<std::pair<std::uint8_t, std::int64_t>> label_runs(const std::vector<std::uint8_t>& labels);
 
 // Latencies of the samples carrying `label` (e.g. clean-only phase tables).
 std::vector<std::int64_t> latencies_with_label(const VictimSamples& v, const VictimAttribution& a, StallLabel label);
@@ -90,16 +88,6 @@ std::vector<std::int64_t> latencies_with_label(const VictimSamples& v, const Vic
 // the one rule for "this call-function IPI was a TLB shootdown".
 bool is_flush_tlb_func(const std::string& sym);
 
-// Kernel incidents on a CPU as marks for timelines (report.html): a
-// call-function IPI is a shootdown when a reason-1 tlb_flush or a
-// flush_tlb_func csd function lies inside its handler span (the rule above);
-// its mark is at the handler entry. A reason-1 flush outside any span
-// (call_function tracepoints missing) is a mark of its own.
-enum class MarkCause { kTlbShootdown = 0, kOtherIpi = 1, kTimer = 2, kIrq = 3, kResched = 4 };
-struct EventMark {
-  std::int64_t t = 0;
-  MarkCause cause = MarkCause::kOtherIpi;
-};
 // Per CPU of `cpus`, in time order.
 std::map<int, std::vector<EventMark>> event_marks(const KernelTrace& tr, const std::set<int>& cpus);
 // Shootdown marks on a CPU: all of them, or only inside release windows.

@@ -24,6 +24,20 @@ enum class StallLabel : std::uint8_t {
   kPreempted = 7,  // another task ran on the victim CPU inside the sample
 };
 inline constexpr int kStallLabelCount = 8;
+const char* label_name(StallLabel l);  // "clean", "tlb-shootdown", ...
+// Run-length encoding of per-sample labels (result.json label_runs).
+std::vector<std::pair<std::uint8_t, std::int64_t>> label_runs(const std::vector<std::uint8_t>& labels);
+
+// Kernel incidents on a CPU as marks for timelines (report.html): a
+// call-function IPI is a shootdown when a reason-1 tlb_flush or a
+// flush_tlb_func csd function lies inside its handler span (the attribution
+// rule, core/attribution.hpp); its mark is at the handler entry. A reason-1
+// flush outside any span (call_function tracepoints missing) is a mark of its own.
+enum class MarkCause { kTlbShootdown = 0, kOtherIpi = 1, kTimer = 2, kIrq = 3, kResched = 4 };
+struct EventMark {
+  std::int64_t t = 0;
+  MarkCause cause = MarkCause::kOtherIpi;
+};
 
 struct Quantiles {
   std::int64_t count = 0;

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "core/analysis.hpp"
+#include "core/analysis_types.hpp"
 #include "core/result.hpp"
 
 namespace shootdown::sink {

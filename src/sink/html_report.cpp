@@ -8,7 +8,6 @@
 #include <set>
 #include <string_view>
 
-#include "core/attribution.hpp"
 #include "core/cpulist.hpp"
 #include "core/units.hpp"
 #include "sink/json.hpp"
@@ -523,28 +522,21 @@ std::string raw_section(const Result& r, const Analysis& a, const Attribution& a
   return o;
 }
 
-std::string distribution_section(const Result& r, const Analysis& a) {
+std::string distribution_section(const Analysis& a) {
   std::string o = "<section id=\"distribution\">\n<h2>3 · Latency distribution by phase</h2>\n";
   o += "<p class=\"explain\">Latency per batch at each percentile, on the HdrHistogram axis (each step right is ten "
        "times "
        "rarer: 90%, 99%, 99.9% …). Curves that split only at the right are rare stalls; a curve shifted everywhere is "
        "slower work.</p>\n";
   for (const auto& va : a.victims) {
-    const VictimSamples* v = samples_of(r, va.cpu);
-    std::int64_t counted = 0;
-    for (const auto& ps : va.phases) counted += ps.per_batch.count;
-    const bool from_samples = v && v->size() > 0 && static_cast<std::int64_t>(v->size()) == counted;
+    const bool from_samples = !va.phase_histograms.empty();
     svg::LineChart c;
     c.id = "distribution";
     c.title = fmt::format("victim CPU {}: latency per batch by percentile", va.cpu);
     c.x = {"percentile", svg::Scale::kLinear, svg::Format::kPercentile, 0.0, std::nullopt};
     c.y = {"latency per batch", svg::Scale::kLog, svg::Format::kDuration, std::nullopt, std::nullopt};
-    std::vector<hdr::Histogram> hist;
-    if (from_samples) {
-      hist.assign(3, make_latency_histogram());
-      const auto phases = sample_phases(r, *v);
-      for (std::size_t i = 0; i < v->size(); ++i) hist[static_cast<std::size_t>(phases[i])].record(v->lat_ns[i]);
-    } else {
+    const std::vector<hdr::Histogram>& hist = va.phase_histograms;
+    if (!from_samples) {
       c.notes.push_back("coarse: drawn from the phase table's percentiles (raw samples not available)");
     }
     double max_x = 1;
@@ -823,7 +815,7 @@ std::string html_report(const Result& r, const Analysis& a) {
   o += phases_section(r, a);
   o += timeseries_section(r, a);
   o += raw_section(r, a, at, ticks);
-  o += distribution_section(r, a);
+  o += distribution_section(a);
   o += stalls_section(r, a, at);
   o += counters_section(r);
   o += backtraces_section(r);

@@ -18,7 +18,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/analysis.hpp"
+#include "core/analysis_types.hpp"
 #include "core/result.hpp"
 
 namespace shootdown::sink {

@@ -16,7 +16,7 @@
 
 #include <vector>
 
-#include "core/analysis.hpp"
+#include "core/analysis_types.hpp"
 #include "core/result.hpp"
 #include "sink/influx.hpp"
 

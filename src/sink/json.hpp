@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "core/analysis.hpp"
+#include "core/analysis_types.hpp"
 #include "core/result.hpp"
 
 namespace shootdown::sink {

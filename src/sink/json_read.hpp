@@ -16,7 +16,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/analysis.hpp"
+#include "core/analysis_types.hpp"
 #include "core/result.hpp"
 
 namespace shootdown::sink {

@@ -60,7 +60,7 @@ struct Spec {
   bool victims_only = false;  // not opened on the culprit CPU
 };
 
-// The evidence of issue 3 (docs/kernel-evidence.md explains each).
+// The kernel evidence (docs/kernel-evidence.md explains each).
 constexpr std::array<Spec, 16> kSpecs{{
     {"tlb", "tlb_flush", EventType::kTlbFlush, "reason", "pages", nullptr, true},
     {"irq_vectors", "call_function_entry", EventType::kCallFunctionEntry, "vector", nullptr, nullptr, false},

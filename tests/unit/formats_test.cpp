@@ -10,6 +10,7 @@
 #include "core/hdr/hgrm.hpp"
 #include "core/hdr/hlog.hpp"
 #include "core/stats.hpp"
+#include "core/analysis.hpp"
 #include "sink/console.hpp"
 #include "sink/hdr_out.hpp"
 #include "sink/influx_result.hpp"

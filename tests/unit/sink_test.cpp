@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include "core/analysis.hpp"
 #include "sink/atomic_writer.hpp"
 #include "sink/console.hpp"
 #include "sink/csv.hpp"
