@@ -65,6 +65,25 @@ expect_rc 3 "--max-regression 10 fails for munmap"
 order2=$(jq -c '[.trials[].arm]' <<<"$OUT")
 [[ "$order1" == "$order2" ]] && ok "same seed, same trial order" || not_ok "order differs: $order1 vs $order2"
 
+# Each finished trial is on disk at once: SIGKILL (no handler runs) after two
+# trials leaves compare.json marked in progress with the trials done so far.
+"$SHOOTDOWN" compare --arms reuse,munmap --trials 20 --seed 3 "${common[@]}" --out "$TMP/killed" >/dev/null 2>&1 &
+cpid=$!
+for _ in $(seq 1 600); do
+  n=$(jq '.trials | length' "$TMP/killed/compare.json" 2>/dev/null || echo 0)
+  (( n >= 2 )) && break
+  sleep 0.1
+done
+kill -KILL "$cpid" 2>/dev/null || true
+wait "$cpid" 2>/dev/null || true
+if jq -e '.complete == false and (.incomplete_reason | startswith("in progress")) and (.trials | length) >= 2' \
+    "$TMP/killed/compare.json" >/dev/null 2>&1; then
+  ok "SIGKILL mid-compare keeps the finished trials ($(jq '.trials | length' "$TMP/killed/compare.json") marked in progress)"
+else
+  not_ok "no partial compare.json after SIGKILL: $(head -c 300 "$TMP/killed/compare.json" 2>/dev/null)"
+fi
+[[ -s "$TMP/killed/compare.csv" ]] && ok "partial compare.csv kept" || not_ok "no partial compare.csv"
+
 # Reduced A/A: reuse,reuse over 4 seeds (scripts/aa_validity.sh runs 40).
 same=0
 for s in 1 2 3 4; do
