@@ -152,19 +152,7 @@ std::vector<Arm> parse_arms(const CompareCommand& c, const cli::MachineFacts& fa
 
 void progress_line(bool tty, bool quiet, std::size_t done, std::size_t total, const std::string& arm, double elapsed) {
   if (quiet) return;
-  const double eta = done > 0 ? elapsed / static_cast<double>(done) * static_cast<double>(total - done) : 0;
-  if (tty) {
-    const int width = 24;
-    const int filled =
-        static_cast<int>(static_cast<double>(width) * static_cast<double>(done) / static_cast<double>(total));
-    std::string bar(static_cast<std::size_t>(filled), '#');
-    bar += std::string(static_cast<std::size_t>(width - filled), '.');
-    std::fprintf(stderr, "\r\033[K[%s] %zu/%zu %-18s %4.0f s, ETA %s", bar.c_str(), done, total, arm.c_str(), elapsed,
-                 done > 0 ? fmt::format("{:.0f} s", eta).c_str() : "?");
-  } else {
-    std::fprintf(stderr, "shootdown compare: trial %zu/%zu %s (%.0f s elapsed%s)\n", done + 1, total, arm.c_str(),
-                 elapsed, done > 0 ? fmt::format(", ETA {:.0f} s", eta).c_str() : "");
-  }
+  std::fputs(sink::compare_progress(tty, done, total, arm, elapsed).c_str(), stderr);
 }
 
 class CompareTool final : public Tool {

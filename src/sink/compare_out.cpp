@@ -205,4 +205,19 @@ std::string compare_csv(const CompareReport& r) {
   return o;
 }
 
+std::string compare_progress(bool tty, std::size_t done, std::size_t total, const std::string& arm, double elapsed) {
+  const double eta = done > 0 ? elapsed / static_cast<double>(done) * static_cast<double>(total - done) : 0;
+  if (tty) {
+    const int width = 24;
+    const int filled =
+        static_cast<int>(static_cast<double>(width) * static_cast<double>(done) / static_cast<double>(total));
+    std::string bar(static_cast<std::size_t>(filled), '#');
+    bar += std::string(static_cast<std::size_t>(width - filled), '.');
+    return fmt::format("\r\033[K[{}] {}/{} {:<18} {:4.0f} s, ETA {}", bar, done, total, arm, elapsed,
+                       done > 0 ? fmt::format("{:.0f} s", eta) : "?");
+  }
+  return fmt::format("shootdown compare: trial {}/{} {} ({:.0f} s elapsed{})\n", done + 1, total, arm, elapsed,
+                     done > 0 ? fmt::format(", ETA {:.0f} s", eta) : "");
+}
+
 }  // namespace shootdown::sink

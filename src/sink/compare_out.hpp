@@ -45,5 +45,8 @@ std::string compare_console(const CompareReport& r);
 std::string compare_json(const CompareReport& r);
 std::string compare_csv(const CompareReport& r);
 std::string compare_html(const CompareReport& r);
+// The progress line before trial done+1 of total: a bar redrawn in place on a
+// terminal (tty), else one line per trial.
+std::string compare_progress(bool tty, std::size_t done, std::size_t total, const std::string& arm, double elapsed_s);
 
 }  // namespace shootdown::sink
