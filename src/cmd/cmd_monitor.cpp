@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <ctime>
 #include <fmt/core.h>
-#include <httplib.h>
 #include <mutex>
 #include <thread>
 #include <unistd.h>
@@ -24,6 +23,7 @@
 #include "sys/cpus.hpp"
 #include "sys/fs.hpp"
 #include "sys/interrupts.hpp"
+#include "sys/metrics_server.hpp"
 #include "sys/net.hpp"
 #include "sys/perf_trace.hpp"
 #include "sys/signals.hpp"
@@ -218,30 +218,19 @@ int run_monitor(const MonitorOptions& o) {
   Collector collector(plan.cpus, tracer.get(), plan.pid);
 
   // Prometheus endpoint.
-  std::unique_ptr<httplib::Server> server;
-  std::thread server_thread;
+  std::unique_ptr<sys::MetricsServer> server;
   if (plan.listen_port >= 0) {
-    server = std::make_unique<httplib::Server>();
-    server->Get("/metrics", [&collector](const httplib::Request&, httplib::Response& res) {
-      try {
-        res.set_content(monitor_exposition(collector.refresh()), prom::kContentType);
-      } catch (const std::exception& e) {
-        res.status = 500;
-        res.set_content(std::string(e.what()) + "\n", "text/plain");
-      }
-    });
-    int port = plan.listen_port;
-    bool bound = port == 0 ? (port = server->bind_to_any_port(plan.listen_host)) > 0
-                           : server->bind_to_port(plan.listen_host, port);
-    if (!bound)
-      throw RuntimeError(
-          fmt::format("cannot listen on {}:{} (in use or not a local address)", plan.listen_host, plan.listen_port));
-    server_thread = std::thread([&server] { server->listen_after_bind(); });
-    std::fprintf(stderr, "shootdown monitor: serving http://%s:%d/metrics\n", plan.listen_host.c_str(), port);
+    std::string why;
+    server = sys::MetricsServer::bind(
+        plan.listen_host, plan.listen_port, [&collector] { return monitor_exposition(collector.refresh()); },
+        prom::kContentType, sys::MetricsServerLimits{}, &why);
+    if (!server)
+      throw RuntimeError(fmt::format("cannot listen on {}:{} ({})", plan.listen_host, plan.listen_port, why));
+    server->start();
+    std::fprintf(stderr, "shootdown monitor: serving http://%s:%d/metrics\n", plan.listen_host.c_str(), server->port());
   }
   auto stop_server = [&] {
     if (server) server->stop();
-    if (server_thread.joinable()) server_thread.join();
   };
 
   const bool tty = !o.json && ::isatty(STDOUT_FILENO) == 1;
