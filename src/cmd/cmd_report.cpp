@@ -32,6 +32,8 @@ struct ReportOptions {
 };
 
 int execute_report(const ReportOptions& o) {
+  std::optional<influx::Url> influx;
+  if (!o.influx.empty()) influx = parse_influx_option(o.influx);
   std::string dir = o.dir;
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   struct stat st {};
@@ -40,14 +42,12 @@ int execute_report(const ReportOptions& o) {
   const std::string file = dir + "/result.json";
   const auto text = sys::read_file(file);
   if (!text) throw UsageError(file + ": cannot read (give the --out directory of a run)");
-  std::optional<influx::Url> influx;
-  if (!o.influx.empty()) influx = parse_influx_option(o.influx);
 
   sink::LoadedResult loaded;
   try {
     loaded = sink::result_from_json(*text);
   } catch (const sink::JsonReadError& e) {
-    throw UsageError(file + ": " + e.what());
+    throw UsageError(file + ": " + e.what() + " (DIR: accepted: the --out directory of a complete or interrupted run)");
   }
   std::unique_ptr<sink::OutputDir> out;
   try {
