@@ -3,21 +3,9 @@
 #include <fmt/core.h>
 
 #include "cmd/commands.hpp"
+#include "cmd/strict_input.hpp"
 
 namespace shootdown::cmd {
-
-namespace {
-
-// One line on stderr for every usage error: what is wrong and how to fix it.
-std::string one_line_failure(const CLI::App* app, const CLI::Error& e) {
-  std::string msg = e.what();
-  for (auto& ch : msg)
-    if (ch == '\n') ch = ' ';
-  const std::string name = app ? app->get_name() : "shootdown";
-  return fmt::format("shootdown: {} (see '{} --help')\n", msg, name == "shootdown" ? name : "shootdown " + name);
-}
-
-}  // namespace
 
 int main_entry(int argc, char** argv) {
   CLI::App root{
@@ -38,6 +26,7 @@ int main_entry(int argc, char** argv) {
       add_run(root),     add_trace(root),  add_report(root), add_compare(root),
       add_monitor(root), add_doctor(root), add_blame(root),  add_probe(root),
   };
+  make_strict(root);
 
   try {
     root.parse(argc, argv);
@@ -48,7 +37,7 @@ int main_entry(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return root.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fputs(one_line_failure(nullptr, e).c_str(), stderr);
+    std::fputs(explain_parse_error(root, e).c_str(), stderr);
     return kExitUsage;
   } catch (const UsageError& e) {
     std::fprintf(stderr, "shootdown: %s\n", e.what());
@@ -58,6 +47,7 @@ int main_entry(int argc, char** argv) {
   for (auto& c : cmds) {
     if (c.app && c.app->parsed()) {
       try {
+        check_values(*c.app);
         return c.run();
       } catch (const UsageError& e) {
         std::fprintf(stderr, "shootdown %s: %s\n", c.app->get_name().c_str(), e.what());

@@ -234,7 +234,8 @@ class BlameTool final : public Tool {
 Command add_blame(CLI::App& root) {
   auto o = std::make_shared<BlameOpts>();  // owned by the returned callback
   CLI::App* app = root.add_subcommand("blame", "Find the call sites in a process that cause shootdowns");
-  app->add_option("-p,--pid", o->pid, "Process to watch (its threads and the processes it starts)");
+  app->add_option("-p,--pid", o->pid, "Process to watch (its threads and the processes it starts)")
+      ->check(CLI::PositiveNumber);
   app->add_option("--duration", o->duration, "Stop after this long (e.g. 10s); default: Ctrl-C or target exit");
   app->add_flag("--json", o->json, "Print the report as JSON (docs/blame-probe.md, FIELDS)");
   app->add_flag("--folded", o->folded,

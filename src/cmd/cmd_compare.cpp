@@ -25,6 +25,7 @@
 #include "experiment/finish.hpp"
 #include "sink/atomic_writer.hpp"
 #include "sink/compare_out.hpp"
+#include "sys/fs.hpp"
 #include "sys/signals.hpp"
 #include "sys/tsc.hpp"
 #include "sys/wallclock.hpp"
@@ -191,13 +192,17 @@ class CompareTool final : public Tool {
         throw UsageError(
             fmt::format("--max-regression '{}': not a percentage (accepted: e.g. 10 or 10%)", c.max_regression));
     }
-    if (c.workload == "journal") {
+    {
       std::string why;
       auto seg = parse_size(c.segment_size, &why);
       if (!seg || *seg < 4096 || *seg % 4096 != 0)
         throw UsageError(fmt::format("--segment-size '{}': {} (accepted: a multiple of 4KiB like 16MiB)",
                                      c.segment_size, why.empty() ? "not a positive multiple of 4 KiB" : why));
     }
+    if (std::string why;
+        c.workload == "journal" && !c.journal_dir.empty() && !sys::writable_directory(c.journal_dir, &why))
+      throw UsageError(
+          fmt::format("--journal-dir '{}': {} (accepted: an existing writable directory)", c.journal_dir, why));
 
     const cli::MachineFacts facts = cli::read_machine_facts();
     arms_ = parse_arms(c, facts, &warnings_);

@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <ctime>
 #include <fmt/core.h>
-#include <httplib.h>
 #include <mutex>
 #include <thread>
 #include <unistd.h>
@@ -27,6 +26,7 @@
 #include "sys/cpus.hpp"
 #include "sys/fs.hpp"
 #include "sys/interrupts.hpp"
+#include "sys/metrics_server.hpp"
 #include "sys/net.hpp"
 #include "sys/perf_trace.hpp"
 #include "sys/signals.hpp"
@@ -196,37 +196,6 @@ class Collector {
   MonitorTotals totals_;
 };
 
-// The Prometheus endpoint: bound in prepare, stopped and joined on every exit.
-class MetricsServer {
- public:
-  MetricsServer(Collector& collector, const std::string& host, int port) {
-    server_.Get("/metrics", [&collector](const httplib::Request&, httplib::Response& res) {
-      try {
-        res.set_content(monitor_exposition(collector.refresh()), prom::kContentType);
-      } catch (const std::exception& e) {
-        res.status = 500;
-        res.set_content(std::string(e.what()) + "\n", "text/plain");
-      }
-    });
-    const bool bound = port == 0 ? (port = server_.bind_to_any_port(host)) > 0 : server_.bind_to_port(host, port);
-    if (!bound) throw RuntimeError(fmt::format("cannot listen on {}:{} (in use or not a local address)", host, port));
-    port_ = port;
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-  }
-  ~MetricsServer() {
-    server_.stop();
-    if (thread_.joinable()) thread_.join();
-  }
-  MetricsServer(const MetricsServer&) = delete;
-  MetricsServer& operator=(const MetricsServer&) = delete;
-  int port() const { return port_; }
-
- private:
-  httplib::Server server_;
-  std::thread thread_;
-  int port_ = 0;
-};
-
 class MonitorTool final : public Tool {
  public:
   explicit MonitorTool(const MonitorOptions& o) : o_(o) {}
@@ -252,7 +221,15 @@ class MonitorTool final : public Tool {
     }
     collector_ = std::make_unique<Collector>(plan_.cpus, tracer_.get(), plan_.pid);
     if (plan_.listen_port >= 0) {
-      server_ = std::make_unique<MetricsServer>(*collector_, plan_.listen_host, plan_.listen_port);
+      // The Prometheus endpoint: stopped and joined by its destructor on every exit.
+      std::string why;
+      Collector* collector = collector_.get();
+      server_ = sys::MetricsServer::bind(
+          plan_.listen_host, plan_.listen_port, [collector] { return monitor_exposition(collector->refresh()); },
+          prom::kContentType, sys::MetricsServerLimits{}, &why);
+      if (!server_)
+        throw RuntimeError(fmt::format("cannot listen on {}:{} ({})", plan_.listen_host, plan_.listen_port, why));
+      server_->start();
       std::fprintf(stderr, "shootdown monitor: serving http://%s:%d/metrics\n", plan_.listen_host.c_str(),
                    server_->port());
     }
@@ -331,7 +308,7 @@ class MonitorTool final : public Tool {
   std::unique_ptr<sys::Tracer> tracer_;
   std::string trace_status_ = "off (--trace off)";
   std::unique_ptr<Collector> collector_;
-  std::unique_ptr<MetricsServer> server_;  // after collector_: stopped before it goes
+  std::unique_ptr<sys::MetricsServer> server_;  // after collector_: stopped before it goes
   std::string last_influx_error_;
 };
 

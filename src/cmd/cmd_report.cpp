@@ -38,6 +38,7 @@ class ReportTool final : public Tool {
   explicit ReportTool(const ReportOptions& o) : o_(o) {}
 
   void plan() override {
+    if (!o_.influx.empty()) influx_ = parse_influx_option(o_.influx);
     dir_ = o_.dir;
     while (dir_.size() > 1 && dir_.back() == '/') dir_.pop_back();
     struct stat st {};
@@ -46,12 +47,12 @@ class ReportTool final : public Tool {
     const std::string file = dir_ + "/result.json";
     text_ = sys::read_file(file);
     if (!text_) throw UsageError(file + ": cannot read (give the --out directory of a run)");
-    if (!o_.influx.empty()) influx_ = parse_influx_option(o_.influx);
     try {
       loaded_ = sink::result_from_json(*text_);
       complete_loaded_analysis(loaded_.result, loaded_.analysis);
     } catch (const sink::JsonReadError& e) {
-      throw UsageError(file + ": " + e.what());
+      throw UsageError(file + ": " + e.what() +
+                       " (DIR: accepted: the --out directory of a complete or interrupted run)");
     }
     try {
       out_ = std::make_unique<sink::OutputDir>(dir_);

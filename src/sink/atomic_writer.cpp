@@ -51,7 +51,9 @@ void write_all(int fd, const std::string& content, const std::string& tmp) {
 OutputDir::OutputDir(std::string path) : path_(std::move(path)) {
   while (path_.size() > 1 && path_.back() == '/') path_.pop_back();
   std::string why;
-  if (!mkdir_p(path_, &why)) throw std::invalid_argument("--out " + path_ + ": cannot create directory: " + why);
+  if (!mkdir_p(path_, &why))
+    throw std::invalid_argument("--out " + path_ + ": cannot create directory: " + why +
+                                " (accepted: a directory this user can write)");
   const std::string probe = path_ + "/.shootdown-probe." + std::to_string(::getpid());
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
   if (fd < 0) throw std::invalid_argument("--out " + path_ + ": directory is not writable: " + std::strerror(errno));

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 #include <sys/stat.h>
+#include <unistd.h>
 
 namespace shootdown::sys {
 
@@ -61,6 +62,24 @@ bool write_file(const std::string& path, const std::string& content, std::string
 bool path_exists(const std::string& path) {
   struct stat st {};
   return ::stat(full(path).c_str(), &st) == 0;
+}
+
+bool writable_directory(const std::string& path, std::string* why) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    if (why) *why = std::strerror(errno);
+    return false;
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    if (why) *why = "not a directory";
+    return false;
+  }
+  // access(W_OK) reports EROFS even for root.
+  if (::access(path.c_str(), W_OK | X_OK) != 0) {
+    if (why) *why = std::strerror(errno);
+    return false;
+  }
+  return true;
 }
 
 }  // namespace shootdown::sys

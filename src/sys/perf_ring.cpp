@@ -46,7 +46,9 @@ Field field_from(const tep_format_field& tf) {
 }
 
 std::int64_t read_field(const std::uint8_t* raw, std::uint32_t raw_size, const Field& f) {
-  if (!f.valid() || f.size <= 0 || f.size > 8 || static_cast<std::uint32_t>(f.offset + f.size) > raw_size) return 0;
+  if (!f.valid() || f.size <= 0 || f.size > 8 ||
+      static_cast<std::uint64_t>(f.offset) + static_cast<std::uint64_t>(f.size) > raw_size)
+    return 0;
   std::uint64_t v = 0;
   std::memcpy(&v, raw + f.offset, static_cast<std::size_t>(f.size));  // little-endian x86-64
   if (f.is_signed && f.size < 8) {
@@ -57,12 +59,12 @@ std::int64_t read_field(const std::uint8_t* raw, std::uint32_t raw_size, const F
 }
 
 std::uint64_t read_dynamic_word(const std::uint8_t* raw, std::uint32_t raw_size, const Field& f) {
-  if (!f.valid() || static_cast<std::uint32_t>(f.offset + 4) > raw_size) return 0;
+  if (!f.valid() || static_cast<std::uint64_t>(f.offset) + 4 > raw_size) return 0;
   std::uint32_t loc = 0;
   std::memcpy(&loc, raw + f.offset, 4);
   std::uint32_t off = loc & 0xffffu;
   const std::uint32_t len = loc >> 16;
-  if (f.relative) off += static_cast<std::uint32_t>(f.offset + 4);
+  if (f.relative) off += static_cast<std::uint32_t>(f.offset) + 4;
   if (off >= raw_size) return 0;
   std::uint64_t v = 0;
   std::memcpy(&v, raw + off, std::min<std::size_t>({len, 8u, raw_size - off}));
@@ -120,8 +122,16 @@ bool PerfRing::redirect(int fd) const {
   return ::ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, owner_fd_) == 0;
 }
 
+void PerfRing::attach_unowned(void* base, std::size_t data_offset, std::size_t data_size) {
+  reset();
+  base_ = base;
+  map_len_ = 0;  // not ours: reset() does not unmap
+  data_ = static_cast<std::uint8_t*>(base) + data_offset;
+  data_size_ = data_size;
+}
+
 void PerfRing::reset() {
-  if (base_) ::munmap(base_, map_len_);
+  if (base_ && map_len_) ::munmap(base_, map_len_);
   base_ = nullptr;
   map_len_ = 0;
   data_ = nullptr;

@@ -59,21 +59,29 @@ struct RecordReader {
   const std::uint8_t* p;
   const std::uint8_t* end;
   RecordReader(const std::uint8_t* rec, const perf_event_header& hdr) : p(rec + sizeof hdr), end(rec + hdr.size) {}
+  // Bounds are checked as lengths (end - p), never as p + n, which overflows
+  // for a hostile n (a callchain nr of 2^61 from a corrupt ring).
+  std::uint64_t left() const { return static_cast<std::uint64_t>(end - p); }
   bool u64(std::uint64_t& v) {
-    if (p + 8 > end) return false;
+    if (left() < 8) return false;
     std::memcpy(&v, p, 8);
     p += 8;
     return true;
   }
   bool u32(std::uint32_t& v) {
-    if (p + 4 > end) return false;
+    if (left() < 4) return false;
     std::memcpy(&v, p, 4);
     p += 4;
     return true;
   }
   // n bytes in place: their start in at, false when they are not all there.
+  // n u64 words (a callchain): n * 8 must not wrap (n = 2^61 gives 0).
+  bool take_u64s(std::uint64_t n, const std::uint8_t*& at) {
+    if (n > left() / 8) return false;
+    return take(n * 8, at);
+  }
   bool take(std::uint64_t n, const std::uint8_t*& at) {
-    if (p + n > end) return false;
+    if (n > left()) return false;
     at = p;
     p += n;
     return true;
@@ -108,6 +116,9 @@ class PerfRing {
   // Redirects fd's records into this ring (PERF_EVENT_IOC_SET_OUTPUT).
   bool redirect(int fd) const;
   bool mapped() const { return base_ != nullptr; }
+  // A ring in memory we do not own (fuzzing, tests): base is a
+  // perf_event_mmap_page followed by data_size bytes of ring data.
+  void attach_unowned(void* base, std::size_t data_offset, std::size_t data_size);
   int owner_fd() const { return owner_fd_; }
   void reset();
 
@@ -120,13 +131,16 @@ class PerfRing {
     auto* meta = static_cast<perf_event_mmap_page*>(base_);
     // data_head is written by the kernel: acquire pairs with its release
     // (perf_event_open(2), "mmap layout").
-    const std::uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
+    std::uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
     std::uint64_t tail = meta->data_tail;
+    // The kernel never lets head run more than one ring ahead of tail; a
+    // corrupt head must not make us walk the ring forever.
+    if (head > tail && head - tail > data_size_) head = tail + data_size_;
     while (tail < head) {
       const std::uint64_t pos = tail % data_size_;
       perf_event_header hdr{};
       copy_out(pos, &hdr, sizeof hdr);
-      if (hdr.size < sizeof hdr) break;  // corrupt: give up on this ring for now
+      if (hdr.size < sizeof hdr || hdr.size > head - tail) break;  // corrupt: give up on this ring for now
       const std::uint8_t* rec = data_ + pos;
       if (pos + hdr.size > data_size_) {
         copy_out(pos, scratch, hdr.size);

@@ -15,6 +15,7 @@ extern "C" {
 #include <traceevent/event-parse.h>
 }
 
+#include "sys/perf_fuzz.hpp"
 #include "sys/perf_ring.hpp"
 #include "sys/perf_trace.hpp"
 #include "sys/tracefs.hpp"
@@ -126,7 +127,7 @@ struct FlushSampler::Impl {
     const int cpu = static_cast<int>(cpures & 0xffffffffu);
     const std::uint8_t* chain = nullptr;
     std::uint64_t nr = 0;
-    if (s.kind == Kind::kFlushSend && (!u64(nr) || !rd.take(nr * 8, chain))) return;
+    if (s.kind == Kind::kFlushSend && (!u64(nr) || !rd.take_u64s(nr, chain))) return;
     std::uint32_t raw_size = 0;
     const std::uint8_t* raw = nullptr;
     if (!u32(raw_size) || !rd.take(raw_size, raw)) return;
@@ -203,7 +204,7 @@ struct FlushSampler::Impl {
       f.user_sp = sp;
     }
     std::uint64_t size = 0;
-    if (u64(size) && size > 0 && p + size + 8 <= end) {
+    if (u64(size) && size > 0 && size <= rd.left() && rd.left() - size >= 8) {
       std::uint64_t dyn = 0;
       std::memcpy(&dyn, p + size, 8);
       if (dyn >= 8) {
@@ -379,6 +380,34 @@ SamplerData FlushSampler::stop() {
   SamplerData out = std::move(im.data);
   out.stop_ns = stop_ns;
   return out;
+}
+
+SamplerData decode_sampler_ring(void* page, std::size_t data_offset, std::size_t data_size) {
+  FlushSampler::Impl im;
+  const Kind kinds[] = {Kind::kFlushSend, Kind::kFlushRecv, Kind::kIpiCpu,
+                        Kind::kIpiMask,   Kind::kCsdQueue,  Kind::kDummy};
+  for (std::size_t i = 0; i < std::size(kinds); ++i) {
+    im.slots.push_back(Slot{-1, 0, kinds[i], i + 1});
+    im.by_id[i + 1] = i;
+  }
+  const Field f8{8, 8, false, false, false}, f16{16, 8, false, false, false}, f24{24, 8, false, false, false};
+  im.f_reason = f8;
+  im.f_pages = f16;
+  im.f_cpu = f8;
+  im.f_site_cpu = f16;
+  im.f_cb_cpu = f24;
+  im.f_mask = Field{8, 4, false, true, false};
+  im.f_site_mask = f16;
+  im.f_cb_mask = f24;
+  im.f_csd_cpu = f8;
+  im.f_csd_site = f16;
+  im.f_csd_func = f24;
+  PerfRing ring;
+  ring.attach_unowned(page, data_offset, data_size);
+  im.rings.push_back(std::move(ring));
+  im.drain_all();
+  im.rings.clear();
+  return std::move(im.data);
 }
 
 }  // namespace shootdown::sys

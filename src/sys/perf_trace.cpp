@@ -18,6 +18,7 @@ extern "C" {
 #include "sys/affinity.hpp"
 #include "sys/fs.hpp"
 #include "sys/kallsyms.hpp"
+#include "sys/perf_fuzz.hpp"
 #include "sys/perf_ring.hpp"
 #include "sys/tracefs.hpp"
 #include "sys/tsc.hpp"
@@ -156,7 +157,7 @@ struct Tracer::Impl {
     ev.type = s.spec->type;
     const std::uint8_t* chain = nullptr;
     std::uint64_t nr = 0;
-    if (s.callchain && (!u64(nr) || !rd.take(nr * 8, chain))) return;
+    if (s.callchain && (!u64(nr) || !rd.take_u64s(nr, chain))) return;
     std::uint32_t raw_size = 0;
     const std::uint8_t* raw = nullptr;
     if (!rd.u32(raw_size) || !rd.take(raw_size, raw)) return;
@@ -516,6 +517,28 @@ bool tracing_permitted(std::string* why) {
   if (tfs.empty() && ::access("/sys/kernel/tracing", F_OK) != 0)
     return say("no tracefs: /sys/kernel/tracing does not exist (kernel without CONFIG_TRACING?)");
   return true;
+}
+
+std::size_t decode_tracer_ring(void* page, std::size_t data_offset, std::size_t data_size) {
+  Tracer::Impl im;
+  static const Format kFormat{Field{8, 8, false, false, false}, Field{16, 8, true, false, false},
+                              Field{24, 8, false, false, false}};
+  static const Format kMaskFormat{Field{8, 4, false, true, false}, Field{16, 8, false, false, false},
+                                  Field{24, 8, false, false, false}};
+  for (std::size_t i = 0; i < kSpecs.size(); ++i) {
+    const Spec& spec = kSpecs[i];
+    const Format* f = spec.type == EventType::kIpiSendCpumask ? &kMaskFormat : &kFormat;
+    im.slots.push_back(Slot{-1, 0, &spec, f, spec.culprit_callchain, i + 1});
+    im.slot_by_id[i + 1] = i;
+  }
+  PerfRing ring;
+  ring.attach_unowned(page, data_offset, data_size);
+  im.rings.push_back(std::move(ring));
+  im.drain_all();
+  im.rings.clear();
+  for (std::size_t i = 0; i < im.events.size(); ++i)
+    if (im.events[i].callchain >= 0) (void)im.make_chain(im.events[i].callchain);
+  return im.events.size();
 }
 
 }  // namespace shootdown::sys

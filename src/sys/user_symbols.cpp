@@ -42,6 +42,17 @@ std::string demangle(const char* name) {
   return out;
 }
 
+// Names come from the target's files, which a hostile target controls: keep
+// terminal control bytes (escape sequences that could rewrite what a root
+// user sees) and runaway lengths out of the report.
+std::string printable(std::string s) {
+  constexpr std::size_t kMax = 512;
+  if (s.size() > kMax) s = s.substr(0, kMax) + "...";
+  for (char& c : s)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  return s;
+}
+
 std::string basename_of(const std::string& p) {
   const auto s = p.rfind('/');
   return s == std::string::npos ? p : p.substr(s + 1);
@@ -164,18 +175,18 @@ UserFrame UserSymbols::symbolize(int pid, std::uint64_t ip, bool return_address)
   Dwfl_Module* mod = dwfl_addrmodule(d, lookup);
   if (!mod) return f;
   const char* mname = dwfl_module_info(mod, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
-  f.module = basename_of(mname ? mname : "");
+  f.module = printable(basename_of(mname ? mname : ""));
   Dwarf_Addr bias = 0;
   if (dwfl_module_getelf(mod, &bias)) f.offset = ip - bias;
   GElf_Off off = 0;
   GElf_Sym sym;
   const char* name = dwfl_module_addrinfo(mod, lookup, &off, &sym, nullptr, nullptr, nullptr);
-  f.function = demangle(name);
+  f.function = printable(demangle(name));
   if (Dwfl_Line* line = dwfl_module_getsrc(mod, lookup)) {
     int lineno = 0;
     const char* src = dwfl_lineinfo(line, nullptr, &lineno, nullptr, nullptr, nullptr);
     if (src) {
-      f.file = basename_of(src);
+      f.file = printable(basename_of(src));
       f.line = lineno;
     }
   }

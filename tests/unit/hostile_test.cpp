@@ -1,0 +1,123 @@
+// Regression tests for hostile input found by the fuzz targets (docs/fuzzing.md):
+// perf ring records with lengths that wrap, tracepoint field offsets that
+// overflow, the HTTP request handling of monitor --listen, and symbol names
+// carrying terminal control bytes.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <linux/perf_event.h>
+#include <string>
+#include <vector>
+
+#include "core/http_request.hpp"
+#include "sys/perf_fuzz.hpp"
+#include "sys/perf_ring.hpp"
+
+namespace sd = shootdown;
+namespace sys = shootdown::sys;
+
+namespace {
+
+struct Ring {
+  std::vector<std::uint8_t> mem;
+  explicit Ring(const std::vector<std::uint8_t>& records, std::uint64_t head_extra = 0)
+      : mem(sizeof(perf_event_mmap_page) + std::max<std::size_t>(64, records.size()), 0) {
+    std::memcpy(mem.data() + sizeof(perf_event_mmap_page), records.data(), records.size());
+    auto* meta = reinterpret_cast<perf_event_mmap_page*>(mem.data());
+    meta->data_tail = 0;
+    meta->data_head = records.size() + head_extra;
+  }
+  std::size_t data_size() const { return mem.size() - sizeof(perf_event_mmap_page); }
+};
+
+void put64(std::vector<std::uint8_t>& v, std::uint64_t x) {
+  for (int i = 0; i < 8; ++i) v.push_back(static_cast<std::uint8_t>(x >> (8 * i)));
+}
+void put32(std::vector<std::uint8_t>& v, std::uint32_t x) {
+  for (int i = 0; i < 4; ++i) v.push_back(static_cast<std::uint8_t>(x >> (8 * i)));
+}
+
+// A PERF_RECORD_SAMPLE of sample id 1 (flush send, with callchain) whose
+// callchain length is nr.
+std::vector<std::uint8_t> flush_sample(std::uint64_t nr, std::size_t ips_present) {
+  std::vector<std::uint8_t> body;
+  put64(body, 1);            // identifier
+  put64(body, 0x100000001);  // pid, tid
+  put64(body, 1000);         // time
+  put64(body, 0);            // cpu
+  put64(body, nr);
+  for (std::size_t i = 0; i < ips_present; ++i) put64(body, 0xffffffff81000000ULL + i);
+  put32(body, 32);  // raw size
+  for (int i = 0; i < 32; ++i) body.push_back(0);
+  while (body.size() % 8) body.push_back(0);
+  std::vector<std::uint8_t> rec;
+  put32(rec, PERF_RECORD_SAMPLE);
+  rec.push_back(0);
+  rec.push_back(0);
+  const auto size = static_cast<std::uint16_t>(8 + body.size());
+  rec.push_back(static_cast<std::uint8_t>(size));
+  rec.push_back(static_cast<std::uint8_t>(size >> 8));
+  rec.insert(rec.end(), body.begin(), body.end());
+  return rec;
+}
+
+}  // namespace
+
+TEST(HostilePerfRing, SaneCallchainDecodes) {
+  Ring r(flush_sample(2, 2));
+  const auto d = sys::decode_sampler_ring(r.mem.data(), sizeof(perf_event_mmap_page), r.data_size());
+  ASSERT_EQ(d.flushes.size(), 1u);
+  EXPECT_EQ(d.flushes[0].kernel_ips.size(), 2u);
+}
+
+// nr * 8 wrapped to 0 for nr = 2^61: the record passed the bounds check and
+// the decoder then read 2^61 callchain entries past the record.
+TEST(HostilePerfRing, CallchainLengthThatWrapsIsRejected) {
+  Ring r(flush_sample(std::uint64_t{1} << 61, 0));
+  const auto d = sys::decode_sampler_ring(r.mem.data(), sizeof(perf_event_mmap_page), r.data_size());
+  EXPECT_TRUE(d.flushes.empty());
+  Ring t(flush_sample(std::uint64_t{1} << 61, 0));
+  EXPECT_EQ(sys::decode_tracer_ring(t.mem.data(), sizeof(perf_event_mmap_page), t.data_size()), 0u);
+}
+
+// A head far beyond the tail (corrupt or hostile ring page) must not make the
+// reader walk the ring forever, nor read a record bigger than what is there.
+TEST(HostilePerfRing, HeadBeyondOneRingTerminates) {
+  Ring r(flush_sample(2, 2), std::uint64_t{1} << 40);
+  const auto d = sys::decode_sampler_ring(r.mem.data(), sizeof(perf_event_mmap_page), r.data_size());
+  EXPECT_LE(d.flushes.size(), 2u);
+}
+
+TEST(HostilePerfRing, FieldOffsetsThatOverflowReadNothing) {
+  std::uint8_t raw[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+  sys::Field f{0x7ffffffc, 8, false, false, false};  // offset + size overflows int
+  EXPECT_EQ(sys::read_field(raw, sizeof raw, f), 0);
+  sys::Field d{0x7ffffffe, 4, false, true, true};
+  EXPECT_EQ(sys::read_dynamic_word(raw, sizeof raw, d), 0u);
+  sys::Field ok{8, 4, false, false, false};
+  EXPECT_EQ(sys::read_field(raw, sizeof raw, ok), 0x0c0b0a09);
+}
+
+TEST(HostileHttp, ParsesAndRoutes) {
+  sd::HttpRequest req;
+  EXPECT_EQ(sd::parse_http_request("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", 8192, &req), sd::HttpParse::kComplete);
+  EXPECT_EQ(req.target, "/metrics");
+  const auto metrics = [] { return std::string("m 1\n"); };
+  EXPECT_EQ(sd::route_metrics_request(sd::HttpParse::kComplete, req, metrics, "text/plain").status, 200);
+  EXPECT_EQ(sd::parse_http_request("GET /metrics HTTP/1.1\r\nHost", 8192, &req), sd::HttpParse::kIncomplete);
+  EXPECT_EQ(sd::parse_http_request(std::string(9000, 'a'), 8192, &req), sd::HttpParse::kTooLarge);
+  EXPECT_EQ(sd::parse_http_request("GET /metrics HTTP/1.1\r\nX: " + std::string(9000, 'a'), 8192, &req),
+            sd::HttpParse::kTooLarge);
+  EXPECT_EQ(sd::parse_http_request("GET  /metrics HTTP/1.1\r\n\r\n", 8192, &req), sd::HttpParse::kBad);
+  EXPECT_EQ(sd::parse_http_request("GET /metrics HTTP/2\r\n\r\n", 8192, &req), sd::HttpParse::kBad);
+  EXPECT_EQ(sd::parse_http_request("GET /a\x1b[2J HTTP/1.1\r\n\r\n", 8192, &req), sd::HttpParse::kBad);
+  sd::HttpRequest other{"GET", "/admin", "HTTP/1.1"};
+  EXPECT_EQ(sd::route_metrics_request(sd::HttpParse::kComplete, other, metrics, "text/plain").status, 404);
+  sd::HttpRequest post{"POST", "/metrics", "HTTP/1.1"};
+  EXPECT_EQ(sd::route_metrics_request(sd::HttpParse::kComplete, post, metrics, "text/plain").status, 405);
+  sd::HttpRequest root{"GET", "/", "HTTP/1.1"};
+  const auto page = sd::route_metrics_request(sd::HttpParse::kComplete, root, metrics, "text/plain");
+  EXPECT_NE(page.body.find("href=\"/metrics\""), std::string::npos);
+  const auto throwing = []() -> std::string { throw std::runtime_error("boom"); };
+  EXPECT_EQ(sd::route_metrics_request(sd::HttpParse::kComplete, req, throwing, "text/plain").status, 500);
+}
