@@ -18,6 +18,7 @@
 #include "core/cpulist.hpp"
 #include "core/events.hpp"
 #include "core/monitor.hpp"
+#include "core/monitor_attrib.hpp"
 #include "core/units.hpp"
 #include "sink/influx.hpp"
 #include "sink/monitor_out.hpp"
@@ -27,6 +28,7 @@
 #include "sys/net.hpp"
 #include "sys/perf_trace.hpp"
 #include "sys/signals.hpp"
+#include "sys/task_info.hpp"
 #include "sys/tsc.hpp"
 
 namespace shootdown::cmd {
@@ -43,6 +45,7 @@ struct MonitorOptions {
   std::string influx;
   std::string trace = "auto";
   int top = 5;
+  int series = 20;
 };
 
 struct Plan {
@@ -110,6 +113,8 @@ Plan make_plan(const MonitorOptions& o) {
       throw UsageError(fmt::format("--pid value '{}' needs tracepoints; accepted only with --trace auto or on", o.pid));
     p.pid = static_cast<int>(*v);
   }
+  if (o.series < 0 || o.series > 1000)
+    throw UsageError(fmt::format("--series value '{}' is out of range; accepted: 0..1000", o.series));
   if (o.top < 0 || o.top > 100)
     throw UsageError(fmt::format("--top value '{}' is out of range; accepted: 0..100", o.top));
   if (!o.listen.empty()) {
@@ -143,7 +148,8 @@ Plan make_plan(const MonitorOptions& o) {
 // every tick and on every scrape, so a scrape sees current counters.
 class Collector {
  public:
-  Collector(std::vector<int> cpus, sys::Tracer* tracer, int pid) : cpus_(std::move(cpus)), tracer_(tracer), pid_(pid) {
+  Collector(std::vector<int> cpus, sys::Tracer* tracer, int pid, std::size_t max_series)
+      : cpus_(std::move(cpus)), tracer_(tracer), pid_(pid), attribution_(max_series) {
     totals_.trace = tracer_ != nullptr;
   }
 
@@ -168,15 +174,10 @@ class Collector {
         if (pid_ > 0 && ev.pid != pid_) continue;
         for (auto& c : totals_.cpus)
           if (c.cpu == ev.cpu) ++c.flush[static_cast<std::size_t>(ev.a)];
-        if (ev.a == kTlbRemoteSendIpi && ev.pid > 0) {
-          auto& in = totals_.initiators[ev.pid];
-          if (in.pid == 0) {
-            in.pid = ev.pid;
-            in.comm = sys::trim(sys::read_file_or("/proc/" + std::to_string(ev.pid) + "/comm", "?"));
-          }
-          ++in.flushes;
-        }
+        attribution_.add_flush(static_cast<int>(ev.a), ev.pid, snap->mono_ns,
+                               [&](int pid) { return tasks_.get(pid, snap->mono_ns); });
       }
+      attribution_.fill(totals_);
       totals_.lost_events = tracer_->lost_events();
     }
     return totals_;
@@ -187,6 +188,8 @@ class Collector {
   std::vector<int> cpus_;
   sys::Tracer* tracer_;
   int pid_;
+  MonitorAttribution attribution_;
+  sys::TaskInfoCache tasks_;
   MonitorTotals totals_;
 };
 
@@ -215,7 +218,7 @@ int run_monitor(const MonitorOptions& o) {
       trace_status = plan.pid > 0 ? fmt::format("on (pid {})", plan.pid) : "on";
     }
   }
-  Collector collector(plan.cpus, tracer.get(), plan.pid);
+  Collector collector(plan.cpus, tracer.get(), plan.pid, static_cast<std::size_t>(o.series));
 
   // Prometheus endpoint.
   std::unique_ptr<httplib::Server> server;
@@ -331,6 +334,9 @@ Command add_monitor(CLI::App& root) {
   app->add_option("--trace", o->trace, "tlb:tlb_flush tracepoints: auto (if permitted), on (required), off")
       ->capture_default_str();
   app->add_option("--top", o->top, "Top initiating processes to show (0..100)")->capture_default_str();
+  app->add_option("--series", o->series,
+                  "Named processes and cgroups kept in exported series, each (0..1000; the rest is 'other')")
+      ->capture_default_str();
   app->footer(
       "TLB and CAL rates come from /proc/interrupts (no root needed). With tracepoints\n"
       "(root) also tlb:tlb_flush by reason and the processes that send shootdowns\n"
