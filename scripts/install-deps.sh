@@ -3,7 +3,8 @@
 # Usage: scripts/install-deps.sh [--with-integration]
 #   default             build + unit/CLI test dependencies
 #   --with-integration  also the real parts the integration tier uses
-#                       (HdrHistogram Java reference, InfluxDB, Chromium)
+#                       (HdrHistogram Java reference, InfluxDB, Chromium,
+#                       Prometheus + promtool, lintian for the .deb)
 set -euo pipefail
 
 base=(
@@ -16,6 +17,8 @@ base=(
 integration=(
   default-jre-headless default-jdk-headless libhdrhistogram-java
   influxdb
+  prometheus
+  lintian
   chromium
   curl procps jq python3 python3-jsonschema
 )
