@@ -44,7 +44,9 @@ std::string option_head(const CLI::Option* o) {
 }
 
 std::string synopsis(const std::string& name, const CLI::App* app) {
-  std::string s = ".SY " + name + "\n";
+  const auto space = name.find(' ');
+  std::string s = ".SY " + name.substr(0, space) + "\n";
+  if (space != std::string::npos) s += ".B " + name.substr(space + 1) + "\n";
   bool any_opt = false;
   for (const CLI::Option* o : app->get_options())
     if (o->nonpositional()) any_opt = true;
@@ -53,7 +55,10 @@ std::string synopsis(const std::string& name, const CLI::App* app) {
     if (o->nonpositional()) continue;
     std::string n = o->get_name(true);
     for (auto& c : n) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    s += o->get_required() ? ".I " + roff(n) + "\n" : ".RI [ " + roff(n) + " ]\n";
+    if (n == "COMMAND")  // blame/probe/trace: everything after "--"
+      s += ".RB [ \\-\\- ]\n.I COMMAND\n.RI [ ARGS ...]\n";
+    else
+      s += o->get_required() ? ".I " + roff(n) + "\n" : ".RI [ " + roff(n) + " ]\n";
   }
   const std::function<bool(const CLI::App*)> all;
   if (!app->get_subcommands(all).empty()) s += ".I SUBCOMMAND\n.RI [ SUBCOMMAND-OPTIONS ]\n";
