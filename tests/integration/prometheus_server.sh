@@ -228,6 +228,16 @@ else
   echo "# tracepoints unavailable: tracepoint/per-process checks not run: $(cat "$TMP/monitor.err")"
 fi
 
+# promtool again, now that the per-process and per-cgroup families have named series.
+curl -sS --max-time 5 "http://127.0.0.1:$MPORT/metrics" >"$TMP/metrics2.txt"
+set +e
+lint=$(promtool check metrics <"$TMP/metrics2.txt" 2>&1)
+lint_rc=$?
+set -e
+if [[ $lint_rc == 0 && -z "$lint" ]]; then ok "promtool check metrics after the load: no findings ($(grep -vc '^#' "$TMP/metrics2.txt") series)"; else
+  not_ok "promtool check metrics after the load (rc $lint_rc): $lint"
+fi
+
 # Scrape health over the whole test.
 fails=$(q "sum(count_over_time(up{job=\"shootdown\"}[${span}s])) - sum(sum_over_time(up{job=\"shootdown\"}[${span}s]))" "$tq" | jq -r '.[0].value[1]')
 if [[ "$fails" == 0 ]]; then ok "no failed scrapes"; else not_ok "$fails failed scrapes"; fi
