@@ -24,6 +24,7 @@ MonitorInterval monitor_interval(const MonitorTotals& prev, const MonitorTotals&
   iv.wall_ns = cur.wall_ns;
   iv.seconds = cur.mono_ns > prev.mono_ns ? static_cast<double>(cur.mono_ns - prev.mono_ns) / 1e9 : 0;
   iv.trace = cur.trace;
+  iv.attributed = cur.attributed;
   iv.lost_events = clamp0(cur.lost_events - prev.lost_events);
   for (const auto& c : cur.cpus) {
     MonitorCpu p;

@@ -44,7 +44,8 @@ struct MonitorTotals {
   std::int64_t mono_ns = 0;
   std::int64_t wall_ns = 0;  // CLOCK_REALTIME, for Influx timestamps
   std::vector<MonitorCpu> cpus;
-  bool trace = false;  // flush counts are valid
+  bool trace = false;       // flush counts are valid
+  bool attributed = false;  // per-process/cgroup tables are valid (not with --trace count)
   std::int64_t lost_events = 0;
   std::map<int, MonitorInitiator> initiators;    // pid -> cumulative (bounded: at most max_series)
   std::int64_t initiators_other = 0;             // reason-4 flushes of processes beyond the bounded set
@@ -66,6 +67,7 @@ struct MonitorInterval {
   };
   std::vector<Cpu> cpus;
   bool trace = false;
+  bool attributed = false;
   std::int64_t lost_events = 0;       // delta
   std::vector<MonitorInitiator> top;  // deltas, most first, at most top_n
   std::int64_t initiators_other = 0;  // delta of the "other" process series

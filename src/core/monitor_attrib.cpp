@@ -32,6 +32,7 @@ void MonitorAttribution::add_flush(int reason, int pid, std::int64_t now_ns, con
 }
 
 void MonitorAttribution::fill(MonitorTotals& t) const {
+  t.attributed = true;
   t.initiators.clear();
   for (const auto& e : processes_.entries()) {
     MonitorInitiator in;

@@ -7,6 +7,7 @@
 namespace shootdown {
 
 void append_attrib_families(const MonitorTotals& t, std::vector<prom::Family>& out) {
+  if (!t.attributed) return;
   prom::Family proc{"shootdown_process_initiated_total",
                     "TLB shootdowns initiated (tlb_flush reason 4, remote IPI send) by a process's threads since the "
                     "monitor started; at most --series processes, the rest in pid=\"other\".",
@@ -38,6 +39,7 @@ void append_attrib_families(const MonitorTotals& t, std::vector<prom::Family>& o
 }
 
 void append_attrib_points(const MonitorInterval& iv, const std::string& host, std::vector<influx::Point>& out) {
+  if (!iv.attributed) return;
   for (const auto& c : iv.cgroups) {
     influx::Point p;
     p.measurement = "shootdown_monitor_cgroup";
@@ -49,6 +51,7 @@ void append_attrib_points(const MonitorInterval& iv, const std::string& host, st
 }
 
 void append_attrib_json(const MonitorInterval& iv, nlohmann::json& j) {
+  if (!iv.attributed) return;
   auto cgs = nlohmann::json::array();
   for (const auto& c : iv.cgroups) {
     auto top = nlohmann::json::array();
