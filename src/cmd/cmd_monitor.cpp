@@ -26,6 +26,7 @@
 #include "sys/fs.hpp"
 #include "sys/interrupts.hpp"
 #include "sys/net.hpp"
+#include "sys/perf_count.hpp"
 #include "sys/perf_trace.hpp"
 #include "sys/signals.hpp"
 #include "sys/task_info.hpp"
@@ -100,8 +101,8 @@ Plan make_plan(const MonitorOptions& o) {
                                      format_cpulist(topo.online)));
     p.cpus = *l;
   }
-  if (o.trace != "auto" && o.trace != "on" && o.trace != "off")
-    throw UsageError(fmt::format("--trace value '{}' is not accepted; accepted: auto, on, off", o.trace));
+  if (o.trace != "auto" && o.trace != "on" && o.trace != "off" && o.trace != "count")
+    throw UsageError(fmt::format("--trace value '{}' is not accepted; accepted: auto, on, count, off", o.trace));
   p.trace = o.trace;
   if (!o.pid.empty()) {
     auto v = parse_int(o.pid, &why);
@@ -109,7 +110,7 @@ Plan make_plan(const MonitorOptions& o) {
       throw UsageError(fmt::format("--pid value '{}' is not a process id; accepted: a PID in 1..4194304", o.pid));
     if (!sys::path_exists("/proc/" + std::to_string(*v)))
       throw UsageError(fmt::format("--pid value '{}': no such process", o.pid));
-    if (o.trace == "off")
+    if (o.trace == "off" || o.trace == "count")
       throw UsageError(fmt::format("--pid value '{}' needs tracepoints; accepted only with --trace auto or on", o.pid));
     p.pid = static_cast<int>(*v);
   }
@@ -148,9 +149,10 @@ Plan make_plan(const MonitorOptions& o) {
 // every tick and on every scrape, so a scrape sees current counters.
 class Collector {
  public:
-  Collector(std::vector<int> cpus, sys::Tracer* tracer, int pid, std::size_t max_series)
-      : cpus_(std::move(cpus)), tracer_(tracer), pid_(pid), attribution_(max_series) {
-    totals_.trace = tracer_ != nullptr;
+  Collector(std::vector<int> cpus, sys::Tracer* tracer, int pid, std::size_t max_series,
+            const sys::TlbFlushCounter* counter = nullptr)
+      : cpus_(std::move(cpus)), tracer_(tracer), pid_(pid), attribution_(max_series), counter_(counter) {
+    totals_.trace = tracer_ != nullptr || counter_ != nullptr;
   }
 
   MonitorTotals refresh() {
@@ -168,6 +170,8 @@ class Collector {
       c.tlb = snap->get("TLB", c.cpu).value_or(0);
       c.cal = snap->get("CAL", c.cpu).value_or(0);
     }
+    if (counter_)
+      for (auto& c : totals_.cpus) c.flush = counter_->read(c.cpu);
     if (tracer_) {
       for (const auto& ev : tracer_->take_events()) {
         if (ev.type != EventType::kTlbFlush || ev.a < 0 || ev.a >= kTlbFlushReasons) continue;
@@ -189,6 +193,7 @@ class Collector {
   sys::Tracer* tracer_;
   int pid_;
   MonitorAttribution attribution_;
+  const sys::TlbFlushCounter* counter_;
   sys::TaskInfoCache tasks_;
   MonitorTotals totals_;
 };
@@ -200,7 +205,13 @@ int run_monitor(const MonitorOptions& o) {
   // Tracepoints on every online CPU: initiators can run anywhere.
   std::unique_ptr<sys::Tracer> tracer;
   std::string trace_status = "off (--trace off)";
-  if (plan.trace != "off") {
+  std::unique_ptr<sys::TlbFlushCounter> counter;
+  if (plan.trace == "count") {
+    std::string why;
+    counter = sys::TlbFlushCounter::open(sys::read_topology().online, &why);
+    if (!counter) throw RuntimeError("kernel-side tlb_flush counters unavailable: " + why);
+    trace_status = "count (kernel-side counters, no per-process attribution)";
+  } else if (plan.trace != "off") {
     sys::TracerOptions topt;
     topt.cpus = sys::read_topology().online;
     topt.callchains = false;
@@ -218,7 +229,7 @@ int run_monitor(const MonitorOptions& o) {
       trace_status = plan.pid > 0 ? fmt::format("on (pid {})", plan.pid) : "on";
     }
   }
-  Collector collector(plan.cpus, tracer.get(), plan.pid, static_cast<std::size_t>(o.series));
+  Collector collector(plan.cpus, tracer.get(), plan.pid, static_cast<std::size_t>(o.series), counter.get());
 
   // Prometheus endpoint.
   std::unique_ptr<httplib::Server> server;
@@ -254,7 +265,7 @@ int run_monitor(const MonitorOptions& o) {
   int rc = kExitOk;
   try {
     MonitorTotals prev = collector.refresh();
-    if (!o.json && !tty) std::fputs(format_monitor_header(tracer != nullptr).c_str(), stdout);
+    if (!o.json && !tty) std::fputs(format_monitor_header(tracer != nullptr || counter != nullptr).c_str(), stdout);
     std::fflush(stdout);
     std::int64_t next = prev.mono_ns + plan.interval_ns;
     for (std::int64_t n = 0; plan.count == 0 || n < plan.count; ++n) {
@@ -331,7 +342,9 @@ Command add_monitor(CLI::App& root) {
   app->add_option("--listen", o->listen, "Serve Prometheus /metrics on HOST:PORT (PORT alone = 127.0.0.1)");
   app->add_option("--influx", o->influx,
                   "Send points each interval: http://HOST:PORT/write?db=NAME or udp://HOST:PORT");
-  app->add_option("--trace", o->trace, "tlb:tlb_flush tracepoints: auto (if permitted), on (required), off")
+  app->add_option("--trace", o->trace,
+                  "tlb:tlb_flush tracepoints: auto (if permitted), on (required), count (kernel-side counters only: "
+                  "cheapest, no per-process/cgroup attribution), off")
       ->capture_default_str();
   app->add_option("--top", o->top, "Top initiating processes to show (0..100)")->capture_default_str();
   app->add_option("--series", o->series,
