@@ -24,7 +24,7 @@ MPORT=$(free_port); PPORT=$(free_port); IPORT=$(free_port); RPORT=$(free_port)
 PIDS=()
 CG=
 cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
   [[ -n "$CG" ]] && rmdir "$CG" 2>/dev/null
   rm -rf "$TMP"
 }
