@@ -15,6 +15,7 @@
 #   bpftrace      bpftrace: @[reason] = count() on tlb:tlb_flush (map count)
 #   perf-record   perf record -a -g                        (samples + callchains to a file)
 #   monitor       shootdown monitor --trace on 1s          (every tlb_flush through a perf ring)
+#   monitor-count shootdown monitor --trace count 1s       (kernel-side counters, no ring)
 #   blame         shootdown blame -p STORM_PID             (reason 4 + IPI sends with callchains)
 # Output: one line per run, then per arm the median rate, the median of the
 # ratio arm/none and min..max over rounds. An arm whose tool is missing is
@@ -42,7 +43,7 @@ arms=(none)
 command -v perf >/dev/null && perf list tlb:tlb_flush 2>/dev/null | grep -q tlb_flush && arms+=(perf-stat perf-record) ||
   echo "# perf-stat, perf-record skipped: perf (linux-perf) missing or tlb:tlb_flush not listed"
 command -v bpftrace >/dev/null && arms+=(bpftrace) || echo "# bpftrace skipped: bpftrace not installed"
-arms+=(monitor blame)
+arms+=(monitor monitor-count blame)
 
 start_observer() {  # start_observer ARM STORM_PID: sets OBS
   local arm=$1 pid=$2
@@ -52,6 +53,7 @@ start_observer() {  # start_observer ARM STORM_PID: sets OBS
     perf-record) perf record -a -g -o "$TMP/perf.data" -- sleep 3600 >/dev/null 2>&1 & OBS=$! ;;
     bpftrace) bpftrace -e 'tracepoint:tlb:tlb_flush { @[args->reason] = count(); }' >/dev/null 2>&1 & OBS=$! ;;
     monitor) "$SD" monitor --trace on 1s >/dev/null 2>&1 & OBS=$! ;;
+    monitor-count) "$SD" monitor --trace count 1s >/dev/null 2>&1 & OBS=$! ;;
     blame) "$SD" blame -p "$pid" >/dev/null 2>&1 & OBS=$! ;;
   esac
 }
