@@ -7,7 +7,7 @@ RUN_ARGS   ?=
 CTEST_ARGS ?=
 FUZZ_SECONDS ?= 20
 
-.PHONY: all deps deps-test build run test test-release test-asan test-tsan fuzz bench clean
+.PHONY: all deps deps-test build run test test-release test-asan test-tsan fuzz bench package install clean
 
 all: build
 
@@ -45,6 +45,16 @@ test-tsan: deps
 
 fuzz: deps
 	@if [ -x scripts/fuzz.sh ]; then scripts/fuzz.sh $(FUZZ_SECONDS); fi
+
+# Debian package (CPack): $(BUILD)/shootdown_<version>_<arch>.deb, then lintian.
+package: build
+	cd $(BUILD) && cpack -G DEB
+	@if command -v lintian >/dev/null; then lintian $(BUILD)/shootdown_*.deb; fi
+
+# cmake --install into PREFIX (default /usr/local); DESTDIR honoured.
+PREFIX ?= /usr/local
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 bench: build
 	$(BUILD)/bench/bench_victim

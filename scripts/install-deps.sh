@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Idempotent: installs only the Debian packages that are missing.
-# Usage: scripts/install-deps.sh [--with-integration]
+# Usage: scripts/install-deps.sh [--with-integration | --with-bench]
 #   default             build + unit/CLI test dependencies
 #   --with-integration  also the real parts the integration tier uses
-#                       (HdrHistogram Java reference, InfluxDB, Chromium)
+#                       (HdrHistogram Java reference, InfluxDB, Chromium,
+#                       Prometheus + promtool, lintian for the .deb)
+#   --with-bench        also the observers bench/observer_overhead.sh compares
+#                       (perf, bpftrace)
 set -euo pipefail
 
 base=(
@@ -16,11 +19,18 @@ base=(
 integration=(
   default-jre-headless default-jdk-headless libhdrhistogram-java
   influxdb
+  prometheus
+  lintian
   chromium
   curl procps jq python3 python3-jsonschema
 )
 
+bench=(linux-perf bpftrace python3)
+
 want=("${base[@]}")
+if [[ "${1:-}" == "--with-bench" ]]; then
+  want+=("${bench[@]}")
+fi
 if [[ "${1:-}" == "--with-integration" ]]; then
   want+=("${integration[@]}")
   # npm for playwright-core (HTML report test); a nodejs from elsewhere brings its own.

@@ -20,6 +20,7 @@
 #include "core/cpulist.hpp"
 #include "core/events.hpp"
 #include "core/monitor.hpp"
+#include "core/monitor_attrib.hpp"
 #include "core/units.hpp"
 #include "sink/influx.hpp"
 #include "sink/monitor_out.hpp"
@@ -28,7 +29,9 @@
 #include "sys/interrupts.hpp"
 #include "sys/metrics_server.hpp"
 #include "sys/net.hpp"
+#include "sys/perf_count.hpp"
 #include "sys/perf_trace.hpp"
+#include "sys/task_info.hpp"
 #include "sys/signals.hpp"
 #include "sys/tsc.hpp"
 
@@ -46,6 +49,7 @@ struct MonitorOptions {
   std::string influx;
   std::string trace = "auto";
   int top = 5;
+  int series = 20;
 };
 
 struct Plan {
@@ -100,8 +104,8 @@ Plan make_plan(const MonitorOptions& o) {
                                      format_cpulist(topo.online)));
     p.cpus = *l;
   }
-  if (o.trace != "auto" && o.trace != "on" && o.trace != "off")
-    throw UsageError(fmt::format("--trace value '{}' is not accepted; accepted: auto, on, off", o.trace));
+  if (o.trace != "auto" && o.trace != "on" && o.trace != "off" && o.trace != "count")
+    throw UsageError(fmt::format("--trace value '{}' is not accepted; accepted: auto, on, count, off", o.trace));
   p.trace = o.trace;
   if (!o.pid.empty()) {
     auto v = parse_int(o.pid, &why);
@@ -109,10 +113,12 @@ Plan make_plan(const MonitorOptions& o) {
       throw UsageError(fmt::format("--pid value '{}' is not a process id; accepted: a PID in 1..4194304", o.pid));
     if (!sys::path_exists("/proc/" + std::to_string(*v)))
       throw UsageError(fmt::format("--pid value '{}': no such process", o.pid));
-    if (o.trace == "off")
+    if (o.trace == "off" || o.trace == "count")
       throw UsageError(fmt::format("--pid value '{}' needs tracepoints; accepted only with --trace auto or on", o.pid));
     p.pid = static_cast<int>(*v);
   }
+  if (o.series < 0 || o.series > 1000)
+    throw UsageError(fmt::format("--series value '{}' is out of range; accepted: 0..1000", o.series));
   if (o.top < 0 || o.top > 100)
     throw UsageError(fmt::format("--top value '{}' is out of range; accepted: 0..100", o.top));
   if (!o.listen.empty()) {
@@ -146,8 +152,10 @@ Plan make_plan(const MonitorOptions& o) {
 // every tick and on every scrape, so a scrape sees current counters.
 class Collector {
  public:
-  Collector(std::vector<int> cpus, sys::Tracer* tracer, int pid) : cpus_(std::move(cpus)), tracer_(tracer), pid_(pid) {
-    totals_.trace = tracer_ != nullptr;
+  Collector(std::vector<int> cpus, sys::Tracer* tracer, int pid, std::size_t max_series,
+            const sys::TlbFlushCounter* counter = nullptr)
+      : cpus_(std::move(cpus)), tracer_(tracer), pid_(pid), attribution_(max_series), counter_(counter) {
+    totals_.trace = tracer_ != nullptr || counter_ != nullptr;
   }
 
   MonitorTotals refresh() {
@@ -165,6 +173,8 @@ class Collector {
       c.tlb = snap->get("TLB", c.cpu).value_or(0);
       c.cal = snap->get("CAL", c.cpu).value_or(0);
     }
+    if (counter_)
+      for (auto& c : totals_.cpus) c.flush = counter_->read(c.cpu);
     if (tracer_) {
       EventTally tally;
       TallyFilter f;
@@ -175,14 +185,14 @@ class Collector {
         if (auto it = tally.cpus.find(c.cpu); it != tally.cpus.end())
           for (int r = 0; r < kTlbFlushReasons; ++r)
             c.flush[static_cast<std::size_t>(r)] += it->second.tlb_flush[static_cast<std::size_t>(r)];
-      for (const auto& [pid, n] : tally.initiators) {
-        auto& in = totals_.initiators[pid];
-        if (in.pid == 0) {
-          in.pid = pid;
-          in.comm = sys::trim(sys::read_file_or("/proc/" + std::to_string(pid) + "/comm", "?"));
-        }
-        in.flushes += n;
+      // Per process and cgroup (bounded series), from the same events.
+      for (const auto& ev : events) {
+        if (ev.type != EventType::kTlbFlush || ev.a < 0 || ev.a >= kTlbFlushReasons) continue;
+        if (pid_ > 0 && ev.pid != pid_) continue;
+        attribution_.add_flush(static_cast<int>(ev.a), ev.pid, snap->mono_ns,
+                               [&](int pid) { return tasks_.get(pid, snap->mono_ns); });
       }
+      attribution_.fill(totals_);
       totals_.lost_events = tracer_->lost_events();
     }
     return totals_;
@@ -193,6 +203,9 @@ class Collector {
   std::vector<int> cpus_;
   sys::Tracer* tracer_;
   int pid_;
+  MonitorAttribution attribution_;
+  const sys::TlbFlushCounter* counter_;
+  sys::TaskInfoCache tasks_;
   MonitorTotals totals_;
 };
 
@@ -204,7 +217,12 @@ class MonitorTool final : public Tool {
 
   void prepare() override {
     // Tracepoints on every online CPU: initiators can run anywhere.
-    if (plan_.trace != "off") {
+    if (plan_.trace == "count") {
+      std::string why;
+      counter_ = sys::TlbFlushCounter::open(sys::read_topology().online, &why);
+      if (!counter_) throw RuntimeError("kernel-side tlb_flush counters unavailable: " + why);
+      trace_status_ = "count (kernel-side counters, no per-process attribution)";
+    } else if (plan_.trace != "off") {
       std::string why;
       tracer_ = sys::Tracer::open(tracer_options(sys::read_topology().online, -1, false), &why);
       if (!tracer_) {
@@ -219,7 +237,8 @@ class MonitorTool final : public Tool {
         trace_status_ = plan_.pid > 0 ? fmt::format("on (pid {})", plan_.pid) : "on";
       }
     }
-    collector_ = std::make_unique<Collector>(plan_.cpus, tracer_.get(), plan_.pid);
+    collector_ = std::make_unique<Collector>(plan_.cpus, tracer_.get(), plan_.pid,
+                                             static_cast<std::size_t>(o_.series), counter_.get());
     if (plan_.listen_port >= 0) {
       // The Prometheus endpoint: stopped and joined by its destructor on every exit.
       std::string why;
@@ -240,7 +259,7 @@ class MonitorTool final : public Tool {
     char host[256] = {};
     ::gethostname(host, sizeof host - 1);
     MonitorTotals prev = collector_->refresh();
-    if (!o_.json && !tty) std::fputs(format_monitor_header(tracer_ != nullptr).c_str(), stdout);
+    if (!o_.json && !tty) std::fputs(format_monitor_header(tracer_ != nullptr || counter_ != nullptr).c_str(), stdout);
     std::fflush(stdout);
     std::int64_t next = prev.mono_ns + plan_.interval_ns;
     for (std::int64_t n = 0; plan_.count == 0 || n < plan_.count; ++n) {
@@ -306,6 +325,7 @@ class MonitorTool final : public Tool {
   const MonitorOptions& o_;
   Plan plan_;
   std::unique_ptr<sys::Tracer> tracer_;
+  std::unique_ptr<sys::TlbFlushCounter> counter_;
   std::string trace_status_ = "off (--trace off)";
   std::unique_ptr<Collector> collector_;
   std::unique_ptr<sys::MetricsServer> server_;  // after collector_: stopped before it goes
@@ -326,9 +346,14 @@ Command add_monitor(CLI::App& root) {
   app->add_option("--listen", o->listen, "Serve Prometheus /metrics on HOST:PORT (PORT alone = 127.0.0.1)");
   app->add_option("--influx", o->influx,
                   "Send points each interval: http://HOST:PORT/write?db=NAME or udp://HOST:PORT");
-  app->add_option("--trace", o->trace, "tlb:tlb_flush tracepoints: auto (if permitted), on (required), off")
+  app->add_option("--trace", o->trace,
+                  "tlb:tlb_flush tracepoints: auto (if permitted), on (required), count (kernel-side counters only: "
+                  "cheapest, no per-process/cgroup attribution), off")
       ->capture_default_str();
   app->add_option("--top", o->top, "Top initiating processes to show (0..100)")->capture_default_str();
+  app->add_option("--series", o->series,
+                  "Named processes and cgroups kept in exported series, each (0..1000; the rest is 'other')")
+      ->capture_default_str();
   app->footer(
       "TLB and CAL rates come from /proc/interrupts (no root needed). With tracepoints\n"
       "(root) also tlb:tlb_flush by reason and the processes that send shootdowns\n"

@@ -18,6 +18,7 @@ MonitorInterval monitor_interval(const MonitorTotals& prev, const MonitorTotals&
   iv.wall_ns = cur.wall_ns;
   iv.seconds = cur.mono_ns > prev.mono_ns ? static_cast<double>(cur.mono_ns - prev.mono_ns) / 1e9 : 0;
   iv.trace = cur.trace;
+  iv.attributed = cur.attributed;
   iv.lost_events = clamp0(cur.lost_events - prev.lost_events);
   for (const auto& c : cur.cpus) {
     MonitorCpu p;
@@ -47,7 +48,25 @@ MonitorInterval monitor_interval(const MonitorTotals& prev, const MonitorTotals&
   std::stable_sort(iv.top.begin(), iv.top.end(), [](const auto& a, const auto& b) {
     return a.flushes != b.flushes ? a.flushes > b.flushes : a.pid < b.pid;
   });
+  std::vector<MonitorInitiator> all = iv.top;
   if (iv.top.size() > top_n) iv.top.resize(top_n);
+  iv.initiators_other = clamp0(cur.initiators_other - prev.initiators_other);
+  auto cgroup_delta = [&](const MonitorCgroup& c, const MonitorCgroup* p) {
+    MonitorInterval::Cgroup d;
+    d.path = c.path;
+    d.initiated = clamp0(c.initiated - (p ? p->initiated : 0));
+    d.received = clamp0(c.received - (p ? p->received : 0));
+    for (const auto& in : all)
+      if (in.cgroup == c.path && d.top.size() < top_n) d.top.push_back(in);  // `all` is sorted
+    if (d.initiated > 0 || d.received > 0) iv.cgroups.push_back(std::move(d));
+  };
+  for (const auto& [path, c] : cur.cgroups) {
+    auto it = prev.cgroups.find(path);
+    cgroup_delta(c, it == prev.cgroups.end() ? nullptr : &it->second);
+  }
+  cgroup_delta(cur.cgroup_other, &prev.cgroup_other);
+  std::stable_sort(iv.cgroups.begin(), iv.cgroups.end(),
+                   [](const auto& a, const auto& b) { return a.initiated + a.received > b.initiated + b.received; });
   return iv;
 }
 

@@ -3,6 +3,8 @@
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
+#include "sink/monitor_attrib_out.hpp"
+
 namespace shootdown {
 
 std::vector<prom::Family> monitor_families(const MonitorTotals& t) {
@@ -34,6 +36,7 @@ std::vector<prom::Family> monitor_families(const MonitorTotals& t) {
                    "Trace events lost by the perf ring buffers since the monitor started.",
                    "counter",
                    {{{}, t.lost_events}}});
+    append_attrib_families(t, fam);
   }
   return fam;
 }
@@ -59,11 +62,12 @@ std::vector<influx::Point> monitor_points(const MonitorInterval& iv, const std::
   for (const auto& t : iv.top) {
     influx::Point p;
     p.measurement = "shootdown_monitor_initiator";
-    p.tag("host", host).tag("comm", t.comm);
+    p.tag("host", host).tag("comm", t.comm).tag("cgroup", t.cgroup);
     p.integer("pid", t.pid).integer("flushes", t.flushes).field("interval_s", iv.seconds);
     p.timestamp_ns = iv.wall_ns;
     pts.push_back(std::move(p));
   }
+  if (iv.trace) append_attrib_points(iv, host, pts);
   return pts;
 }
 
@@ -93,9 +97,11 @@ std::string monitor_json_line(const MonitorInterval& iv, const std::string& trac
   j["cpus"] = cpus;
   if (iv.trace) {
     auto top = nlohmann::json::array();
-    for (const auto& t : iv.top) top.push_back({{"pid", t.pid}, {"comm", t.comm}, {"flushes", t.flushes}});
+    for (const auto& t : iv.top)
+      top.push_back({{"pid", t.pid}, {"comm", t.comm}, {"cgroup", t.cgroup}, {"flushes", t.flushes}});
     j["top_initiators"] = top;
     j["lost_events"] = iv.lost_events;
+    append_attrib_json(iv, j);
   }
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);  // comm may be any bytes
 }

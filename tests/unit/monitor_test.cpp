@@ -19,8 +19,8 @@ MonitorTotals totals(std::int64_t t_ns, std::int64_t tlb1, std::int64_t flush1, 
   t.cpus = {MonitorCpu{0, 100, 1000, {}}, MonitorCpu{1, tlb1, 2000, {}}};
   t.cpus[1].flush[kTlbRemoteShootdown] = flush1;
   t.cpus[0].flush[kTlbRemoteSendIpi] = sends;
-  t.initiators[42] = MonitorInitiator{42, "munmap loop", sends};
-  t.initiators[7] = MonitorInitiator{7, "idle", 3};
+  t.initiators[42] = MonitorInitiator{42, "munmap loop", sends, "/app"};
+  t.initiators[7] = MonitorInitiator{7, "idle", 3, "/"};
   return t;
 }
 }  // namespace
@@ -78,7 +78,7 @@ TEST(Monitor, InfluxPointsAndJson) {
   EXPECT_NE(l.find("flush_remote_shootdown=4i"), std::string::npos);
   EXPECT_NE(l.find(" 1700000002000000000\n"), std::string::npos);
   EXPECT_EQ(influx::encode_line(pts[2]).rfind(
-                "shootdown_monitor_initiator,comm=munmap\\ loop,host=box pid=42i,flushes=4i", 0),
+                "shootdown_monitor_initiator,cgroup=/app,comm=munmap\\ loop,host=box pid=42i,flushes=4i", 0),
             0u);
   auto j = nlohmann::json::parse(monitor_json_line(iv, "on"));
   EXPECT_EQ(j["schema"], "shootdown.monitor/1");

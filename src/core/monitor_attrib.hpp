@@ -1,0 +1,49 @@
+// `shootdown monitor`: who initiates and who receives shootdowns, per process
+// and per cgroup v2 path, with bounded label sets (core/bounded_series.hpp).
+//
+//   tlb_flush reason 4 (remote IPI send) runs in the initiating task's
+//   context: it counts as "initiated" for its process and its cgroup.
+//   reason 1 (remote shootdown) runs in the IPI handler on the receiving CPU:
+//   it counts as "received" for the cgroup of the task it interrupted (pid 0,
+//   the idle task, is the pseudo-cgroup "(idle)").
+// Pure: the task's comm and cgroup come from a lookup the command supplies
+// (sys/task_info.hpp reads /proc/PID/{comm,cgroup}).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "core/bounded_series.hpp"
+#include "core/monitor.hpp"
+
+namespace shootdown {
+
+struct TaskInfo {
+  std::string comm;    // "?" when the process is gone
+  std::string cgroup;  // cgroup v2 path ("/system.slice/x.service"), "?" when unknown
+};
+using TaskLookup = std::function<TaskInfo(int pid)>;
+
+inline constexpr const char* kIdleCgroup = "(idle)";
+
+class MonitorAttribution {
+ public:
+  // max_series: named processes and named cgroups each (plus "other");
+  // idle_ns: a name silent that long may lose its slot to a new one.
+  explicit MonitorAttribution(std::size_t max_series, std::int64_t idle_ns = 300LL * 1000000000LL);
+
+  // One tlb:tlb_flush event (reason, tgid of the current task). Reasons
+  // other than 1 and 4 are ignored.
+  void add_flush(int reason, int pid, std::int64_t now_ns, const TaskLookup& lookup);
+
+  // Copies the cumulative tables into t.initiators, t.initiators_other,
+  // t.cgroups and t.cgroup_other.
+  void fill(MonitorTotals& t) const;
+
+ private:
+  BoundedSeries processes_;  // key pid, attrs {comm, cgroup}, counts {initiated}
+  BoundedSeries cgroups_;    // key cgroup path, counts {initiated, received}
+};
+
+}  // namespace shootdown

@@ -1,0 +1,26 @@
+// Per-process and per-cgroup shootdown attribution of `shootdown monitor`
+// as Prometheus families, Influx points and JSON (docs/monitor.md,
+// "Cardinality"). Every label set is bounded: at most --series named
+// processes and cgroups, each family plus one "other" series.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/monitor.hpp"
+#include "sink/influx.hpp"
+#include "sink/prometheus.hpp"
+
+namespace shootdown {
+
+// shootdown_process_initiated_total{pid,comm,cgroup},
+// shootdown_cgroup_initiated_total{cgroup}, shootdown_cgroup_received_total{cgroup}.
+void append_attrib_families(const MonitorTotals& t, std::vector<prom::Family>& out);
+// shootdown_monitor_cgroup (one point per active cgroup), tags host, cgroup.
+void append_attrib_points(const MonitorInterval& iv, const std::string& host, std::vector<influx::Point>& out);
+// "cgroups":[{"cgroup","initiated","received","top_initiators":[...]}], "initiators_other".
+void append_attrib_json(const MonitorInterval& iv, nlohmann::json& j);
+
+}  // namespace shootdown
