@@ -53,10 +53,10 @@ int run_doctor(const DoctorOptions& o) {
     choice = "given";
   } else {
     const sys::Topology topo = sys::read_topology();
-    std::string why;
-    cpus = sys::choose_cpus(topo, 2, &why);
+    const CpuChoice pick = choose_cpus(topo, 1);
+    cpus = pick.cpus();
     if (cpus.empty()) cpus = topo.online.empty() ? std::vector<int>{0} : std::vector<int>{topo.online.front()};
-    choice = "default choice of run";
+    choice = "default choice of run: " + pick.why;
   }
 
   const auto findings = run_doctor_checks(facts, cpus);

@@ -72,9 +72,9 @@ Plan validate(const TraceOptions& o) {
       throw UsageError("--victim-cpus " + o.victim_cpus +
                        ": leaves no online CPU for the culprit (give --culprit-cpu)");
   } else if (p.victims.empty()) {
-    std::string why;
-    const auto pick = sys::choose_cpus(topo, 2, &why);
-    for (int c : pick)
+    const CpuChoice choice = choose_cpus(topo, 1);
+    const std::string why = choice.why;
+    for (int c : choice.cpus())
       if (p.culprit < 0)
         p.culprit = c;
       else if (c != p.culprit && p.victims.empty())
