@@ -299,11 +299,14 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
     ok = wait.until(last + plan.settle_ns + plan.after_ns);
   }
 
+  // The counted window closes while the victims still run: their exit (glibc
+  // madvises a finished thread's stack) and the teardown send flushes of our
+  // own that are not part of the measurement.
+  auto irq_after = sys::read_interrupts(&iwhy);
   ctl.stop.store(true, std::memory_order_relaxed);
   join_all();
   r.measure_end_ns = sys::mono_now_ns();
   const sys::TscPoint last = sys::tsc_point();
-  auto irq_after = sys::read_interrupts(&iwhy);
   if (trace) {
     auto t = trace->stop();
     r.trace = std::move(t);
@@ -327,6 +330,7 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
 
   if (irq_before && irq_after) {
     r.interrupts_span_ns = irq_after->mono_ns - irq_before->mono_ns;
+    r.interrupts_start_ns = irq_before->mono_ns;
     for (int cpu : irq_after->cpus) {
       CpuCounters c;
       c.cpu = cpu;
