@@ -7,7 +7,7 @@ RUN_ARGS   ?=
 CTEST_ARGS ?=
 FUZZ_SECONDS ?= 20
 
-.PHONY: all deps deps-test build run test test-release test-asan test-tsan fuzz bench clean
+.PHONY: all deps deps-test build run test test-release test-asan test-tsan fuzz bench lab clean
 
 all: build
 
@@ -45,6 +45,12 @@ test-tsan: deps
 
 fuzz: deps
 	@if [ -x scripts/fuzz.sh ]; then scripts/fuzz.sh $(FUZZ_SECONDS); fi
+
+# The lab (docs/validation.md): Debian kernels under QEMU/TCG with several
+# topologies; regenerates the matrix in docs/validation.md. `make test` runs
+# it too, as the CTest test lab.qemu (which leaves the docs alone).
+lab: deps-test build
+	tests/lab/lab.sh --out $(BUILD)/lab --update-doc
 
 bench: build
 	$(BUILD)/bench/bench_victim

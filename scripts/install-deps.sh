@@ -3,7 +3,8 @@
 # Usage: scripts/install-deps.sh [--with-integration]
 #   default             build + unit/CLI test dependencies
 #   --with-integration  also the real parts the integration tier uses
-#                       (HdrHistogram Java reference, InfluxDB, Chromium)
+#                       (HdrHistogram Java reference, InfluxDB, Chromium,
+#                       QEMU and busybox-static for the lab: tests/lab/)
 set -euo pipefail
 
 base=(
@@ -18,6 +19,7 @@ integration=(
   influxdb
   chromium
   curl procps jq python3 python3-jsonschema
+  qemu-system-x86 busybox-static
 )
 
 want=("${base[@]}")
