@@ -17,7 +17,7 @@ case_run() {
   d=$out/$name
   mkdir -p "$d"
   echo "$*" >"$d/args"
-  s=$(cut -d' ' -f1 /proc/uptime)
+  t0=$(cut -d' ' -f1 /proc/uptime)
   if [ -n "$as" ]; then
     chmod 777 "$d"
     su "$as" -s /bin/sh -c "timeout 240 $SD run --json $* >$d/result.json 2>$d/stderr; echo \$? >$d/rc"
@@ -25,7 +25,7 @@ case_run() {
     timeout 240 $SD run --json "$@" >"$d/result.json" 2>"$d/stderr"
     echo $? >"$d/rc"
   fi
-  awk -v s="$s" '{print $1 - s}' /proc/uptime >"$d/seconds"
+  awk -v s="$t0" '{print $1 - s}' /proc/uptime >"$d/seconds"
   echo "case $name rc=$(cat "$d/rc") $(cat "$d/seconds") s"
 }
 

@@ -6,7 +6,7 @@ for s in munmap mprotect madvise-dontneed reuse; do
   case_run v3-$s $RUNARGS --culprit-cpu 0 --victim-cpus 2,3,6 --release $s --repeat 2 --every 50ms
 done
 case_run v3-membarrier $RUNARGS --culprit-cpu 0 --victim-cpus 2,3,6 --release membarrier --repeat 4 --every 20ms
-for s in munmap mprotect madvise-dontneed reuse; do
+for s in munmap reuse; do
   case_run v7rt-$s $RUNARGS --rt --culprit-cpu 0 --victim-cpus 1-7 --release $s --repeat 2 --every 50ms
 done
 case_run v7rt-membarrier $RUNARGS --rt --culprit-cpu 0 --victim-cpus 1-7 --release membarrier --repeat 4 --every 20ms
