@@ -70,6 +70,9 @@ def victims_of(res):
 def check_run(c, k, t, case, d, facts):
     res = load(os.path.join(d, "result.json"))
     rc = read(os.path.join(d, "rc"), "?")
+    if rc == "?":
+        c.add(k, t, case, "ran", False, "not finished before the guest's deadline")
+        return None
     if res is None:
         c.add(k, t, case, "ran", False, f"rc={rc}, no result.json: {read(os.path.join(d, 'stderr'))[-300:]}")
         return None

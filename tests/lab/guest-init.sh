@@ -16,8 +16,12 @@ mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 mount -t hugetlbfs hugetlbfs /dev/hugepages 2>/dev/null
 suite=
+deadline=300
 for w in $(cat /proc/cmdline); do
-  case "$w" in lab.suite=*) suite=${w#lab.suite=} ;; esac
+  case "$w" in
+    lab.suite=*) suite=${w#lab.suite=} ;;
+    lab.deadline=*) deadline=${w#lab.deadline=} ;;
+  esac
 done
 echo "LAB-BOOTED suite=$suite kernel=$(uname -r) cpus=$(nproc)"
 {
@@ -36,8 +40,10 @@ echo "LAB-BOOTED suite=$suite kernel=$(uname -r) cpus=$(nproc)"
 } >/out/guest.txt 2>&1
 start=$(cut -d' ' -f1 /proc/uptime)
 if [ -x "/lab/suites/$suite.sh" ]; then
-  sh "/lab/suites/$suite.sh" /out >/out/suite.log 2>&1
-  echo "rc=$?" >>/out/suite.log
+  # The suite gets a deadline so that a slow guest still sends back the
+  # cases it finished (a case not finished has no rc file: check.py fails it).
+  timeout "$deadline" sh "/lab/suites/$suite.sh" /out >/out/suite.log 2>&1
+  echo "rc=$? (deadline ${deadline}s)" >>/out/suite.log
 else
   echo "no suite '$suite'" >/out/suite.log
 fi

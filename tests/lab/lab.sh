@@ -120,9 +120,9 @@ boot_one() {  # kernel-dir topo mem smp cmdline suite rundir
     start=$(date +%s)
     # shellcheck disable=SC2086
     timeout "$boot_timeout" qemu-system-x86_64 -nodefaults -display none -no-reboot \
-      -accel tcg -cpu max,-la57,-cx16 -m "$mem" $smp \
+      -accel "tcg,thread=${LAB_TCG_THREAD:-single}" -cpu max,-la57,-cx16 -m "$mem" $smp \
       -kernel "$vmlinuz" -initrd "$out/initramfs.gz" \
-      -append "console=ttyS0 panic=-1 oops=panic loglevel=4 lab.suite=$suite $cmd" \
+      -append "console=ttyS0 panic=-1 oops=panic loglevel=4 lab.suite=$suite lab.deadline=$((boot_timeout - 90)) $cmd" \
       -serial "file:$rd/console.log" -serial "file:$rd/serial1.txt" </dev/null >"$rd/qemu.log" 2>&1
     rc=$?
     echo "boot $n: qemu rc=$rc, $(($(date +%s) - start)) s" >>"$rd/boots.txt"
