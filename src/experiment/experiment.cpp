@@ -4,6 +4,7 @@
 #include <csignal>
 #include <poll.h>
 #include <pthread.h>
+#include <sys/prctl.h>
 #include <stdexcept>
 #include <thread>
 #include <unistd.h>
@@ -149,6 +150,16 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
   if (is_journal(strategy)) journal = std::make_unique<Journal>(journal_config(plan, strategy));
   const std::size_t a_size = journal ? std::min<std::size_t>(size, 2u << 20) : size;
   phase(hooks, "allocating and pre-faulting chunk A (" + std::to_string(a_size >> 20) + " MiB)");
+  // 4k runs: no THP anywhere in our mm for the run, or khugepaged collapses
+  // our heap/stacks/buffers mid-run and its flushes hit the victims (the lab's
+  // reuse control on 6.12). Chunks are MADV_NOHUGEPAGE as well.
+  struct ThpOff {
+    bool on;
+    explicit ThpOff(bool b) : on(b && prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) == 0) {}
+    ~ThpOff() {
+      if (on) prctl(PR_SET_THP_DISABLE, 0, 0, 0, 0);
+    }
+  } thp_off(mode == PageMode::k4k);
   Chunk a(a_size, mode, allocator_for(strategy), plan.numa_node);
   Control ctl;
   if (!a.prefault(nullptr) || sys::StopSignals::pending()) {
