@@ -7,7 +7,7 @@ RUN_ARGS   ?=
 CTEST_ARGS ?=
 FUZZ_SECONDS ?= 20
 
-.PHONY: all deps deps-test build run test test-release test-asan test-tsan fuzz bench package install clean
+.PHONY: all deps deps-test build run test test-release test-asan test-tsan fuzz bench package install lab clean
 
 all: build
 
@@ -55,6 +55,12 @@ package: build
 PREFIX ?= /usr/local
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
+
+# The lab (docs/validation.md): Debian kernels under QEMU/TCG with several
+# topologies; regenerates the matrix in docs/validation.md. `make test` runs
+# it too, as the CTest test lab.qemu (which leaves the docs alone).
+lab: deps-test build
+	tests/lab/lab.sh --out $(BUILD)/lab --update-doc
 
 bench: build
 	$(BUILD)/bench/bench_victim

@@ -7,6 +7,7 @@
 #                       Prometheus + promtool, lintian for the .deb)
 #   --with-bench        also the observers bench/observer_overhead.sh compares
 #                       (perf, bpftrace)
+#                       and QEMU and busybox-static for the lab: tests/lab/)
 set -euo pipefail
 
 base=(
@@ -23,6 +24,7 @@ integration=(
   lintian
   chromium
   curl procps jq python3 python3-jsonschema
+  qemu-system-x86 busybox-static
 )
 
 bench=(linux-perf bpftrace python3)

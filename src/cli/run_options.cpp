@@ -98,7 +98,9 @@ MachineFacts read_machine_facts() {
   const sys::Topology t = sys::read_topology();
   m.online = t.online;
   m.isolated = t.isolated;
-  m.default_cpus = sys::choose_cpus(t, 2, &m.default_cpus_why);
+  const CpuChoice choice = choose_cpus(t, 1);
+  m.default_cpus = choice.cpus();
+  m.default_cpus_why = choice.why;
   for (const auto& c : t.cpus) {
     if (c.cpu >= static_cast<int>(m.cpu_node.size())) m.cpu_node.resize(static_cast<std::size_t>(c.cpu) + 1, 0);
     m.cpu_node[static_cast<std::size_t>(c.cpu)] = c.node;
@@ -134,7 +136,9 @@ CpuPlan resolve_cpus(const std::string& culprit, const std::string& victims, con
           "; give them explicitly");
     p.culprit = m.default_cpus[0];
     p.victims = {m.default_cpus[1]};
-    p.choice = "default: online CPUs of one NUMA node, not SMT siblings, isolated first";
+    p.choice = "default: " + (m.default_cpus_why.empty()
+                                  ? std::string("one NUMA node, no SMT siblings, victim on the best CPU")
+                                  : m.default_cpus_why);
   } else if (p.culprit < 0) {
     for (int c : m.online)
       if (std::find(p.victims.begin(), p.victims.end(), c) == p.victims.end()) {

@@ -46,8 +46,8 @@ void add_run_options(CLI::App& app, RunOptions& o, bool for_compare = false);
 // Facts the validation needs, read by the caller (sys/) so this stays testable.
 struct MachineFacts {
   std::vector<int> online;
-  std::vector<int> default_cpus;               // sys::choose_cpus result (culprit first)
-  std::string default_cpus_why;                // why defaults are impossible, if so
+  std::vector<int> default_cpus;               // choose_cpus result (culprit first)
+  std::string default_cpus_why;                // why these CPUs, or why defaults are impossible
   std::vector<std::pair<int, int>> smt_pairs;  // sibling pairs among online CPUs
   std::vector<int> isolated;
   std::vector<int> cpu_node;  // node of each CPU, indexed by CPU number

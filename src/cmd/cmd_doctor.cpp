@@ -45,10 +45,10 @@ class DoctorTool final : public Tool {
     facts_ = sys::read_doctor_facts();
     if (r_.cpus.empty()) {
       const sys::Topology topo = sys::read_topology();
-      std::string why;
-      r_.cpus = sys::choose_cpus(topo, 2, &why);
+      const CpuChoice pick = choose_cpus(topo, 1);
+      r_.cpus = pick.cpus();
       if (r_.cpus.empty()) r_.cpus = topo.online.empty() ? std::vector<int>{0} : std::vector<int>{topo.online.front()};
-      r_.cpu_choice = "default choice of run";
+      r_.cpu_choice = "default choice of run: " + pick.why;
     }
   }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <sstream>
@@ -468,15 +469,67 @@ AttributionOptions attribution_options(const Result& r) {
   if (r.plan.stall_factor > 0) o.stall_factor = r.plan.stall_factor;
   o.stall_threshold_ns = r.plan.stall_threshold_ns;
   o.baseline_end_ns = r.releases.empty() ? 0 : r.releases.front().before_ns;
-  o.span_start_ns = r.measure_start_ns;
-  o.span_end_ns = r.measure_end_ns;
+  // Counted span: the /proc/interrupts window (it excludes the victims' exit
+  // and the teardown), else the measurement.
+  if (r.interrupts_start_ns > 0 && r.interrupts_span_ns > 0) {
+    o.span_start_ns = r.interrupts_start_ns;
+    o.span_end_ns = r.interrupts_start_ns + r.interrupts_span_ns;
+  } else {
+    o.span_start_ns = r.measure_start_ns;
+    o.span_end_ns = r.measure_end_ns;
+  }
   o.culprit_cpu = r.plan.culprit_cpu;
   for (const Release& rel : r.releases) o.releases.emplace_back(rel.before_ns, rel.after_ns);
   return o;
 }
 
 Attribution attribute_result(const Result& r) {
-  return attribute(r.victims, r.trace, attribution_options(r));
+  Attribution a = attribute(r.victims, r.trace, attribution_options(r));
+  account_tlb(r, a);
+  return a;
+}
+
+std::string untraced_tlb_rule(const std::string& kernel_release) {
+  int major = 0, minor = 0;
+  if (std::sscanf(kernel_release.c_str(), "%d.%d", &major, &minor) != 2) major = minor = 0;
+  const int v = major * 1000 + minor;
+  const std::string k = major > 0 ? "Linux " + std::to_string(major) + "." + std::to_string(minor) : "this kernel";
+  // arch/x86/mm/tlb.c flush_tlb_func(): on a remote CPU it does
+  // inc_irq_stat(irq_tlb_count) first, then returns early.
+  std::string s = k +
+                  ": flush_tlb_func() (arch/x86/mm/tlb.c) adds every flush IPI to the TLB row of /proc/interrupts "
+                  "(inc_irq_stat(irq_tlb_count)) before it returns without tlb:tlb_flush when ";
+  if (v > 0 && v < 6014)
+    s += "the CPU has another mm loaded (f->mm != loaded_mm: traced as reason 5 only since 6.14), ";
+  s += "init_mm is loaded (idle or a kernel thread), the CPU is in lazy-TLB mode, ";
+  if (v >= 6015) s += "the mm uses a global ASID flushed by INVLPGB, ";
+  s += "or its TLB is already at the requested generation (f->new_tlb_gen <= local tlb_gen: a later flush "
+       "caught it up)";
+  if (v >= 6014) s += "; another mm loaded is traced as reason 5";
+  return s;
+}
+
+void account_tlb(const Result& r, Attribution& a) {
+  if (!r.trace.enabled || r.interrupts_start_ns <= 0 || r.interrupts_span_ns <= 0) return;
+  const std::int64_t lo = r.interrupts_start_ns;
+  const std::int64_t hi = r.interrupts_start_ns + r.interrupts_span_ns;
+  const std::string rule = untraced_tlb_rule(r.env.kernel);
+  for (VictimAttribution& v : a.victims) {
+    const CpuCounters* c = nullptr;
+    for (const CpuCounters& x : r.counters)
+      if (x.cpu == v.cpu) c = &x;
+    if (!c) continue;
+    v.tlb_counted = c->tlb;
+    v.tlb_traced_remote = 0;
+    v.tlb_traced_wrong_cpu = 0;
+    for (const KernelEvent& e : r.trace.events) {
+      if (e.cpu != v.cpu || e.type != EventType::kTlbFlush || e.mono_ns < lo || e.mono_ns > hi) continue;
+      if (e.a == kTlbRemoteShootdown) ++v.tlb_traced_remote;
+      if (e.a == kTlbRemoteWrongCpu) ++v.tlb_traced_wrong_cpu;
+    }
+    v.tlb_untraced = v.tlb_counted - v.tlb_traced_remote - v.tlb_traced_wrong_cpu;
+    v.tlb_untraced_rule = rule;
+  }
 }
 
 std::vector<std::pair<std::uint8_t, std::int64_t>> label_runs(const std::vector<std::uint8_t>& labels) {

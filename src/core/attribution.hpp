@@ -82,6 +82,16 @@ Attribution attribute_result(const Result& r);
 // for result.json: clean runs are long).
 
 // Latencies of the samples carrying `label` (e.g. clean-only phase tables).
+// The kernel rule that makes /proc/interrupts count TLB flush IPIs that
+// tlb:tlb_flush never traces, for a `uname -r` release ("6.1.0-57-amd64").
+std::string untraced_tlb_rule(const std::string& kernel_release);
+
+// Fills the tlb_* fields of each victim: its CPU's /proc/interrupts TLB delta
+// (r.counters) over the counted window against the reason-1 and reason-5
+// tlb_flush events of that CPU in the same window. No-op without the delta,
+// the window or a trace.
+void account_tlb(const Result& r, Attribution& a);
+
 std::vector<std::int64_t> latencies_with_label(const VictimSamples& v, const VictimAttribution& a, StallLabel label);
 
 // csd function symbol "flush_tlb_func+0x0" (and older flush_tlb_func_remote):

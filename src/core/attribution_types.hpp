@@ -76,6 +76,15 @@ struct VictimAttribution {
   std::int64_t offcpu_intervals = 0;  // switched-out intervals overlapping the span
   std::int64_t releases_on_cpu = -1;  // releases during whose whole call the victim ran
   std::vector<bool> release_on_cpu;   // per AttributionOptions::releases entry
+  // The /proc/interrupts TLB delta of this CPU over the counted window,
+  // accounted for (account_tlb, core/attribution.hpp): counted = traced
+  // reason 1 (any task) + traced reason 5 + counted-not-traced. tlb_counted
+  // < 0: no delta or no trace to account with.
+  std::int64_t tlb_counted = -1;
+  std::int64_t tlb_traced_remote = 0;     // tlb_flush reason 1 on this CPU in the window, any task
+  std::int64_t tlb_traced_wrong_cpu = 0;  // reason 5 (another mm loaded; traced since 6.14)
+  std::int64_t tlb_untraced = 0;          // counted, not traced (negative: more traced than counted)
+  std::string tlb_untraced_rule;          // the kernel rule that explains counted-not-traced flushes
 };
 
 struct Attribution {

@@ -124,20 +124,45 @@ DoctorFinding check_cpus_online(const DoctorFacts& f, const std::vector<int>& cp
   return pass("cpus", plural_cpu(cpus) + " online of " + list(f.online));
 }
 
+std::vector<int> isolation_targets(const std::vector<int>& cpus) {
+  std::vector<int> out;
+  for (std::size_t i = cpus.size() > 1 ? 1 : 0; i < cpus.size(); ++i)
+    if (cpus[i] != 0 && !contains(out, cpus[i])) out.push_back(cpus[i]);
+  return out;
+}
+
+namespace {
+// A victim on CPU 0 cannot be tuned: CPU 0 keeps the boot CPU's housekeeping
+// (timekeeping, unbound kthreads, most IRQs); the fix is another victim CPU.
+bool victim_on_cpu0(const std::vector<int>& cpus) {
+  for (std::size_t i = cpus.size() > 1 ? 1 : 0; i < cpus.size(); ++i)
+    if (cpus[i] == 0) return true;
+  return false;
+}
+const char* kCpu0Advice =
+    "move the victim off CPU 0 (--victim-cpus): CPU 0 keeps housekeeping work and must not be isolated";
+}  // namespace
+
 DoctorFinding check_isolcpus(const DoctorFacts& f, const std::vector<int>& cpus) {
-  auto not_iso = missing_from(cpus, f.isolated);
-  if (not_iso.empty()) return pass("isolcpus", plural_cpu(cpus) + " isolated");
+  const auto targets = isolation_targets(cpus);
+  auto not_iso = missing_from(targets, f.isolated);
+  if (victim_on_cpu0(cpus))
+    return make(DoctorStatus::kWarn, "isolcpus", "victim on cpu 0 (housekeeping)", kCpu0Advice, true);
+  if (not_iso.empty()) return pass("isolcpus", plural_cpu(targets) + " isolated");
   const std::string found = f.isolated.empty() ? "no isolated CPUs" : plural_cpu(not_iso) + " not isolated";
   return make(DoctorStatus::kWarn, "isolcpus", found,
-              "boot with isolcpus=" + list(not_iso) + " so tasks and kthreads stay off them", true);
+              "boot with isolcpus=" + list(not_iso) + " so tasks and kthreads stay off the victim CPUs", true);
 }
 
 DoctorFinding check_nohz_full(const DoctorFacts& f, const std::vector<int>& cpus) {
   if (!f.nohz_full)
     return make(DoctorStatus::kWarn, "nohz_full", "kernel without NO_HZ_FULL",
                 "use a kernel with CONFIG_NO_HZ_FULL=y (the tick interrupts the victim)", true);
-  auto missing = missing_from(cpus, *f.nohz_full);
-  if (missing.empty()) return pass("nohz_full", plural_cpu(cpus) + " tickless");
+  const auto targets = isolation_targets(cpus);
+  if (victim_on_cpu0(cpus))
+    return make(DoctorStatus::kWarn, "nohz_full", "victim on cpu 0 (housekeeping)", kCpu0Advice, true);
+  auto missing = missing_from(targets, *f.nohz_full);
+  if (missing.empty()) return pass("nohz_full", plural_cpu(targets) + " tickless");
   return make(DoctorStatus::kWarn, "nohz_full", plural_cpu(missing) + " not nohz_full",
               "boot with nohz_full=" + list(missing) + " (the tick adds stalls)", true);
 }
@@ -154,8 +179,11 @@ DoctorFinding check_rcu_nocbs(const DoctorFacts& f, const std::vector<int>& cpus
   }
   if (f.nohz_full)
     for (int c : *f.nohz_full) offloaded.push_back(c);
-  auto missing = missing_from(cpus, offloaded);
-  if (missing.empty()) return pass("rcu_nocbs", "RCU callbacks offloaded from " + plural_cpu(cpus));
+  const auto targets = isolation_targets(cpus);
+  if (victim_on_cpu0(cpus))
+    return make(DoctorStatus::kWarn, "rcu_nocbs", "victim on cpu 0 (housekeeping)", kCpu0Advice, true);
+  auto missing = missing_from(targets, offloaded);
+  if (missing.empty()) return pass("rcu_nocbs", "RCU callbacks offloaded from " + plural_cpu(targets));
   return make(DoctorStatus::kWarn, "rcu_nocbs", "RCU callbacks run on " + plural_cpu(missing),
               "boot with rcu_nocbs=" + list(missing) + " rcu_nocb_poll", true);
 }
@@ -461,12 +489,17 @@ std::vector<DoctorFinding> run_doctor_checks(const DoctorFacts& f, const std::ve
 }
 
 std::string suggest_cmdline(const DoctorFacts& f, const std::vector<int>& cpus, std::string* note) {
-  const std::string l = list(cpus);
+  // Only the victims are isolated; the culprit, CPU 0 and every other CPU
+  // stay housekeeping (they take the IRQs, kthreads and the tick).
+  const std::vector<int> targets = isolation_targets(cpus);
+  const std::string l = list(targets);
   std::vector<int> housekeeping;
   for (int c : f.online)
-    if (!contains(cpus, c)) housekeeping.push_back(c);
-  std::string s = "isolcpus=" + l + " nohz_full=" + l + " rcu_nocbs=" + l + " rcu_nocb_poll";
-  if (!housekeeping.empty()) s += " irqaffinity=" + list(housekeeping);
+    if (!contains(targets, c)) housekeeping.push_back(c);
+  if (housekeeping.empty()) housekeeping.push_back(0);
+  std::string s;
+  if (!targets.empty()) s = "isolcpus=" + l + " nohz_full=" + l + " rcu_nocbs=" + l + " rcu_nocb_poll";
+  if (!housekeeping.empty()) s += std::string(s.empty() ? "" : " ") + "irqaffinity=" + list(housekeeping);
   s += " nosoftlockup nmi_watchdog=0 skew_tick=1 audit=0 mce=ignore_ce";
   const bool x86 = f.cpu_flags.count("constant_tsc") > 0 || f.cpu_flags.count("tsc") > 0;
   if (x86) s += " intel_idle.max_cstate=0 processor.max_cstate=1 idle=poll";
@@ -478,8 +511,8 @@ std::string suggest_cmdline(const DoctorFacts& f, const std::vector<int>& cpus, 
   }
   if (smt) s += " nosmt";
   if (note) {
-    if (housekeeping.empty())
-      *note = "every online CPU would be isolated: keep one for housekeeping, e.g. isolate only the victims";
+    if (targets.empty())
+      *note = "the victim is on CPU 0, which is never isolated: choose another victim CPU, then isolate it";
     else
       *note =
           "then: systemctl stop irqbalance; sysctl vm.stat_interval=120. mitigations=off/nopti change what is measured";

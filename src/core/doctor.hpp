@@ -122,9 +122,15 @@ bool cmdline_flag(const std::string& cmdline, const std::string& key);  // bare 
 // "all" expands to `online`.
 std::vector<int> cmdline_cpus(const std::string& value, const std::vector<int>& online);
 
-// The article's low-latency command line adapted to `cpus`: isolcpus,
-// nohz_full, rcu_nocbs and friends for those CPUs, irqaffinity= the others.
-// `note` gets one line of caveats (e.g. no housekeeping CPU left).
+// CPUs the tuning checks and suggestions isolate: the victims (every CPU
+// after the first, the culprit; a single CPU is taken as a victim), never
+// CPU 0. The culprit and CPU 0 stay housekeeping CPUs.
+std::vector<int> isolation_targets(const std::vector<int>& cpus);
+
+// The article's low-latency command line adapted to `cpus` (culprit first):
+// isolcpus, nohz_full, rcu_nocbs and friends for the victims
+// (isolation_targets), irqaffinity= every other CPU. Never isolates CPU 0 or
+// the culprit. `note` gets one line of caveats (e.g. the victim is CPU 0).
 std::string suggest_cmdline(const DoctorFacts& f, const std::vector<int>& cpus, std::string* note = nullptr);
 
 // Table under 80 columns: STATUS NAME FOUND, advice on the next line.

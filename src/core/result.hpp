@@ -145,6 +145,10 @@ struct Result {
   std::vector<Interval> intervals;     // built from the samples after the run
   std::vector<CpuCounters> counters;
   std::int64_t interrupts_span_ns = 0;  // between the two /proc/interrupts snapshots
+  // mono ns of the first snapshot (0 = unknown). The window [start, start +
+  // span] is the counted span: it ends before the victims are told to stop,
+  // so their exit and the teardown (our own flushes) fall outside it.
+  std::int64_t interrupts_start_ns = 0;
   KernelTrace trace;
   std::vector<DoctorFinding> doctor;  // `shootdown doctor` checks for the CPUs used
   // Kernel events per CPU and type. Empty after a run (computed from

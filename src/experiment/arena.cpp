@@ -53,6 +53,16 @@ Chunk::Chunk(std::size_t size, PageMode mode, Allocator alloc, int numa_node) : 
       madvise(data_, size, MADV_HUGEPAGE);
     }
   }
+  // 4k means 4 KiB pages: with THP "always" the kernel would fault huge
+  // pages and khugepaged would later collapse the chunk (collapse_huge_page
+  // -> flush_tlb_mm_range), sending shootdowns of our own mm to the victims
+  // in the middle of the measurement (found by the lab in the reuse control).
+  if (mode == PageMode::k4k) {
+    const auto page = static_cast<std::uintptr_t>(4096);
+    const auto start = (reinterpret_cast<std::uintptr_t>(data_) + page - 1) & ~(page - 1);
+    const auto end = (reinterpret_cast<std::uintptr_t>(data_) + size_) & ~(page - 1);
+    if (end > start) madvise(reinterpret_cast<void*>(start), end - start, MADV_NOHUGEPAGE);
+  }
   // NUMA-local placement before the first touch. mbind needs page-aligned
   // ranges; malloc'd blocks start 16 bytes into their mapping.
   if (numa_available() >= 0 && numa_node >= 0 && numa_max_node() > 0) {

@@ -6,6 +6,7 @@
 #include <csignal>
 #include <poll.h>
 #include <pthread.h>
+#include <sys/prctl.h>
 #include <stdexcept>
 #include <thread>
 #include <unistd.h>
@@ -151,6 +152,16 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
   if (is_journal(strategy)) journal = std::make_unique<Journal>(journal_config(plan, strategy));
   const std::size_t a_size = journal ? std::min<std::size_t>(size, 2u << 20) : size;
   phase(hooks, "allocating and pre-faulting chunk A (" + std::to_string(a_size >> 20) + " MiB)");
+  // 4k runs: no THP anywhere in our mm for the run, or khugepaged collapses
+  // our heap/stacks/buffers mid-run and its flushes hit the victims (the lab's
+  // reuse control on 6.12). Chunks are MADV_NOHUGEPAGE as well.
+  struct ThpOff {
+    bool on;
+    explicit ThpOff(bool b) : on(b && prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) == 0) {}
+    ~ThpOff() {
+      if (on) prctl(PR_SET_THP_DISABLE, 0, 0, 0, 0);
+    }
+  } thp_off(mode == PageMode::k4k);
   Chunk a(a_size, mode, allocator_for(strategy), plan.numa_node);
   Control ctl;
   if (!a.prefault(nullptr) || sys::StopSignals::pending()) {
@@ -301,11 +312,14 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
     ok = wait.until(last + plan.settle_ns + plan.after_ns);
   }
 
+  // The counted window closes while the victims still run: their exit (glibc
+  // madvises a finished thread's stack) and the teardown send flushes of our
+  // own that are not part of the measurement.
+  auto irq_after = sys::read_interrupts(&iwhy);
   ctl.stop.store(true, std::memory_order_relaxed);
   join_all();
   r.measure_end_ns = sys::mono_now_ns();
   const sys::TscPoint last = sys::tsc_point();
-  auto irq_after = sys::read_interrupts(&iwhy);
   if (trace) {
     auto t = trace->stop();
     r.trace = std::move(t);
@@ -329,6 +343,7 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
 
   if (irq_before && irq_after) {
     r.interrupts_span_ns = irq_after->mono_ns - irq_before->mono_ns;
+    r.interrupts_start_ns = irq_before->mono_ns;
     r.counters = cpu_counters(*irq_before, *irq_after, plan);
   } else {
     r.warnings.push_back("/proc/interrupts unavailable: " + iwhy);

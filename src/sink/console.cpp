@@ -51,6 +51,12 @@ std::string attribution_section(const Result& r, const Analysis& a) {
                        v.shootdowns_received, v.shootdowns_matched, 100.0 * v.recall, v.shootdowns_stalled);
     out += fmt::format("  TLB IPIs: {} ran flush_tlb_func; reason 1 (this mm) {}, reason 5 (other mm) {}\n",
                        v.flush_ipis, v.shootdowns_received, v.wrong_cpu_flushes);
+    if (v.tlb_counted >= 0) {
+      out +=
+          fmt::format("  /proc/interrupts TLB {} = traced reason 1 {} + traced reason 5 {} + counted, not traced {}\n",
+                      v.tlb_counted, v.tlb_traced_remote, v.tlb_traced_wrong_cpu, v.tlb_untraced);
+      if (v.tlb_untraced != 0) out += "    (" + v.tlb_untraced_rule + ")\n";
+    }
     out += fmt::format("  {:<22}{:>12}{:>12}{:>12}{:>8}\n", "per shootdown IPI", "p50", "p90", "max", "n");
     auto row = [&](const char* name, const Quantiles& q) {
       if (q.count == 0) return fmt::format("  {:<22}{:>12}{:>12}{:>12}{:>8}\n", name, "-", "-", "-", 0);

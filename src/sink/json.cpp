@@ -226,6 +226,12 @@ json attribution_json(const Result& r, const Analysis& a) {
             {"releases_on_cpu", v.sched_switch ? json(v.releases_on_cpu) : json(nullptr)},
             {"release_on_cpu", v.release_on_cpu},
             {"label_runs", runs}};
+    if (v.tlb_counted >= 0)
+      jv["tlb_accounting"] = {{"counted", v.tlb_counted},
+                              {"traced_remote", v.tlb_traced_remote},
+                              {"traced_wrong_cpu", v.tlb_traced_wrong_cpu},
+                              {"counted_not_traced", v.tlb_untraced},
+                              {"rule", v.tlb_untraced_rule}};
     if (i < a.clean_victims.size()) {
       json ph;
       for (const auto& ps : a.clean_victims[i].phases) ph[to_string(ps.phase)] = phase_json(ps);
@@ -304,7 +310,10 @@ json result_json(const Result& r, const Analysis& a) {
   json cs = json::array();
   for (const auto& c : r.counters)
     cs.push_back({{"cpu", c.cpu}, {"role", c.role}, {"tlb", c.tlb}, {"cal", c.cal}, {"loc", c.loc}, {"res", c.res}});
-  j["interrupts"] = {{"source", "/proc/interrupts"}, {"span_ns", r.interrupts_span_ns}, {"deltas", cs}};
+  j["interrupts"] = {{"source", "/proc/interrupts"},
+                     {"start_ns", r.interrupts_start_ns},
+                     {"span_ns", r.interrupts_span_ns},
+                     {"deltas", cs}};
   j["trace"] = {{"enabled", r.trace.enabled},         {"status", r.trace.status},
                 {"tracepoints", r.trace.tracepoints}, {"missing", r.trace.missing},
                 {"lost_events", r.trace.lost_events}, {"events", a.event_total},

@@ -381,6 +381,14 @@ Attribution read_attribution(const Node& n, Analysis& a) {
     v.offcpu_ns = x["offcpu_ns"].i64();
     v.offcpu_intervals = x["offcpu_intervals"].i64();
     v.releases_on_cpu = x["releases_on_cpu"].raw().is_null() ? -1 : x["releases_on_cpu"].i64();
+    if (x.has("tlb_accounting")) {
+      const Node t = x["tlb_accounting"];
+      v.tlb_counted = t["counted"].i64();
+      v.tlb_traced_remote = t["traced_remote"].i64();
+      v.tlb_traced_wrong_cpu = t["traced_wrong_cpu"].i64();
+      v.tlb_untraced = t["counted_not_traced"].i64();
+      v.tlb_untraced_rule = t["rule"].str();
+    }
     const Node roc = x["release_on_cpu"];
     for (std::size_t k = 0; k < roc.array_size(); ++k) v.release_on_cpu.push_back(roc[k].boolean());
     std::int64_t limit = std::int64_t{1} << 32;
@@ -500,6 +508,7 @@ LoadedResult result_from_json(std::string_view text) {
 
   const Node irq = root["interrupts"];
   r.interrupts_span_ns = irq["span_ns"].i64();
+  if (irq.has("start_ns")) r.interrupts_start_ns = irq["start_ns"].i64();
   const Node deltas = irq["deltas"];
   for (std::size_t i = 0; i < deltas.array_size(); ++i) {
     const Node x = deltas[i];

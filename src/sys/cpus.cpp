@@ -2,28 +2,12 @@
 
 #include <algorithm>
 #include <map>
+#include <string>
 
 #include "core/cpulist.hpp"
 #include "sys/fs.hpp"
 
 namespace shootdown::sys {
-
-const CpuInfo* Topology::find(int cpu) const {
-  for (const auto& c : cpus)
-    if (c.cpu == cpu) return &c;
-  return nullptr;
-}
-
-bool Topology::is_online(int cpu) const {
-  return std::find(online.begin(), online.end(), cpu) != online.end();
-}
-
-bool Topology::smt_siblings(int a, int b) const {
-  if (a == b) return false;
-  const CpuInfo* ca = find(a);
-  if (!ca) return false;
-  return std::find(ca->siblings.begin(), ca->siblings.end(), b) != ca->siblings.end();
-}
 
 namespace {
 std::vector<int> list_file(const std::string& path) {
@@ -78,39 +62,6 @@ Topology read_topology() {
     t.cpus.push_back(ci);
   }
   return t;
-}
-
-std::vector<int> choose_cpus(const Topology& topo, int count, std::string* why) {
-  // Group online CPUs by node; within a node greedily take CPUs (isolated
-  // first, then by number) that are not SMT siblings of one already taken.
-  std::map<int, std::vector<const CpuInfo*>> by_node;
-  for (const auto& c : topo.cpus)
-    if (c.online) by_node[c.node].push_back(&c);
-  std::vector<int> best;
-  int best_isolated = -1;
-  for (auto& [node, list] : by_node) {
-    std::stable_sort(list.begin(), list.end(), [](const CpuInfo* a, const CpuInfo* b) {
-      if (a->isolated != b->isolated) return a->isolated;
-      return a->cpu < b->cpu;
-    });
-    std::vector<int> chosen;
-    int isolated = 0;
-    for (const CpuInfo* c : list) {
-      bool sibling = false;
-      for (int x : chosen) sibling = sibling || topo.smt_siblings(x, c->cpu);
-      if (sibling) continue;
-      chosen.push_back(c->cpu);
-      isolated += c->isolated ? 1 : 0;
-      if (static_cast<int>(chosen.size()) == count) break;
-    }
-    if (static_cast<int>(chosen.size()) == count && isolated > best_isolated) {
-      best = chosen;
-      best_isolated = isolated;
-    }
-  }
-  if (best.empty() && why)
-    *why = "no NUMA node has " + std::to_string(count) + " online CPUs that are not SMT siblings of each other";
-  return best;
 }
 
 }  // namespace shootdown::sys

@@ -120,7 +120,8 @@ TEST(Doctor, BrokenFails) {
 
 TEST(Doctor, AdviceNamesTheFix) {
   auto v = run_doctor_checks(facts_of("untuned"), {0, 1});
-  EXPECT_NE(find(v, "isolcpus").advice.find("isolcpus=0-1"), std::string::npos);
+  // cpus = culprit 0, victim 1: only the victim is isolated, never CPU 0.
+  EXPECT_NE(find(v, "isolcpus").advice.find("isolcpus=1 "), std::string::npos) << find(v, "isolcpus").advice;
   EXPECT_NE(find(v, "thp").advice.find("madvise"), std::string::npos);
   EXPECT_NE(find(v, "watchdogs").advice.find("kernel.nmi_watchdog=0"), std::string::npos);
   EXPECT_NE(find(v, "irq_affinity").advice.find("echo 2-3"), std::string::npos);
@@ -146,9 +147,9 @@ TEST(Doctor, HandMadeEdges) {
   f.online = {0, 1};
   f.cmdline = "rcu_nocbs=all";
   EXPECT_EQ(check_rcu_nocbs(f, {0, 1}).status, P);
-  f.cmdline = "rcu_nocbs=1";
+  f.cmdline = "rcu_nocbs=0";  // culprit 0, victim 1: the victim is what counts
   EXPECT_EQ(check_rcu_nocbs(f, {0, 1}).status, W);
-  f.nohz_full = std::vector<int>{0};
+  f.nohz_full = std::vector<int>{1};
   EXPECT_EQ(check_rcu_nocbs(f, {0, 1}).status, P);  // nohz_full implies rcu_nocbs
   f.cpuidle_driver = "haltpoll";
   f.idle_states[0] = {{"POLL", 0, false}, {"haltpoll idle", 0, false}};
@@ -188,14 +189,40 @@ TEST(Doctor, CmdlineParsing) {
 TEST(Doctor, SuggestedCmdline) {
   auto f = facts_of("untuned");
   std::string note;
-  const std::string s = suggest_cmdline(f, {1, 3}, &note);
-  EXPECT_NE(s.find("isolcpus=1,3 nohz_full=1,3 rcu_nocbs=1,3"), std::string::npos) << s;
-  EXPECT_NE(s.find("irqaffinity=0,2"), std::string::npos) << s;
+  // Culprit 1, victims 3 and 2: the culprit stays a housekeeping CPU.
+  const std::string s = suggest_cmdline(f, {1, 3, 2}, &note);
+  EXPECT_NE(s.find("isolcpus=2-3 nohz_full=2-3 rcu_nocbs=2-3"), std::string::npos) << s;
+  EXPECT_NE(s.find("irqaffinity=0-1"), std::string::npos) << s;
   EXPECT_NE(s.find("nosmt"), std::string::npos) << s;
   EXPECT_NE(s.find("nmi_watchdog=0"), std::string::npos);
-  f.online = {0, 1};
-  suggest_cmdline(f, {0, 1}, &note);
-  EXPECT_NE(note.find("housekeeping"), std::string::npos);
+}
+
+// Issue 13 (c): doctor advised isolcpus=0 nohz_full=0 for a victim on CPU 0.
+TEST(Doctor, NeverAdvisesIsolatingCpu0OrTheCulprit) {
+  auto f = facts_of("untuned");
+  f.nohz_full = std::vector<int>{};  // a NO_HZ_FULL kernel without nohz_full=
+  std::string note;
+  // Victim on CPU 0 (culprit 2): nothing to isolate, the fix is another CPU.
+  std::string s = suggest_cmdline(f, {2, 0}, &note);
+  EXPECT_EQ(s.find("isolcpus="), std::string::npos) << s;
+  EXPECT_EQ(s.find("nohz_full="), std::string::npos) << s;
+  EXPECT_NE(note.find("CPU 0"), std::string::npos) << note;
+  auto v = run_doctor_checks(f, {2, 0});
+  for (const char* name : {"isolcpus", "nohz_full", "rcu_nocbs"}) {
+    const auto d = find(v, name);
+    EXPECT_EQ(d.advice.find("=0"), std::string::npos) << name << ": " << d.advice;
+    EXPECT_NE(d.advice.find("off CPU 0"), std::string::npos) << name << ": " << d.advice;
+  }
+  // Culprit 0, victim 1: the culprit and CPU 0 are never in the lists.
+  s = suggest_cmdline(f, {0, 1}, &note);
+  EXPECT_NE(s.find("isolcpus=1 nohz_full=1 rcu_nocbs=1 "), std::string::npos) << s;
+  EXPECT_NE(s.find("irqaffinity=0"), std::string::npos) << s;
+  v = run_doctor_checks(f, {3, 1});
+  EXPECT_NE(find(v, "isolcpus").advice.find("isolcpus=1 "), std::string::npos) << find(v, "isolcpus").advice;
+  EXPECT_NE(find(v, "nohz_full").advice.find("nohz_full=1 "), std::string::npos) << find(v, "nohz_full").advice;
+  EXPECT_EQ(isolation_targets({0, 1, 0, 2}), (std::vector<int>{1, 2}));
+  EXPECT_EQ(isolation_targets({0}), std::vector<int>{});
+  EXPECT_EQ(isolation_targets({3}), std::vector<int>{3});
 }
 
 TEST(Doctor, TableFitsIn80Columns) {

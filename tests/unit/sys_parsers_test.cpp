@@ -55,35 +55,3 @@ TEST(MemInfo, Parses) {
   EXPECT_EQ(m.hugepage_size(), 2048 * 1024);
   EXPECT_EQ(parse_bracketed("always [madvise] never\n"), "madvise");
 }
-
-TEST(Cpus, ChooseAvoidsSmtSiblingsAndPrefersIsolated) {
-  Topology t;
-  auto add = [&](int cpu, int node, std::vector<int> sib, bool iso) {
-    CpuInfo c;
-    c.cpu = cpu;
-    c.online = true;
-    c.node = node;
-    c.siblings = std::move(sib);
-    c.isolated = iso;
-    t.cpus.push_back(c);
-    t.online.push_back(cpu);
-  };
-  add(0, 0, {0, 2}, false);
-  add(1, 0, {1, 3}, false);
-  add(2, 0, {0, 2}, false);
-  add(3, 0, {1, 3}, true);
-  add(4, 1, {4}, true);
-  add(5, 1, {5}, true);
-  auto c = choose_cpus(t, 2);
-  // Node 1 has two isolated non-sibling CPUs: preferred over node 0.
-  EXPECT_EQ(c, (std::vector<int>{4, 5}));
-  t.cpus.pop_back();
-  t.cpus.pop_back();
-  c = choose_cpus(t, 2);
-  ASSERT_EQ(c.size(), 2u);
-  EXPECT_FALSE(t.smt_siblings(c[0], c[1]));
-  EXPECT_EQ(c[0], 3);  // isolated first
-  std::string why;
-  EXPECT_TRUE(choose_cpus(t, 3, &why).empty());
-  EXPECT_FALSE(why.empty());
-}

@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# The lab (docs/validation.md): boots Debian kernel packages under
+# qemu-system-x86_64 (TCG, no KVM) with the topologies of topologies.txt,
+# an initramfs made of our binary, its shared libraries and busybox-static,
+# runs a suite of scenarios inside, gets /out back through a second serial
+# port (base64 tar + sha256) and checks it on the host (check.py).
+#
+# Usage: tests/lab/lab.sh [--out DIR] [--update-doc]
+# Env:   SHOOTDOWN            the binary (default build/src/shootdown)
+#        LAB_KERNELS          package names (default: tests/lab/kernels.txt)
+#        LAB_TOPOLOGIES       topology names (default: all of topologies.txt)
+#        LAB_CACHE            kernel cache (default ~/.cache/shootdown-lab)
+#        LAB_BOOT_TIMEOUT     seconds per boot (default 420)
+#        LAB_BOOTS            attempts per (kernel, topology) (default 3)
+# Exit:  0 all checks pass, 1 a check failed, 77 skipped (reason on stdout).
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+src=${SHOOTDOWN_SRC:-$(cd "$here/../.." && pwd)}
+bin=${SHOOTDOWN:-$src/build/src/shootdown}
+out=
+update_doc=0
+while (($#)); do
+  case "$1" in
+    --out) out=$2; shift 2 ;;
+    --update-doc) update_doc=1; shift ;;
+    *) echo "lab: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+out=${out:-${SHOOTDOWN_BUILD:-$src/build}/lab}
+cache=${LAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/shootdown-lab}
+boot_timeout=${LAB_BOOT_TIMEOUT:-420}
+max_boots=${LAB_BOOTS:-3}
+t0=$(date +%s)
+
+skip() { echo "SKIP: $*"; exit 77; }
+log() { echo "lab: $*" >&2; }
+
+command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 not installed (scripts/install-deps.sh --with-integration installs qemu-system-x86)"
+[[ -x /bin/busybox ]] && /bin/busybox --list 2>/dev/null | grep -qx cpio ||
+  skip "busybox-static not installed (/bin/busybox with cpio; scripts/install-deps.sh --with-integration)"
+[[ -x $bin ]] || skip "no shootdown binary at $bin (build first)"
+command -v python3 >/dev/null || skip "python3 not installed"
+[[ $(uname -m) == x86_64 ]] || skip "the lab boots x86_64 kernels; host is $(uname -m)"
+
+mkdir -p "$out" "$cache/kernels"
+rm -rf "${out:?}"/runs
+mkdir -p "$out/runs"
+
+# --- kernels ---------------------------------------------------------------
+if [[ -n ${LAB_KERNELS:-} ]]; then
+  read -r -a kernels <<<"$LAB_KERNELS"
+else
+  mapfile -t kernels < <(grep -v '^\s*#' "$here/kernels.txt" | grep -v '^\s*$')
+fi
+
+# Resolves a metapackage to the linux-image-* it depends on; prints the
+# directory holding boot/vmlinuz-* (extracted once into the cache).
+fetch_kernel() {
+  local pkg=$1 real deb dir
+  real=$pkg
+  if ! ls "$cache/kernels/${pkg}_"*.deb >/dev/null 2>&1; then
+    # A metapackage has no vmlinuz: follow its linux-image-* dependency.
+    local dep
+    dep=$(apt-cache depends "$pkg" 2>/dev/null | awk '/Depends: linux-image-[0-9]/{print $2; exit}')
+    [[ -n $dep ]] && real=$dep
+  fi
+  deb=$(ls "$cache/kernels/${real}_"*.deb 2>/dev/null | head -1)
+  if [[ -z $deb ]]; then
+    (cd "$cache/kernels" && apt-get download "$real" >/dev/null 2>&1) || return 1
+    deb=$(ls "$cache/kernels/${real}_"*.deb 2>/dev/null | head -1)
+    [[ -n $deb ]] || return 1
+  fi
+  dir=$cache/kernels/x/$real
+  if ! ls "$dir"/boot/vmlinuz-* >/dev/null 2>&1; then
+    rm -rf "$dir" && mkdir -p "$dir" && dpkg-deb -x "$deb" "$dir" || return 1
+  fi
+  echo "$dir"
+}
+
+declare -A kdir
+for k in "${kernels[@]}"; do
+  d=$(fetch_kernel "$k") || { log "kernel package $k: not cached and apt-get download failed"; continue; }
+  kdir[$k]=$d
+  log "kernel $k -> $(basename "$d")"
+done
+((${#kdir[@]} > 0)) || skip "no kernel package could be fetched (${kernels[*]}): apt-get download failed and $cache/kernels has none"
+
+# --- initramfs -------------------------------------------------------------
+root=$out/initramfs-root
+rm -rf "$root"
+mkdir -p "$root"/{bin,sbin,etc,proc,sys,dev,tmp,out,lab/suites,usr/bin,usr/sbin}
+cp /bin/busybox "$root/bin/busybox"
+ln -s busybox "$root/bin/sh"  # /init is a #!/bin/sh script
+cp "$bin" "$root/bin/shootdown"
+# Shared libraries and the loader, at the paths the binary asks for.
+while read -r lib; do
+  [[ -f $lib ]] || continue
+  mkdir -p "$root$(dirname "$lib")"
+  cp -L "$lib" "$root$lib"
+done < <(ldd "$bin" | awk '{for (i = 1; i <= NF; i++) if ($i ~ /^\//) print $i}')
+cp "$here/guest-init.sh" "$root/init"
+cp "$here"/suites/*.sh "$root/lab/suites/"
+chmod +x "$root/init" "$root"/lab/suites/*.sh
+printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/tmp:/bin/sh\n' >"$root/etc/passwd"
+printf 'root:x:0:\nnogroup:x:65534:\n' >"$root/etc/group"
+(cd "$root" && find . | /bin/busybox cpio -o -H newc 2>/dev/null | gzip -1) >"$out/initramfs.gz" ||
+  { echo "lab: cannot build the initramfs" >&2; exit 1; }
+log "initramfs $(du -h "$out/initramfs.gz" | cut -f1)"
+
+# --- boots -----------------------------------------------------------------
+mapfile -t topo_lines < <(grep -v '^\s*#' "$here/topologies.txt" | grep -v '^\s*$')
+trim() { local s=$1; s=${s#"${s%%[![:space:]]*}"}; s=${s%"${s##*[![:space:]]}"}; printf '%s' "$s"; }
+
+boot_one() {  # kernel-dir topo mem smp cmdline suite rundir
+  local kd=$1 topo=$2 mem=$3 smp=$4 cmd=$5 suite=$6 rd=$7 n start rc vmlinuz
+  vmlinuz=$(ls "$kd"/boot/vmlinuz-* | head -1)
+  for ((n = 1; n <= max_boots; n++)); do
+    rm -f "$rd/console.log" "$rd/serial1.txt"
+    start=$(date +%s)
+    # shellcheck disable=SC2086
+    timeout "$boot_timeout" qemu-system-x86_64 -nodefaults -display none -no-reboot \
+      -accel "tcg,thread=${LAB_TCG_THREAD:-single}" -cpu max,-la57,-cx16 -m "$mem" $smp \
+      -kernel "$vmlinuz" -initrd "$out/initramfs.gz" \
+      -append "console=ttyS0 panic=-1 oops=panic loglevel=4 lab.suite=$suite lab.deadline=$((boot_timeout - 90)) $cmd" \
+      -serial "file:$rd/console.log" -serial "file:$rd/serial1.txt" </dev/null >"$rd/qemu.log" 2>&1
+    rc=$?
+    echo "boot $n: qemu rc=$rc, $(($(date +%s) - start)) s" >>"$rd/boots.txt"
+    if python3 "$here/decode.py" "$rd/serial1.txt" "$rd/guest.tgz" 2>>"$rd/boots.txt"; then
+      mkdir -p "$rd/out" && tar xzf "$rd/guest.tgz" -C "$rd/out" && {
+        printf '{"boots": %d, "seconds": %d, "qemu_rc": %d}\n' "$n" "$(($(date +%s) - start))" "$rc" >"$rd/boot.json"
+        return 0
+      }
+    fi
+    if grep -q LAB-BOOTED "$rd/console.log" 2>/dev/null; then
+      echo "boot $n: the suite started but no valid result came back" >>"$rd/boots.txt"
+    else
+      echo "boot $n: kernel died before the suite: $(grep -m1 -E 'Oops|BUG|panic|general protection' "$rd/console.log" 2>/dev/null)" >>"$rd/boots.txt"
+    fi
+    cp "$rd/console.log" "$rd/console.boot$n.log" 2>/dev/null
+  done
+  printf '{"boots": %d, "seconds": 0, "failed": true}\n' "$max_boots" >"$rd/boot.json"
+  return 1
+}
+
+want_topos=${LAB_TOPOLOGIES:-}
+for k in "${kernels[@]}"; do
+  [[ -n ${kdir[$k]:-} ]] || continue
+  for line in "${topo_lines[@]}"; do
+    IFS='|' read -r name mem smp cmd suite <<<"$line"
+    name=$(trim "$name"); mem=$(trim "$mem"); smp=$(trim "$smp"); cmd=$(trim "$cmd"); suite=$(trim "$suite")
+    if [[ -n $want_topos && " $want_topos " != *" $name "* ]]; then continue; fi
+    kname=$(basename "${kdir[$k]}")
+    rd=$out/runs/$kname/$name
+    mkdir -p "$rd"
+    printf '{"package": "%s", "image": "%s", "topology": "%s", "smp": "%s", "cmdline": "%s", "suite": "%s", "memory_mib": %s}\n' \
+      "$k" "$kname" "$name" "$smp" "$cmd" "$suite" "$mem" >"$rd/lab.json"
+    log "boot $kname on $name (suite $suite)"
+    s=$(date +%s)
+    boot_one "${kdir[$k]}" "$name" "$mem" "$smp" "$cmd" "$suite" "$rd" || log "  no result after $max_boots boots (see $rd/boots.txt)"
+    log "  $(($(date +%s) - s)) s, $(tail -1 "$rd/boots.txt")"
+  done
+done
+
+total=$(($(date +%s) - t0))
+log "boots done in $total s; checking"
+args=("$out" --seconds "$total")
+((update_doc)) && args+=(--update-doc "$src/docs/validation.md")
+python3 "$here/check.py" "${args[@]}"

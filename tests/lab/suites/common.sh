@@ -1,0 +1,39 @@
+# Sourced by the suites inside the guest. $1 = output directory.
+out=$1
+SD=/bin/shootdown
+# Small and short: under TCG every latency is meaningless, every count exact.
+RUNARGS="--chunk-size 16M --batch 64K --trigger after=200ms --baseline 200ms --settle 5ms --after 200ms --trace on -q"
+echo "$(cat /proc/sys/kernel/perf_event_paranoid)" >"$out/perf_event_paranoid"
+
+# case NAME [--as nobody] ARGS...: one `shootdown run --json` into $out/NAME.
+case_run() {
+  name=$1
+  shift
+  as=
+  if [ "$1" = "--as" ]; then
+    as=$2
+    shift 2
+  fi
+  d=$out/$name
+  mkdir -p "$d"
+  echo "$*" >"$d/args"
+  t0=$(cut -d' ' -f1 /proc/uptime)
+  if [ -n "$as" ]; then
+    chmod 777 "$d"
+    su "$as" -s /bin/sh -c "timeout 240 $SD run --json $* >$d/result.json 2>$d/stderr; echo \$? >$d/rc"
+  else
+    timeout 240 $SD run --json "$@" >"$d/result.json" 2>"$d/stderr"
+    echo $? >"$d/rc"
+  fi
+  awk -v s="$t0" '{print $1 - s}' /proc/uptime >"$d/seconds"
+  echo "case $name rc=$(cat "$d/rc") $(cat "$d/seconds") s"
+}
+
+doctor_case() {
+  d=$out/$1
+  mkdir -p "$d"
+  $SD doctor --json >"$d/doctor.json" 2>"$d/stderr"
+  echo $? >"$d/rc"
+  $SD doctor >"$d/doctor.txt" 2>&1
+  echo "case $1 rc=$(cat "$d/rc")"
+}
