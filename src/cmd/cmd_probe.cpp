@@ -15,7 +15,9 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <fcntl.h>
 #include <fmt/core.h>
+#include <sys/stat.h>
 #include <spawn.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -138,13 +140,16 @@ int execute_probe(const ProbeOpts& o) {
   const std::uint64_t capacity = static_cast<std::uint64_t>(*ring_bytes) / 8;
   const std::size_t shm_len = sizeof(sd_probe_shm) + capacity * 8;
   // No MFD_CLOEXEC: the command inherits it (the library closes it at once).
-  const int mfd = ::memfd_create("shootdown-probe", 0);
+  // Anonymous (no name anyone can open), mode 0600, size sealed after sizing:
+  // the library refuses any fd that is not exactly this (probe.c).
+  const int mfd = ::memfd_create("shootdown-probe", MFD_ALLOW_SEALING);
   if (mfd < 0) throw RuntimeError(fmt::format("memfd_create: {}", std::strerror(errno)));
   struct FdGuard {
     int fd;
     ~FdGuard() { ::close(fd); }
   } guard{mfd};
-  if (::ftruncate(mfd, static_cast<off_t>(shm_len)) != 0)
+  if (::fchmod(mfd, 0600) != 0 || ::ftruncate(mfd, static_cast<off_t>(shm_len)) != 0 ||
+      ::fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)
     throw RuntimeError(fmt::format("sizing the probe ring: {}", std::strerror(errno)));
   void* base = ::mmap(nullptr, shm_len, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
   if (base == MAP_FAILED) throw RuntimeError(fmt::format("mapping the probe ring: {}", std::strerror(errno)));
