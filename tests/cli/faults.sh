@@ -41,6 +41,24 @@ expect_rc 0 "perf refused, --trace auto: completes"
 echo "$OUT" >"$TMP/noperf.json"
 if jq_py "$TMP/noperf.json" "j['trace']['status']" | grep -q "^unavailable: "; then ok "perf refused: result says why the evidence is missing"; else not_ok "perf refused: trace status not 'unavailable: ...'"; fi
 
+# 3b. tracefs absent: in a private mount namespace, /sys/kernel is an empty
+#     read-only tmpfs (no tracing/ to mount on).
+if command -v unshare >/dev/null && unshare -m true 2>/dev/null; then
+  run_cmd unshare -m --propagation private sh -c "mount -t tmpfs -o ro,size=4k none /sys/kernel &&
+    exec \"$SHOOTDOWN\" run ${A[*]} --trace on"
+  expect_rc 1 "tracefs absent, --trace on: exit 1"
+  expect_err "tracefs not mounted" "tracefs absent: says so"
+  run_cmd unshare -m --propagation private sh -c "mount -t tmpfs -o ro,size=4k none /sys/kernel &&
+    exec \"$SHOOTDOWN\" run ${A[*]} --trace auto --json"
+  expect_rc 0 "tracefs absent, --trace auto: completes"
+  echo "$OUT" >"$TMP/notracefs.json"
+  if jq_py "$TMP/notracefs.json" "j['trace']['status']" | grep -q "^unavailable: tracefs"; then
+    ok "tracefs absent: result says why the evidence is missing"
+  else not_ok "tracefs absent: trace status not 'unavailable: tracefs ...'"; fi
+else
+  ok "# skip tracefs absent: no mount namespaces"
+fi
+
 # 4. Too few file descriptors: tracepoints that cannot open are listed as
 #    missing with the reason; the run still completes.
 run_cmd bash -c "ulimit -n 12; exec \"$SHOOTDOWN\" run ${A[*]} --trace on --json"
