@@ -41,7 +41,10 @@ int execute_report(const ReportOptions& o) {
     throw UsageError("DIR '" + dir + "': not a directory (give the --out directory of a run)");
   const std::string file = dir + "/result.json";
   const auto text = sys::read_file(file);
-  if (!text) throw UsageError(file + ": cannot read (give the --out directory of a run)");
+  if (!text)
+    throw UsageError(file + (sys::path_exists(file) ? ": cannot read" : ": missing") +
+                     " (a run writes it whole at its end, or marked incomplete on SIGINT/SIGTERM; none means the run"
+                     " was killed before, e.g. by SIGKILL, or DIR is not a run's --out; accepted: a run's --out DIR)");
 
   sink::LoadedResult loaded;
   try {
