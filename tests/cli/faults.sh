@@ -124,7 +124,7 @@ kill -KILL "$victim" || true; wait "$victim" 2>/dev/null || true
 run_cmd "$SHOOTDOWN" report "$TMP/killed"
 no_crash "report after SIGKILL"
 expect_rc 2 "report after SIGKILL: exit 2"
-expect_err "result.json" "report after SIGKILL: names the missing result.json"
+expect_err "result.json: missing.*killed" "report after SIGKILL: says result.json is missing and why"
 expect_err_lines 1 "report after SIGKILL: one line"
 tmpf=$(find "$TMP/killed" -name '*.tmp*' 2>/dev/null || true)
 if [[ -z $(find "$TMP/killed" -name 'result.json' 2>/dev/null) ]]; then ok "SIGKILL: no result.json claiming a whole run"; else not_ok "SIGKILL: result.json exists"; fi
