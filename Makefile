@@ -5,9 +5,10 @@ BUILD      ?= build
 JOBS       ?= $(shell nproc)
 RUN_ARGS   ?=
 CTEST_ARGS ?=
-FUZZ_SECONDS ?= 20
+FUZZ_SECONDS ?= 10
+FUZZ_LONG_SECONDS ?= 600
 
-.PHONY: all deps deps-test build run test test-release test-asan test-tsan fuzz bench package install lab clean
+.PHONY: all deps deps-test build run test test-release test-asan test-tsan fuzz fuzz-long bench package install lab clean
 
 all: build
 
@@ -43,8 +44,13 @@ test-tsan: deps
 	cd $(BUILD)-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -L unit $(CTEST_ARGS)
 	cd $(BUILD)-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -R 'cli\.threads_smoke' $(CTEST_ARGS)
 
+# Every fuzz target: a short smoke (make fuzz, part of make test) or a long
+# run of FUZZ_LONG_SECONDS each (docs/fuzzing.md records the last one).
 fuzz: deps
-	@if [ -x scripts/fuzz.sh ]; then scripts/fuzz.sh $(FUZZ_SECONDS); fi
+	@scripts/fuzz.sh $(FUZZ_SECONDS)
+
+fuzz-long: deps
+	@scripts/fuzz.sh $(FUZZ_LONG_SECONDS)
 
 # Debian package (CPack): $(BUILD)/shootdown_<version>_<arch>.deb, then lintian.
 package: build

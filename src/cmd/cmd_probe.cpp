@@ -11,8 +11,11 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <fcntl.h>
 #include <fmt/core.h>
+#include <fcntl.h>
 #include <optional>
+#include <sys/stat.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <thread>
@@ -85,9 +88,12 @@ std::string find_library() {
 class ProbeShm {
  public:
   explicit ProbeShm(std::uint64_t capacity) : len_(sizeof(sd_probe_shm) + capacity * 8) {
-    fd_ = ::memfd_create("shootdown-probe", 0);
+    // Anonymous (no name anyone can open), mode 0600, size sealed after sizing:
+    // the library refuses any fd that is not exactly this (probe.c).
+    fd_ = ::memfd_create("shootdown-probe", MFD_ALLOW_SEALING);
     if (fd_ < 0) throw RuntimeError(fmt::format("memfd_create: {}", std::strerror(errno)));
-    if (::ftruncate(fd_, static_cast<off_t>(len_)) != 0)
+    if (::fchmod(fd_, 0600) != 0 || ::ftruncate(fd_, static_cast<off_t>(len_)) != 0 ||
+        ::fcntl(fd_, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)
       throw RuntimeError(fmt::format("sizing the probe ring: {}", std::strerror(errno)));
     void* base = ::mmap(nullptr, len_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
     if (base == MAP_FAILED) throw RuntimeError(fmt::format("mapping the probe ring: {}", std::strerror(errno)));

@@ -46,7 +46,10 @@ class ReportTool final : public Tool {
       throw UsageError("DIR '" + dir_ + "': not a directory (give the --out directory of a run)");
     const std::string file = dir_ + "/result.json";
     text_ = sys::read_file(file);
-    if (!text_) throw UsageError(file + ": cannot read (give the --out directory of a run)");
+    if (!text_)
+      throw UsageError(file + (sys::path_exists(file) ? ": cannot read" : ": missing") +
+                       " (a run writes it whole at its end, or marked incomplete on SIGINT/SIGTERM; none means the run"
+                       " was killed before, e.g. by SIGKILL, or DIR is not a run's --out; accepted: a run's --out DIR)");
     try {
       loaded_ = sink::result_from_json(*text_);
       complete_loaded_analysis(loaded_.result, loaded_.analysis);

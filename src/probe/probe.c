@@ -13,6 +13,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -116,6 +117,13 @@ __attribute__((constructor)) static void sd_probe_init(void) {
   if (!end || *end || fd < 0) return;
   struct stat st;
   if (fstat((int)fd, &st) != 0 || (size_t)st.st_size < sizeof(struct sd_probe_shm)) return;
+  /* Only what the tool set up: a memfd (sealable) of this user, mode 0600,
+   * whose size is sealed (it cannot shrink under the probe: no SIGBUS).
+   * A file, a pipe, someone else's or a group/world-accessible fd is refused. */
+  const int seals = fcntl((int)fd, F_GET_SEALS);
+  if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077) != 0 || seals < 0 ||
+      (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) != (F_SEAL_SHRINK | F_SEAL_GROW))
+    return;
   void* p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, (int)fd, 0);
   if (p == MAP_FAILED) return;
   struct sd_probe_shm* s = p;

@@ -434,7 +434,7 @@ LoadedResult result_from_json(std::string_view text) {
   json j;
   try {
     j = json::parse(text.begin(), text.end());
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 6e1226
     std::string msg = e.what();
     // "[json.exception.parse_error.101] parse error at line 1, column 2: ..." -> from "parse error".
     const auto at = msg.find("parse error");

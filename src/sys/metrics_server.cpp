@@ -1,5 +1,6 @@
 #include "sys/metrics_server.hpp"
 
+#include <algorithm>
 #include <arpa/inet.h>
 #include <cerrno>
 #include <netdb.h>
@@ -94,6 +95,9 @@ void MetricsServer::stop() {
 
 void MetricsServer::serve() {
   std::vector<Client> clients;
+  // Out of file descriptors (EMFILE): the listening socket stays readable, so
+  // stop polling it for a moment instead of spinning.
+  std::int64_t accept_pause_until = 0;
   const std::int64_t timeout_ns = limits_.request_timeout_ms * 1'000'000;
   auto reply = [&](Client& c, const HttpReply& r, bool head) {
     c.out = format_http_reply(r, head);
@@ -104,9 +108,10 @@ void MetricsServer::serve() {
   for (;;) {
     std::vector<pollfd> fds;
     fds.push_back({wake_fd_, POLLIN, 0});
-    fds.push_back({listen_fd_, POLLIN, 0});
     std::int64_t now = mono_now_ns();
+    fds.push_back({now < accept_pause_until ? -1 : listen_fd_, POLLIN, 0});
     std::int64_t next_deadline = now + timeout_ns;
+    if (accept_pause_until > now) next_deadline = std::min(next_deadline, accept_pause_until);
     for (const Client& c : clients) {
       fds.push_back({c.fd, static_cast<short>(c.replying ? POLLOUT : POLLIN), 0});
       next_deadline = std::min(next_deadline, c.deadline_ns);
@@ -159,7 +164,11 @@ void MetricsServer::serve() {
     if (fds[1].revents & POLLIN) {
       for (;;) {
         const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-        if (fd < 0) break;
+        if (fd < 0) {
+          if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+            accept_pause_until = now + 100'000'000;
+          break;
+        }
         if (static_cast<int>(clients.size()) >= limits_.max_clients) {
           HttpReply r;
           r.status = 503;

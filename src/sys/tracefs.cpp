@@ -19,6 +19,16 @@ bool looks_mounted(const std::string& dir) {
 }
 }  // namespace
 
+bool plausible_event_format(const std::string& text) {
+  if (text.empty() || text.size() > 65536) return false;
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u != '\n' && u != '\t' && (u < 0x20 || u > 0x7e)) return false;
+  }
+  return text.rfind("name: ", 0) == 0 && text.find("\nID: ") != std::string::npos &&
+         text.find("\nformat:") != std::string::npos && text.find("\nprint fmt: ") != std::string::npos;
+}
+
 std::string find_tracefs_mount(const std::string& proc_mounts) {
   std::istringstream in(proc_mounts);
   std::string line;

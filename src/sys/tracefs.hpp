@@ -36,4 +36,10 @@ class Tracefs {
 // The mount point of a tracefs in /proc/mounts text, "" when none. Pure.
 std::string find_tracefs_mount(const std::string& proc_mounts);
 
+// A gate before libtraceevent's parser, which dereferences NULL on some
+// malformed formats (fuzz_tracefs_format: a non-ASCII array size): the
+// kernel writes printable ASCII with "name:", "ID:", "format:" and
+// "print fmt:" lines, at most 64 KiB; anything else is refused unparsed.
+bool plausible_event_format(const std::string& text);
+
 }  // namespace shootdown::sys

@@ -10,8 +10,10 @@
 #include <vector>
 
 #include "core/http_request.hpp"
+#include "sink/json_read.hpp"
 #include "sys/perf_fuzz.hpp"
 #include "sys/perf_ring.hpp"
+#include "sys/tracefs.hpp"
 
 namespace sd = shootdown;
 namespace sys = shootdown::sys;
@@ -120,4 +122,27 @@ TEST(HostileHttp, ParsesAndRoutes) {
   EXPECT_NE(page.body.find("href=\"/metrics\""), std::string::npos);
   const auto throwing = []() -> std::string { throw std::runtime_error("boom"); };
   EXPECT_EQ(sd::route_metrics_request(sd::HttpParse::kComplete, req, throwing, "text/plain").status, 500);
+}
+
+// A number nlohmann cannot hold threw json::out_of_range past the
+// parse_error handler: `report DIR` died by std::terminate (found by
+// fuzz_result_json).
+TEST(HostileResultJson, OverflowingNumberIsAReadError) {
+  EXPECT_THROW((void)shootdown::sink::result_from_json("6e1226"), shootdown::sink::JsonReadError);
+  EXPECT_THROW((void)shootdown::sink::result_from_json("{\"tool\": \"shootdown\", \"schema_version\": 1e999}"),
+               shootdown::sink::JsonReadError);
+}
+
+// libtraceevent dereferenced NULL on a field whose array size is not ASCII
+// (fuzz_tracefs_format); such a format never reaches it now.
+TEST(HostileTracefs, NonAsciiFormatIsRefusedBeforeLibtraceevent) {
+  const std::string good =
+      "name: tlb_flush\nID: 188\nformat:\n\tfield:int reason;\toffset:8;\tsize:4;\tsigned:1;\n\n"
+      "print fmt: \"reason:%d\", REC->reason\n";
+  EXPECT_TRUE(sys::plausible_event_format(good));
+  std::string bad = good;
+  bad.replace(bad.find("int reason"), 3, "char reason[\xe9\xe9]");
+  EXPECT_FALSE(sys::plausible_event_format(bad));
+  EXPECT_FALSE(sys::plausible_event_format(""));
+  EXPECT_FALSE(sys::plausible_event_format("ID: 1\n"));
 }
