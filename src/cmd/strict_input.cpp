@@ -34,7 +34,10 @@ void make_strict(CLI::App& root) {
       if (o->get_expected_max() > 1) continue;  // a list (--fail-if, command...)
       // run/compare options: a later occurrence overrides an earlier one, as
       // documented (scripts append options to a base command line).
-      if (o->get_multi_option_policy() == CLI::MultiOptionPolicy::TakeLast) continue;
+      // (CLI11 gives bool flags TakeLast too: only run's and compare's count.)
+      if ((sub->get_name() == "run" || sub->get_name() == "compare") &&
+          o->get_multi_option_policy() == CLI::MultiOptionPolicy::TakeLast)
+        continue;
       o->multi_option_policy(CLI::MultiOptionPolicy::Throw);
     }
     make_strict(*sub);
