@@ -31,12 +31,12 @@ test: deps-test test-release test-asan test-tsan fuzz
 test-release: build
 	cd $(BUILD) && ctest --output-on-failure -LE lab $(CTEST_ARGS)
 
-# Unit and CLI tiers under ASan+UBSan; under TSan the unit tier plus the CLI
+# Unit and CLI tiers under ASan+UBSan (cli.faults measures wall-clock bounds, e.g. a silent InfluxDB in < 60 s, that ASan's slowdown breaks: Release only); under TSan the unit tier plus the CLI
 # test that runs real experiments and signals (victim, culprit, trace reader).
 test-asan: deps
 	@cmake -S . -B $(BUILD)-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSHOOTDOWN_SANITIZE=address -DSHOOTDOWN_BUILD_BENCH=OFF >/dev/null
 	@cmake --build $(BUILD)-asan -j$(JOBS)
-	cd $(BUILD)-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -L 'unit|cli' $(CTEST_ARGS)
+	cd $(BUILD)-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -L 'unit|cli' -E 'cli\.faults' $(CTEST_ARGS)
 
 test-tsan: deps
 	@cmake -S . -B $(BUILD)-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSHOOTDOWN_SANITIZE=thread -DSHOOTDOWN_BUILD_BENCH=OFF >/dev/null
