@@ -253,11 +253,13 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
   } else {
     r.trace.status = "unavailable: this build has no kernel tracer";
   }
+  // /proc/interrupts is captured raw at both ends and parsed after the span:
+  // nothing between the two reads allocates or faults in the main thread.
+  sys::InterruptsCapture irq_cap_before, irq_cap_after;
   if (trace) trace->start();
   sleep_ns(20 * kMs);  // let the IPIs sent by enabling tracepoints pass before the baseline
 
-  std::string iwhy;
-  auto irq_before = sys::read_interrupts(&iwhy);
+  irq_cap_before.capture();
   const sys::TscPoint first = sys::tsc_point();
 
   // Barrier: victims start measuring.
@@ -315,7 +317,7 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
   // The counted window closes while the victims still run: their exit (glibc
   // madvises a finished thread's stack) and the teardown send flushes of our
   // own that are not part of the measurement.
-  auto irq_after = sys::read_interrupts(&iwhy);
+  irq_cap_after.capture();
   ctl.stop.store(true, std::memory_order_relaxed);
   join_all();
   r.measure_end_ns = sys::mono_now_ns();
@@ -341,6 +343,9 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
                            " samples longer than 2^32 TSC ticks");
   }
 
+  std::string iwhy;
+  auto irq_before = irq_cap_before.snapshot(&iwhy);
+  auto irq_after = irq_before ? irq_cap_after.snapshot(&iwhy) : std::nullopt;
   if (irq_before && irq_after) {
     r.interrupts_span_ns = irq_after->mono_ns - irq_before->mono_ns;
     r.interrupts_start_ns = irq_before->mono_ns;

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fcntl.h>
 #include <fstream>
 #include <sstream>
 #include <sys/stat.h>
@@ -80,6 +81,38 @@ bool writable_directory(const std::string& path, std::string* why) {
     return false;
   }
   return true;
+}
+
+RereadableFile::RereadableFile(const std::string& path) {
+  fd_ = ::open(full(path).c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) {
+    error_ = "cannot open " + path + ": " + std::strerror(errno);
+    return;
+  }
+  buf_.assign(64 * 1024, '\0');
+  if (!read()) return;
+  if (buf_.size() < 4 * len_) buf_.assign(4 * len_, '\0');  // written: no first-touch fault later
+  len_ = 0;
+}
+
+RereadableFile::~RereadableFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+bool RereadableFile::read() {
+  if (fd_ < 0) return false;
+  len_ = 0;
+  for (;;) {
+    if (len_ == buf_.size()) buf_.resize(buf_.size() * 2);
+    const ssize_t n = ::pread(fd_, buf_.data() + len_, buf_.size() - len_, static_cast<off_t>(len_));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      error_ = std::string("read: ") + std::strerror(errno);
+      return false;
+    }
+    if (n == 0) return true;
+    len_ += static_cast<std::size_t>(n);
+  }
 }
 
 }  // namespace shootdown::sys

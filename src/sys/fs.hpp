@@ -4,6 +4,8 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace shootdown::sys {
 
@@ -20,5 +22,29 @@ bool path_exists(const std::string& path);
 // An existing directory this process may create files in (false + why:
 // "not a directory", "read-only file system", "permission denied").
 bool writable_directory(const std::string& path, std::string* why = nullptr);
+
+// A /proc file read again and again without allocating: opened once, its
+// buffer sized (4x the first read, at least 64 KiB) and written up front, each
+// read() a pread loop into it. For reads at the boundaries of a measured span,
+// where a malloc, a free or a first write to a fresh page would itself flush
+// remote TLBs. Grows (allocates) only when the file outgrew the buffer.
+class RereadableFile {
+ public:
+  explicit RereadableFile(const std::string& path);  // path under root()
+  ~RereadableFile();
+  RereadableFile(const RereadableFile&) = delete;
+  RereadableFile& operator=(const RereadableFile&) = delete;
+
+  bool ok() const { return fd_ >= 0; }
+  const std::string& error() const { return error_; }
+  bool read();  // false + error() on failure
+  std::string_view text() const { return {buf_.data(), len_}; }
+
+ private:
+  int fd_ = -1;
+  std::vector<char> buf_;
+  std::size_t len_ = 0;
+  std::string error_;
+};
 
 }  // namespace shootdown::sys

@@ -84,6 +84,26 @@ std::optional<InterruptsSnapshot> read_interrupts(std::string* why) {
   return snap;
 }
 
+InterruptsCapture::InterruptsCapture() : file_("/proc/interrupts") {}
+
+bool InterruptsCapture::capture() {
+  captured_ = file_.read();
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  mono_ns_ = static_cast<std::int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
+  return captured_;
+}
+
+std::optional<InterruptsSnapshot> InterruptsCapture::snapshot(std::string* why) const {
+  if (!captured_) {
+    if (why) *why = file_.error().empty() ? "/proc/interrupts not captured" : file_.error();
+    return std::nullopt;
+  }
+  auto snap = parse_interrupts(std::string(file_.text()), why);
+  if (snap) snap->mono_ns = mono_ns_;
+  return snap;
+}
+
 std::int64_t interrupts_delta(const InterruptsSnapshot& before, const InterruptsSnapshot& after, const std::string& row,
                               int cpu) {
   auto a = before.get(row, cpu);

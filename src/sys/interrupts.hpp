@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "sys/fs.hpp"
+
 namespace shootdown::sys {
 
 struct InterruptsSnapshot {
@@ -23,6 +25,23 @@ struct InterruptsSnapshot {
 
 std::optional<InterruptsSnapshot> parse_interrupts(const std::string& text, std::string* why = nullptr);
 std::optional<InterruptsSnapshot> read_interrupts(std::string* why = nullptr);  // /proc/interrupts + mono_ns
+
+// The raw text of /proc/interrupts captured at one instant without allocating
+// (RereadableFile), parsed later. run brackets its counted span with two of
+// these: the span must contain nothing of the tool's own making, and under
+// sanitizers even parsing (malloc writing fresh pages) sends TLB IPIs.
+class InterruptsCapture {
+ public:
+  InterruptsCapture();
+  bool capture();  // read + CLOCK_MONOTONIC stamp; false + error()
+  const std::string& error() const { return file_.error(); }
+  std::optional<InterruptsSnapshot> snapshot(std::string* why = nullptr) const;  // parse the captured text
+
+ private:
+  RereadableFile file_;
+  std::int64_t mono_ns_ = 0;
+  bool captured_ = false;
+};
 
 // after - before for one row and CPU (0 when missing).
 std::int64_t interrupts_delta(const InterruptsSnapshot& before, const InterruptsSnapshot& after, const std::string& row,

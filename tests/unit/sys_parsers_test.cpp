@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "sys/cpus.hpp"
+#include "sys/fs.hpp"
 #include "sys/interrupts.hpp"
 #include "sys/meminfo.hpp"
 
@@ -45,6 +46,40 @@ TEST(Interrupts, RejectsGarbage) {
   EXPECT_FALSE(parse_interrupts("", &why));
   EXPECT_FALSE(parse_interrupts("hello world\n", &why));
   EXPECT_NE(why.find("hello"), std::string::npos);
+}
+
+TEST(RereadableFile, RereadsChangedContentAndGrows) {
+  const std::string path = ::testing::TempDir() + "/rereadable.txt";
+  { std::ofstream(path) << "first"; }
+  RereadableFile f(path);
+  ASSERT_TRUE(f.ok()) << f.error();
+  ASSERT_TRUE(f.read());
+  EXPECT_EQ(f.text(), "first");
+  const std::string big(200 * 1024, 'x');  // beyond the 64 KiB reserve: read() grows
+  { std::ofstream(path) << big; }
+  ASSERT_TRUE(f.read());
+  EXPECT_EQ(f.text().size(), big.size());
+  { std::ofstream(path) << "short"; }
+  ASSERT_TRUE(f.read());
+  EXPECT_EQ(f.text(), "short");
+}
+
+TEST(RereadableFile, MissingFileSaysWhich) {
+  RereadableFile f("/nonexistent/shootdown-test");
+  EXPECT_FALSE(f.ok());
+  EXPECT_FALSE(f.read());
+  EXPECT_NE(f.error().find("/nonexistent/shootdown-test"), std::string::npos);
+}
+
+TEST(Interrupts, CaptureParsesLater) {
+  InterruptsCapture c;
+  std::string why;
+  EXPECT_FALSE(c.snapshot(&why));  // nothing captured yet
+  ASSERT_TRUE(c.capture()) << c.error();
+  auto s = c.snapshot(&why);
+  ASSERT_TRUE(s) << why;
+  EXPECT_GT(s->mono_ns, 0);
+  EXPECT_FALSE(s->cpus.empty());
 }
 
 TEST(MemInfo, Parses) {
