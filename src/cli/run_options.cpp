@@ -91,6 +91,9 @@ void add_run_options(CLI::App& app, RunOptions& o, bool for_compare) {
         "Also send the result to InfluxDB: http://HOST:PORT/write?db=NAME or udp://HOST:PORT (after the files)");
   }
   app.add_flag("-q,--quiet", o.quiet, "No progress output on stderr");
+  if (!for_compare)
+    app.add_flag("-v,--verbose", o.verbose,
+                 "List every tuning warning (default: one line counting them; result.json and report.html keep all)");
 }
 
 MachineFacts read_machine_facts() {

@@ -37,6 +37,7 @@ struct RunOptions {
   bool open = false;   // --open: print the report's file:// URL (no browser is started)
   std::string influx;  // --influx URL ("" = none)
   bool quiet = false;
+  bool verbose = false;  // -v: every tuning warning on its own line
   bool chunk_size_given = false;
 };
 

@@ -31,6 +31,7 @@ struct ReportOptions {
   std::string influx;
   bool json = false;
   bool quiet = false;
+  bool verbose = false;
 };
 
 class ReportTool final : public Tool {
@@ -74,7 +75,7 @@ class ReportTool final : public Tool {
     if (o_.json)
       std::fputs(text_->c_str(), stdout);  // the source, complete
     else
-      std::fputs(sink::console_summary(loaded_.result, loaded_.analysis).c_str(), stdout);
+      std::fputs(sink::console_summary(loaded_.result, loaded_.analysis, o_.verbose).c_str(), stdout);
     std::fflush(stdout);
     if (influx_) send_to_influx_or_warn(loaded_.result, loaded_.analysis, *influx_, dir_, o_.quiet);
     return kExitOk;
@@ -99,6 +100,7 @@ Command add_report(CLI::App& root) {
                   "Also send the result to InfluxDB: http://HOST:PORT/write?db=NAME or udp://HOST:PORT");
   app->add_flag("--json", o->json, "Print the result JSON on stdout instead of the table");
   app->add_flag("-q,--quiet", o->quiet, "No notes on stderr");
+  app->add_flag("-v,--verbose", o->verbose, "List every tuning warning (default: one line counting them)");
   app->footer(
       "Rewrites DIR/result.json, timeline.csv, victim.hlog, victim.hgrm (and the other files of a run)\n"
       "from DIR/result.json, atomically, then prints the console summary.\n\n"

@@ -65,7 +65,7 @@ class RunTool final : public Tool {
   }
 
   int report() override {
-    finish_run_outputs(r_, a_, out_.get(), o_.json, influx_, o_.quiet);
+    finish_run_outputs(r_, a_, out_.get(), o_.json, influx_, o_.quiet, o_.verbose);
     if (o_.open && out_) std::fprintf(o_.json ? stderr : stdout, "report: %s\n", report_file_url(out_->path()).c_str());
     if (!r_.complete && r_.exit_signal != 0) return sys::exit_code_for_signal(r_.exit_signal);
     if (!r_.complete) return kExitError;

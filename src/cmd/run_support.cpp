@@ -66,7 +66,7 @@ void write_result_files(const Result& r, const Analysis& a, sink::OutputDir& out
 }
 
 void finish_run_outputs(const Result& r, const Analysis& a, sink::OutputDir* out, bool json,
-                        const std::optional<influx::Url>& influx, bool quiet) {
+                        const std::optional<influx::Url>& influx, bool quiet, bool verbose) {
   std::string file_error;
   if (out) {
     try {
@@ -78,7 +78,7 @@ void finish_run_outputs(const Result& r, const Analysis& a, sink::OutputDir* out
   if (json) {
     std::fputs(sink::result_to_string(r, a).c_str(), stdout);
   } else {
-    std::fputs(sink::console_summary(r, a).c_str(), stdout);
+    std::fputs(sink::console_summary(r, a, verbose).c_str(), stdout);
     if (out && file_error.empty()) std::printf("results: %s/\n", out->path().c_str());
   }
   std::fflush(stdout);

@@ -19,7 +19,8 @@ exp::Hooks make_run_hooks(bool progress, bool quiet);
 // then stdout: the console table or, with json, the result JSON; then, with
 // influx, the database (a failure there is a warning on stderr, not an error).
 void finish_run_outputs(const Result& r, const Analysis& a, sink::OutputDir* out, bool json,
-                        const std::optional<influx::Url>& influx = std::nullopt, bool quiet = false);
+                        const std::optional<influx::Url>& influx = std::nullopt, bool quiet = false,
+                        bool verbose = false);
 // Writes every file of a result into out (result.json, timeline.csv,
 // victim.hlog, victim.hgrm, ...); `report` re-renders through it too, with
 // with_result_json false: result.json is its source and keeps what a loaded

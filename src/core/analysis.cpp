@@ -1,10 +1,11 @@
 #include "core/analysis.hpp"
 
+#include <algorithm>
+#include <array>
+#include <limits>
 #include <set>
 
 #include "core/event_counts.hpp"
-
-#include <algorithm>
 
 namespace shootdown {
 
@@ -89,7 +90,124 @@ void build_intervals(Result& r) {
   }
 }
 
-VictimAnalysis analyze_victim(const Result& r, const VictimSamples& v, const std::vector<bool>* mask) {
+const char* column_name(Column c) {
+  static const char* const names[kColumnCount] = {"min", "mean", "p50", "p90", "p99", "p99.9", "p99.99", "p99.999", "max"};
+  return names[static_cast<int>(c)];
+}
+
+double column_value(const Summary& s, Column c) {
+  switch (c) {
+    case Column::kMin:
+      return s.min;
+    case Column::kMean:
+      return s.mean;
+    case Column::kP50:
+      return s.p50;
+    case Column::kP90:
+      return s.p90;
+    case Column::kP99:
+      return s.p99;
+    case Column::kP999:
+      return s.p999;
+    case Column::kP9999:
+      return s.p9999;
+    case Column::kP99999:
+      return s.p99999;
+    case Column::kMax:
+      return s.max;
+  }
+  return 0;
+}
+
+std::int64_t column_min_samples(Column c) {
+  switch (c) {
+    case Column::kP90:
+      return 10;
+    case Column::kP99:
+      return 100;
+    case Column::kP999:
+      return 1000;
+    case Column::kP9999:
+      return 10000;
+    case Column::kP99999:
+      return 100000;
+    default:
+      return 1;
+  }
+}
+
+namespace {
+
+std::int64_t exact_median(std::vector<std::int64_t> v) {
+  if (v.empty()) return 0;
+  const auto mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
+  return v[mid];
+}
+
+// The baseline cut into consecutive windows as long as the release phase
+// (at least 10 windows, at most 200: shorter windows then, whose quantiles
+// vary more, so fewer marks); each column's range over the windows; release
+// and after values outside it are marked. min and max depend on how many
+// samples a phase holds, so they are compared only for a phase whose length
+// is within 2x of the windows'.
+void mark_beyond_spread(const VictimSamples& v, const std::vector<Phase>& phases, VictimAnalysis& a) {
+  const PhaseStats& base = a.phases[0];
+  const PhaseStats& rel = a.phases[1];
+  if (base.per_batch.count == 0 || rel.per_batch.count == 0 || rel.duration_ns <= 0) return;
+  std::int64_t len = rel.duration_ns;
+  std::int64_t k = base.duration_ns / len;
+  if (k < 10) len = base.duration_ns / 10;
+  if (k > 200) len = base.duration_ns / 200;
+  if (len <= 0) return;
+  std::array<double, kColumnCount> lo{}, hi{};
+  lo.fill(std::numeric_limits<double>::infinity());
+  hi.fill(-std::numeric_limits<double>::infinity());
+  std::int64_t min_window_count = std::numeric_limits<std::int64_t>::max();
+  int windows = 0;
+  hdr::Histogram h = make_latency_histogram();
+  std::int64_t acc = 0;
+  auto close = [&] {
+    const Summary s = summarize(h);
+    for (int c = 0; c < kColumnCount; ++c) {
+      const double x = column_value(s, static_cast<Column>(c));
+      lo[static_cast<std::size_t>(c)] = std::min(lo[static_cast<std::size_t>(c)], x);
+      hi[static_cast<std::size_t>(c)] = std::max(hi[static_cast<std::size_t>(c)], x);
+    }
+    min_window_count = std::min(min_window_count, s.count);
+    ++windows;
+    h.reset();
+    acc = 0;
+  };
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (phases[i] != Phase::kBaseline) continue;
+    h.record(v.lat_ns[i]);
+    acc += v.lat_ns[i];
+    if (acc >= len) close();
+  }
+  if (windows < 10) return;  // the remainder (< one window) is left out
+  a.spread_windows = windows;
+  a.spread_window_ns = len;
+  for (std::size_t p = 1; p < a.phases.size(); ++p) {
+    PhaseStats& ps = a.phases[p];
+    const bool same_length = ps.duration_ns <= 2 * len && 2 * ps.duration_ns >= len;
+    for (int c = 0; c < kColumnCount; ++c) {
+      const auto col = static_cast<Column>(c);
+      if ((col == Column::kMin || col == Column::kMax) && !same_length) continue;
+      // At least 10 samples beyond the quantile in every window and the phase.
+      const std::int64_t need = 10 * column_min_samples(col);
+      if (ps.per_batch.count < need || min_window_count < need) continue;
+      const double x = column_value(ps.per_batch, col);
+      if (x < lo[static_cast<std::size_t>(c)] || x > hi[static_cast<std::size_t>(c)])
+        ps.beyond_spread = static_cast<std::uint16_t>(ps.beyond_spread | (1u << c));
+    }
+  }
+}
+
+}  // namespace
+
+VictimAnalysis analyze_victim(const Result& r, const VictimSamples& v, const std::vector<bool>* mask,
+                              std::int64_t baseline_median_ns) {
   VictimAnalysis a;
   a.cpu = v.cpu;
   a.pages_per_batch = v.pages_per_batch;
@@ -97,11 +215,19 @@ VictimAnalysis analyze_victim(const Result& r, const VictimSamples& v, const std
   std::vector<hdr::Histogram> hist(3, make_latency_histogram());
   std::int64_t dur[3] = {0, 0, 0};
   const auto phases = sample_phases(r, v);
+  if (baseline_median_ns <= 0) {
+    std::vector<std::int64_t> base;
+    for (std::size_t i = 0; i < v.size(); ++i)
+      if (phases[i] == Phase::kBaseline) base.push_back(v.lat_ns[i]);
+    baseline_median_ns = exact_median(std::move(base));
+  }
+  std::int64_t lost[3] = {0, 0, 0};
   for (std::size_t i = 0; i < v.size(); ++i) {
     if (mask && !(*mask)[i]) continue;
     const auto p = static_cast<std::size_t>(phases[i]);
     hist[p].record(v.lat_ns[i]);
     dur[p] += v.lat_ns[i];
+    lost[p] += std::max<std::int64_t>(0, v.lat_ns[i] - baseline_median_ns);
   }
   for (int p = 0; p < 3; ++p) {
     PhaseStats ps;
@@ -109,9 +235,40 @@ VictimAnalysis analyze_victim(const Result& r, const VictimSamples& v, const std
     ps.per_batch = summarize(hist[static_cast<std::size_t>(p)]);
     ps.per_page = ps.per_batch.scaled(static_cast<double>(std::max<std::int64_t>(1, v.pages_per_batch)));
     ps.duration_ns = dur[p];
+    ps.stall_lost_ns = lost[p];
     a.phases.push_back(ps);
   }
+  if (!mask) mark_beyond_spread(v, phases, a);
   return a;
+}
+
+Verdict make_verdict(const Result& r, const Analysis& a) {
+  Verdict out;
+  out.releases = static_cast<std::int64_t>(r.releases.size());
+  for (const Release& rel : r.releases) out.release_window_ns += rel.duration_ns();
+  out.release_p50_ns = static_cast<std::int64_t>(a.release_duration.p50);
+  if (!a.attribution.available) {
+    out.unknown = r.trace.status.empty() ? "no kernel trace" : "kernel trace " + r.trace.status;
+    if (!a.attribution.note.empty() && r.trace.enabled) out.unknown = a.attribution.note;
+  }
+  for (const VictimAnalysis& va : a.victims) {
+    VictimVerdict x;
+    x.cpu = va.cpu;
+    for (const CpuCounters& c : r.counters)
+      if (c.cpu == va.cpu) x.tlb_delta = c.tlb;
+    for (const VictimAttribution& at : a.attribution.victims) {
+      if (!a.attribution.available || at.cpu != va.cpu) continue;
+      x.evidence = true;
+      x.shootdowns = at.shootdowns_received;
+      x.seen = at.shootdowns_matched;
+      x.stall_ns = at.stall_ns[static_cast<int>(StallLabel::kTlbShootdown)];
+      x.per_ipi_p50_ns = at.stall_per_shootdown.p50;
+      x.foreign = at.wrong_cpu_flushes;
+      x.off_cpu_in_release = at.releases_on_cpu >= 0 && at.releases_on_cpu < out.releases;
+    }
+    out.victims.push_back(x);
+  }
+  return out;
 }
 
 namespace {
@@ -145,8 +302,15 @@ Attribution restore_saved_attribution(const Result& r) {
 
 Analysis analyze(const Result& r) {
   Analysis a;
+  a.attribution = result_attribution(r);
   for (const auto& v : r.victims) {
-    VictimAnalysis va = analyze_victim(r, v);
+    // Stall lost is measured from the median attribution uses, so the phases'
+    // stall lost adds up to the labels' (one rule).
+    std::int64_t median = 0;
+    if (a.attribution.available)
+      for (const auto& at : a.attribution.victims)
+        if (at.cpu == v.cpu) median = at.baseline_median_ns;
+    VictimAnalysis va = analyze_victim(r, v, nullptr, median);
     std::int64_t counted = 0;
     for (const auto& ps : va.phases) counted += ps.per_batch.count;
     if (v.size() > 0 && static_cast<std::int64_t>(v.size()) == counted) {
@@ -160,7 +324,6 @@ Analysis analyze(const Result& r) {
   std::vector<std::int64_t> d;
   for (const auto& rel : r.releases) d.push_back(rel.duration_ns());
   a.release_duration = summarize_exact(d);
-  a.attribution = result_attribution(r);
   // Clean-only tables need every sample: not from a read-back result (whose
   // saved tables sink::result_from_json restores).
   if (a.attribution.available && a.attribution.victims.size() == r.victims.size() && has_full_samples(r)) {
@@ -169,7 +332,8 @@ Analysis analyze(const Result& r) {
       std::vector<bool> clean(labels.size());
       for (std::size_t k = 0; k < labels.size(); ++k)
         clean[k] = labels[k] == static_cast<std::uint8_t>(StallLabel::kClean);
-      a.clean_victims.push_back(analyze_victim(r, r.victims[i], &clean));
+      a.clean_victims.push_back(
+          analyze_victim(r, r.victims[i], &clean, a.attribution.victims[i].baseline_median_ns));
     }
   }
   a.event_counts = event_counts(r);
@@ -184,6 +348,7 @@ void complete_loaded_analysis(const Result& r, Analysis& a) {
   a.marks = event_marks(r.trace, cpus);
   for (int cpu : cpus)
     a.shootdown_marks[cpu] = {shootdown_marks(r, a.marks, cpu, false), shootdown_marks(r, a.marks, cpu, true)};
+  a.verdict = make_verdict(r, a);
 }
 
 }  // namespace shootdown

@@ -35,7 +35,13 @@ Attribution result_attribution(const Result& r);
 void complete_loaded_analysis(const Result& r, Analysis& a);
 
 // mask (optional): only samples whose mask entry is true are counted.
-VictimAnalysis analyze_victim(const Result& r, const VictimSamples& v, const std::vector<bool>* mask = nullptr);
+// baseline_median_ns: the median stall time lost is measured from (0: the
+// exact median of the victim's baseline samples, as attribution takes it).
+// Without a mask the release and after phases are also compared with the
+// baseline's own spread (PhaseStats::beyond_spread).
+VictimAnalysis analyze_victim(const Result& r, const VictimSamples& v, const std::vector<bool>* mask = nullptr,
+                              std::int64_t baseline_median_ns = 0);
+
 Analysis analyze(const Result& r);
 
 }  // namespace shootdown

@@ -16,11 +16,27 @@ namespace shootdown {
 enum class Phase : std::uint8_t { kBaseline = 0, kRelease = 1, kAfter = 2 };
 const char* to_string(Phase p);
 
+// The columns of a phase table, as bits of PhaseStats::beyond_spread.
+enum class Column : std::uint8_t { kMin, kMean, kP50, kP90, kP99, kP999, kP9999, kP99999, kMax };
+inline constexpr int kColumnCount = 9;
+const char* column_name(Column c);  // "min", "mean", "p50", ..., "p99.999", "max"
+double column_value(const Summary& s, Column c);
+// Fewest samples for which a column means something: a quantile q needs
+// 1 / (1 - q) samples (one beyond it), p99.99 10 000, p99.999 100 000.
+std::int64_t column_min_samples(Column c);
+
 struct PhaseStats {
   Phase phase;
   Summary per_batch;             // ns per batch
   Summary per_page;              // ns per page (per_batch / pages per batch)
   std::int64_t duration_ns = 0;  // time covered by the samples of this phase
+  // Stall time lost: sum over the phase's samples of max(0, latency -
+  // baseline median), the same measure attribution sums per label.
+  std::int64_t stall_lost_ns = 0;
+  // Bit (1 << Column) set where this phase's per-batch value lies outside the
+  // range the same column takes over the baseline's own windows
+  // (VictimAnalysis::spread_*): release and after only.
+  std::uint16_t beyond_spread = 0;
 };
 
 struct VictimAnalysis {
@@ -31,6 +47,33 @@ struct VictimAnalysis {
   // Per-phase latency histograms (baseline, release, after) of every sample;
   // empty when the raw samples are not all there (a result read back).
   std::vector<hdr::Histogram> phase_histograms;
+  // The baseline cut into spread_windows consecutive windows of
+  // spread_window_ns (the release phase's length, or baseline / 10 when that
+  // gives fewer than 10): 0 windows = no marks (too little baseline, or a
+  // result read back without its samples).
+  int spread_windows = 0;
+  std::int64_t spread_window_ns = 0;
+};
+
+// The answer in one line per victim (sink::verdict_line formats it): what
+// the release cost this victim, from the kernel-verified attribution.
+struct VictimVerdict {
+  int cpu = -1;
+  bool evidence = false;            // kernel attribution for this victim
+  std::int64_t shootdowns = 0;      // reason-1 flush IPIs of our mm received in the counted span
+  std::int64_t seen = 0;            // of them inside a victim sample
+  std::int64_t stall_ns = 0;        // stall lost in tlb-shootdown samples
+  std::int64_t per_ipi_p50_ns = 0;  // victim stall per shootdown IPI, median
+  std::int64_t foreign = 0;         // flushes for other processes' mm (not ours)
+  std::int64_t tlb_delta = -1;      // /proc/interrupts TLB delta on the CPU (-1 unknown)
+  bool off_cpu_in_release = false;  // the victim was switched out during a release
+};
+struct Verdict {
+  std::string unknown;                   // why the shootdowns are unknown ("" = known)
+  std::int64_t releases = 0;             // releases performed
+  std::int64_t release_window_ns = 0;    // sum of the release calls' durations
+  std::int64_t release_p50_ns = 0;       // per release
+  std::vector<VictimVerdict> victims;
 };
 
 struct Analysis {
@@ -52,11 +95,17 @@ struct Analysis {
     std::int64_t in_windows = 0;  // of them inside release windows
   };
   std::map<int, MarkCounts> shootdown_marks;  // by victim CPU
+  Verdict verdict;
 };
 
 // Restoring, not analysing: r.saved_attribution (read back from result.json)
 // with its labels mapped onto the kept raw-window samples through
 // VictimSamples::index. Nothing is recomputed; json_read calls it.
 Attribution restore_saved_attribution(const Result& r);
+
+// The one-line answer per victim from the attribution, the releases and the
+// /proc/interrupts deltas (Analysis::verdict); json_read calls it on what it
+// restored, so a re-rendered report states the same verdict.
+Verdict make_verdict(const Result& r, const Analysis& a);
 
 }  // namespace shootdown

@@ -15,6 +15,8 @@ Summary Summary::scaled(double divisor) const {
   s.p90 /= divisor;
   s.p99 /= divisor;
   s.p999 /= divisor;
+  s.p9999 /= divisor;
+  s.p99999 /= divisor;
   s.max /= divisor;
   return s;
 }
@@ -33,6 +35,8 @@ Summary summarize(const hdr::Histogram& h) {
   s.p90 = static_cast<double>(h.value_at_percentile(90));
   s.p99 = static_cast<double>(h.value_at_percentile(99));
   s.p999 = static_cast<double>(h.value_at_percentile(99.9));
+  s.p9999 = static_cast<double>(h.value_at_percentile(99.99));
+  s.p99999 = static_cast<double>(h.value_at_percentile(99.999));
   s.max = static_cast<double>(h.max());
   return s;
 }
@@ -59,6 +63,8 @@ Summary summarize_exact(std::vector<std::int64_t> values) {
   s.p90 = percentile_sorted(values, 90);
   s.p99 = percentile_sorted(values, 99);
   s.p999 = percentile_sorted(values, 99.9);
+  s.p9999 = percentile_sorted(values, 99.99);
+  s.p99999 = percentile_sorted(values, 99.999);
   return s;
 }
 

@@ -12,6 +12,7 @@ namespace shootdown {
 struct Summary {
   std::int64_t count = 0;
   double min = 0, mean = 0, p50 = 0, p90 = 0, p99 = 0, p999 = 0, max = 0;
+  double p9999 = 0, p99999 = 0;  // p99.99, p99.999
 
   Summary scaled(double divisor) const;  // per-page values from per-batch ones
 };

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/cpulist.hpp"
+#include "core/strategy.hpp"
 #include "core/units.hpp"
 
 namespace shootdown::sink {
@@ -15,20 +16,97 @@ std::string num(double v) {
 }
 }  // namespace
 
+namespace {
+bool wants_p99999(const VictimAnalysis& va) {
+  for (const auto& ps : va.phases)
+    if (ps.per_batch.count >= column_min_samples(Column::kP99999)) return true;
+  return false;
+}
+}  // namespace
+
 std::string summary_table(const std::string& title, const VictimAnalysis& va, bool per_page) {
+  const bool five = wants_p99999(va);
+  std::vector<Column> cols = {Column::kMin,  Column::kMean,  Column::kP50,    Column::kP90,
+                              Column::kP99,  Column::kP999,  Column::kP9999};
+  if (five) cols.push_back(Column::kP99999);
+  cols.push_back(Column::kMax);
+  auto width = [](Column c) { return c == Column::kMin ? 7 : c == Column::kMax || c == Column::kP99999 ? 9 : 8; };
   std::string out = title + "\n";
-  out += fmt::format("  {:<9}{:>7}{:>8}{:>7}{:>7}{:>8}{:>8}{:>9}{:>9}\n", "phase", "min", "mean", "p50", "p90", "p99",
-                     "p99.9", "max", "samples");
+  std::string h = fmt::format("  {:<9}", "phase");
+  for (Column c : cols) h += fmt::format("{:>{}}", column_name(c), width(c));
+  h += fmt::format("{:>9}", "samples");
+  if (!per_page) h += fmt::format("{:>12}", "stall lost");
+  out += h + "\n";
+  bool marked = false;
   for (const auto& ps : va.phases) {
     const Summary& s = per_page ? ps.per_page : ps.per_batch;
-    if (s.count == 0) {
-      out += fmt::format("  {:<9}{:>7}{:>8}{:>7}{:>7}{:>8}{:>8}{:>9}{:>9}\n", to_string(ps.phase), "-", "-", "-", "-",
-                         "-", "-", "-", 0);
-      continue;
+    std::string line = fmt::format("  {:<9}", to_string(ps.phase));
+    for (Column c : cols) {
+      std::string cell = "-";
+      if (s.count >= column_min_samples(c)) {
+        cell = num(column_value(s, c));
+        if (!per_page && (ps.beyond_spread >> static_cast<int>(c)) & 1u) {
+          cell += "*";
+          marked = true;
+        }
+      }
+      line += fmt::format("{:>{}}", cell, width(c));
     }
-    out += fmt::format("  {:<9}{:>7}{:>8}{:>7}{:>7}{:>8}{:>8}{:>9}{:>9}\n", to_string(ps.phase), num(s.min),
-                       num(s.mean), num(s.p50), num(s.p90), num(s.p99), num(s.p999), num(s.max), s.count);
+    line += fmt::format("{:>9}", s.count);
+    if (!per_page) line += fmt::format("{:>12}", s.count ? format_duration_ns(ps.stall_lost_ns) : "-");
+    out += line + "\n";
   }
+  if (marked)
+    out += fmt::format(
+        "  * outside the range this column takes over {} windows of {} of the baseline alone\n",
+        va.spread_windows, format_duration_ns(va.spread_window_ns));
+  return out;
+}
+
+std::string verdict_line(const Result& r, const Verdict& v, const VictimVerdict& x) {
+  const Plan& p = r.plan;
+  auto d = [](std::int64_t ns) { return format_duration_ns(ns); };
+  std::string head;
+  if (v.releases == 0)
+    head = "no release performed" + (r.complete ? std::string() : " (" + r.incomplete_reason + ")");
+  else if (v.releases == 1)
+    head = fmt::format("{} of {} ({})", strategy_name(p.release), format_size(p.chunk_size), d(v.release_window_ns));
+  else
+    head = fmt::format("{} x {} of {} ({} each, p50)", v.releases, strategy_name(p.release), format_size(p.chunk_size),
+                       d(v.release_p50_ns));
+  const std::string cpu = "cpu" + std::to_string(x.cpu);
+  if (!x.evidence) {
+    std::string s = head + ": shootdowns to " + cpu + " unknown (" + (v.unknown.empty() ? "no kernel trace" : v.unknown) +
+                    ")";
+    if (x.tlb_delta >= 0)
+      s += fmt::format("; /proc/interrupts counted {} TLB IPIs on {} over the span, from any process", x.tlb_delta,
+                       cpu);
+    return s;
+  }
+  if (v.releases == 0) {
+    return head + fmt::format(": {} shootdown IPIs of ours reached {} anyway, {} stalled", x.shootdowns, cpu,
+                              d(x.stall_ns));
+  }
+  std::string s;
+  if (x.shootdowns == 0) {
+    s = head + " sent no shootdown IPI to " + cpu;
+    if (x.foreign > 0) s += fmt::format(" (its {} other TLB flushes were for other processes)", x.foreign);
+  } else {
+    s = head + fmt::format(" sent {} shootdown IPI{} to {}: {} stalled, {} each (p50)", x.shootdowns,
+                           x.shootdowns == 1 ? "" : "s", cpu, d(x.stall_ns), d(x.per_ipi_p50_ns));
+    if (v.release_window_ns > 0)
+      s += fmt::format(", {:.1f} % of the release window",
+                       100.0 * static_cast<double>(x.stall_ns) / static_cast<double>(v.release_window_ns));
+    if (x.seen < x.shootdowns) s += fmt::format(" ({} of them inside a victim sample)", x.seen);
+  }
+  if (x.off_cpu_in_release) s += "; the victim was switched out during a release, so part of its stall is unseen";
+  if (x.shootdowns > 0 && p.release != ReleaseStrategy::kReuse) s += "; compare with the reuse control: shootdown compare";
+  return s;
+}
+
+std::vector<std::string> verdict_lines(const Result& r, const Analysis& a) {
+  std::vector<std::string> out;
+  for (const auto& x : a.verdict.victims) out.push_back(verdict_line(r, a.verdict, x));
   return out;
 }
 
@@ -89,7 +167,7 @@ std::string attribution_section(const Result& r, const Analysis& a) {
   return out;
 }
 
-std::string console_summary(const Result& r, const Analysis& a) {
+std::string console_summary(const Result& r, const Analysis& a, bool verbose) {
   std::string out;
   const Plan& p = r.plan;
   out += fmt::format("shootdown run: release={} chunk={} pages={} batch={}\n", strategy_name(p.release),
@@ -99,6 +177,7 @@ std::string console_summary(const Result& r, const Analysis& a) {
                      : p.cpu_choice.empty() || p.cpu_choice == "given" ? "given"
                                                                        : "one given, the other chosen");
   if (!r.complete) out += fmt::format("INCOMPLETE: {}\n", r.incomplete_reason);
+  for (const auto& line : verdict_lines(r, a)) out += line + "\n";
   for (const auto& va : a.victims) {
     out += "\n";
     out += summary_table(
@@ -130,7 +209,14 @@ std::string console_summary(const Result& r, const Analysis& a) {
   }
   out += fmt::format("kernel trace: {}\n", r.trace.status.empty() ? "off" : r.trace.status);
   out += attribution_section(r, a);
-  for (const auto& w : r.env.warnings) out += "warning: " + w + "\n";
+  // Tuning warnings (the doctor's findings) in one line unless -v; the run's
+  // own warnings always in full. result.json and report.html keep them all.
+  if (verbose || r.env.warnings.size() == 1) {
+    for (const auto& w : r.env.warnings) out += "warning: " + w + "\n";
+  } else if (!r.env.warnings.empty()) {
+    out += fmt::format("warning: {} tuning warnings undermine these numbers: shootdown doctor (-v lists them)\n",
+                       r.env.warnings.size());
+  }
   for (const auto& w : r.warnings) out += "warning: " + w + "\n";
   return out;
 }

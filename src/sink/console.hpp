@@ -1,16 +1,22 @@
-// Console summary: the article's table (baseline / release window / after,
-// per batch and per page), release duration, /proc/interrupts deltas.
-// Under 80 columns.
+// Console summary: the verdict (one line per victim), the article's table
+// (baseline / release window / after, per batch and per page), release
+// duration, /proc/interrupts deltas, attribution, warnings.
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "core/analysis_types.hpp"
 #include "core/result.hpp"
 
 namespace shootdown::sink {
 
-std::string console_summary(const Result& r, const Analysis& a);
+// verbose: every tuning warning on its own line (else one line counting them).
+std::string console_summary(const Result& r, const Analysis& a, bool verbose = false);
+// The answer for one victim in one sentence (console, report.html and
+// result.json `summary` all print this).
+std::string verdict_line(const Result& r, const Verdict& v, const VictimVerdict& x);
+std::vector<std::string> verdict_lines(const Result& r, const Analysis& a);
 // Kernel trace facts and the stall attribution per victim (empty when off).
 std::string attribution_section(const Result& r, const Analysis& a);
 // What the probe thread lost to shootdowns (empty without attribution).

@@ -5,14 +5,15 @@
 #include <map>
 
 #include "core/hdr/codec.hpp"
+#include "sink/console.hpp"
 
 namespace shootdown::sink {
 
 using nlohmann::json;
 
 json summary_json(const Summary& s) {
-  return json{{"count", s.count}, {"min", s.min}, {"mean", s.mean}, {"p50", s.p50},
-              {"p90", s.p90},     {"p99", s.p99}, {"p999", s.p999}, {"max", s.max}};
+  return json{{"count", s.count}, {"min", s.min},   {"mean", s.mean},     {"p50", s.p50},       {"p90", s.p90},
+              {"p99", s.p99},     {"p999", s.p999}, {"p9999", s.p9999}, {"p99999", s.p99999}, {"max", s.max}};
 }
 
 namespace {
@@ -71,9 +72,34 @@ json plan_json(const Plan& p) {
 }
 
 json phase_json(const PhaseStats& ps) {
+  json beyond = json::array();
+  for (int c = 0; c < kColumnCount; ++c)
+    if ((ps.beyond_spread >> c) & 1u) beyond.push_back(column_name(static_cast<Column>(c)));
   return json{{"per_batch_ns", summary_json(ps.per_batch)},
               {"per_page_ns", summary_json(ps.per_page)},
-              {"duration_ns", ps.duration_ns}};
+              {"duration_ns", ps.duration_ns},
+              {"stall_lost_ns", ps.stall_lost_ns},
+              {"beyond_baseline_spread", beyond}};
+}
+
+json summary_section(const Result& r, const Analysis& a) {
+  const Verdict& v = a.verdict;
+  json victims = json::array();
+  for (const VictimVerdict& x : v.victims)
+    victims.push_back({{"cpu", x.cpu},
+                       {"evidence", x.evidence},
+                       {"shootdowns", x.shootdowns},
+                       {"in_samples", x.seen},
+                       {"stall_ns", x.stall_ns},
+                       {"stall_per_shootdown_p50_ns", x.per_ipi_p50_ns},
+                       {"foreign_flushes", x.foreign},
+                       {"tlb_delta", x.tlb_delta},
+                       {"off_cpu_in_release", x.off_cpu_in_release}});
+  return json{{"lines", verdict_lines(r, a)},
+              {"unknown", v.unknown},
+              {"releases", v.releases},
+              {"release_window_ns", v.release_window_ns},
+              {"victims", victims}};
 }
 
 json raw_windows(const Result& r) {
@@ -254,6 +280,7 @@ json result_json(const Result& r, const Analysis& a) {
   j["command_line"] = r.command_line;
   j["complete"] = r.complete;
   j["incomplete_reason"] = r.incomplete_reason;
+  j["summary"] = summary_section(r, a);
   j["environment"] = env_json(r.env);
   j["plan"] = plan_json(r.plan);
   j["warnings"] = r.warnings;
@@ -285,6 +312,8 @@ json result_json(const Result& r, const Analysis& a) {
     json ph;
     for (const auto& ps : va.phases) ph[to_string(ps.phase)] = phase_json(ps);
     v["phases"] = ph;
+    v["spread_windows"] = va.spread_windows;
+    v["spread_window_ns"] = va.spread_window_ns;
     vs.push_back(v);
   }
   j["victims"] = vs;

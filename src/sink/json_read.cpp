@@ -108,8 +108,28 @@ Summary read_summary(const Node& n) {
   s.p90 = n["p90"].f64();
   s.p99 = n["p99"].f64();
   s.p999 = n["p999"].f64();
+  if (n.has("p9999")) s.p9999 = n["p9999"].f64();  // since 0.2: optional in older results
+  if (n.has("p99999")) s.p99999 = n["p99999"].f64();
   s.max = n["max"].f64();
   return s;
+}
+
+PhaseStats read_phase(const Node& x, Phase p) {
+  PhaseStats ps;
+  ps.phase = p;
+  ps.per_batch = read_summary(x["per_batch_ns"]);
+  ps.per_page = read_summary(x["per_page_ns"]);
+  ps.duration_ns = x["duration_ns"].i64();
+  if (x.has("stall_lost_ns")) ps.stall_lost_ns = x["stall_lost_ns"].i64();  // optional: older results
+  if (x.has("beyond_baseline_spread")) {
+    for (const std::string& name : x["beyond_baseline_spread"].strings()) {
+      int c = 0;
+      while (c < kColumnCount && name != column_name(static_cast<Column>(c))) ++c;
+      if (c == kColumnCount) fail(x["beyond_baseline_spread"].path(), "unknown column '" + name + "'");
+      ps.beyond_spread = static_cast<std::uint16_t>(ps.beyond_spread | (1u << c));
+    }
+  }
+  return ps;
 }
 
 Environment read_env(const Node& n) {
@@ -198,14 +218,10 @@ void read_victims(const Node& n, Analysis& a) {
     va.samples = v["samples"].i64();
     const Node ph = v["phases"];
     for (Phase p : {Phase::kBaseline, Phase::kRelease, Phase::kAfter}) {
-      const Node x = ph[to_string(p)];
-      PhaseStats ps;
-      ps.phase = p;
-      ps.per_batch = read_summary(x["per_batch_ns"]);
-      ps.per_page = read_summary(x["per_page_ns"]);
-      ps.duration_ns = x["duration_ns"].i64();
-      va.phases.push_back(ps);
+      va.phases.push_back(read_phase(ph[to_string(p)], p));
     }
+    if (v.has("spread_windows")) va.spread_windows = v["spread_windows"].i32();
+    if (v.has("spread_window_ns")) va.spread_window_ns = v["spread_window_ns"].i64();
     a.victims.push_back(std::move(va));
   }
 }
@@ -411,12 +427,7 @@ Attribution read_attribution(const Node& n, Analysis& a) {
         if (va.cpu == v.cpu) ca.pages_per_batch = va.pages_per_batch;
       const Node ph = x["clean_phases"];
       for (Phase p : {Phase::kBaseline, Phase::kRelease, Phase::kAfter}) {
-        const Node y = ph[to_string(p)];
-        PhaseStats ps;
-        ps.phase = p;
-        ps.per_batch = read_summary(y["per_batch_ns"]);
-        ps.per_page = read_summary(y["per_page_ns"]);
-        ps.duration_ns = y["duration_ns"].i64();
+        const PhaseStats ps = read_phase(ph[to_string(p)], p);
         ca.samples += ps.per_batch.count;
         ca.phases.push_back(ps);
       }
@@ -566,6 +577,7 @@ LoadedResult result_from_json(std::string_view text) {
     r.saved_attribution = read_attribution(root["attribution"], a);
     a.attribution = restore_saved_attribution(r);
   }
+  a.verdict = make_verdict(r, a);  // from the saved figures: the same sentence as the run printed
   return out;
 }
 
