@@ -23,6 +23,22 @@ std::string blame_text(const BlameReport& r, const BlameOptions& opts) {
   std::string o;
   o += fmt::format("shootdown blame: pid {}{}{}, {}\n", r.pid, r.command.empty() ? "" : " ", r.command,
                    format_duration_ns(r.duration_ns));
+  // The answer first, in one line.
+  if (r.flushes == 0) {
+    o += fmt::format("  it initiated no shootdown in {}{}\n", format_duration_ns(r.duration_ns),
+                     r.received ? fmt::format("; its threads received {} (from other processes' flushes)", r.received)
+                                : std::string());
+  } else {
+    std::string line = fmt::format("  it initiated {} shootdown{} in {}, {} flush IPIs to {}", r.flushes,
+                                   r.flushes == 1 ? "" : "s", format_duration_ns(r.duration_ns), r.ipis,
+                                   r.ipi_cpus.empty() ? std::string("no other CPU") : cpus_str(r.ipi_cpus));
+    if (!r.sites.empty()) {
+      const CallSite& top = r.sites.front();
+      line += fmt::format("; top call site {} ({:.0f} % of them)", top.syscall.empty() ? "?" : top.syscall,
+                          100.0 * static_cast<double>(top.flushes) / static_cast<double>(r.flushes));
+    }
+    o += line + "\n";
+  }
   o += fmt::format("  processes followed {}, threads seen {}\n", r.processes, r.threads);
   o += fmt::format("  shootdowns initiated  {} (tlb_flush reason 4), pages {}{}\n", r.flushes, r.pages,
                    r.full_flushes ? fmt::format(" + {} full flushes", r.full_flushes) : std::string());

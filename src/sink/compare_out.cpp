@@ -59,6 +59,8 @@ std::string compare_console(const CompareReport& r) {
                    r.complete ? "" : " (INCOMPLETE: " + r.incomplete_reason + ")");
   o += fmt::format("  workload {}, chunk {}, culprit cpu{}, victims {}\n", r.workload, format_size(r.plan.chunk_size),
                    r.plan.culprit_cpu, cpus(r.plan.victim_cpus));
+  // The answer first: one line per arm against the control.
+  for (std::size_t k = 1; k < r.summary.size(); ++k) o += "  " + r.summary[k].verdict + "\n";
   for (const auto& n : r.notes) o += "  " + n + "\n";
   o += "\n";
   // Per-arm table: medians (IQR for the headline metric).
@@ -90,8 +92,6 @@ std::string compare_console(const CompareReport& r) {
                          fmt::format("[{}, {}]", num(c.ci.lo), num(c.ci.hi)), pval(c.mw.p));
       }
     }
-    o += "\nverdict:\n";
-    for (std::size_t k = 1; k < r.summary.size(); ++k) o += "  " + r.summary[k].verdict + "\n";
   }
   for (const auto& g : r.gates)
     o += fmt::format("gate {}: {} ({})\n", g.failed ? "FAILED" : "passed", g.text, g.detail);

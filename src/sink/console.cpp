@@ -227,6 +227,16 @@ std::string probe_summary(const Result& r, const Analysis& a, const std::string&
   const VictimAttribution& va = at.victims.front();
   const auto& vs = r.victims.front();
   std::string s;
+  // The answer first, in one line.
+  const std::int64_t tlb_stall = va.stall_ns[static_cast<int>(StallLabel::kTlbShootdown)];
+  if (va.shootdowns_received == 0)
+    s += fmt::format("the probe on cpu{} received no shootdown IPI in {}\n", va.cpu,
+                     format_duration_ns(r.measure_end_ns - r.measure_start_ns));
+  else
+    s += fmt::format("the probe on cpu{} received {} shootdown IPI{} in {}: {} stalled, {} each (p50)\n", va.cpu,
+                     va.shootdowns_received, va.shootdowns_received == 1 ? "" : "s",
+                     format_duration_ns(r.measure_end_ns - r.measure_start_ns), format_duration_ns(tlb_stall),
+                     format_duration_ns(va.stall_per_shootdown.p50));
   s +=
       fmt::format("probe cpu{}: {} samples of {} pages over {}, median {}\n", va.cpu, vs.size(), vs.pages_per_batch,
                   format_duration_ns(r.measure_end_ns - r.measure_start_ns), format_duration_ns(va.baseline_median_ns));

@@ -26,6 +26,35 @@ if jq -e '[.victims[0].phases[] | .per_batch_ns.count] | add == '"$(jq '.victims
 rows=$(($(wc -l < "$TMP/munmap/timeline.csv") - 1))
 nint=$(jq '.intervals|length' "$TMP/munmap/result.json")
 [[ "$rows" == "$nint" && "$rows" -gt 2 ]] && ok "timeline.csv has one row per interval ($rows)" || not_ok "timeline rows $rows vs intervals $nint"
+# The verdict: the line right after the two header lines, the same sentence as
+# result.json summary, with the attribution's own figures.
+verdict_matches() {  # $1 console text, $2 result.json, $3 what
+  local line3 want
+  line3=$(sed -n 3p <<<"$1")
+  want=$(jq -r '.summary.lines[0]' "$2")
+  if [[ -n "$line3" && "$line3" == "$want" ]]; then ok "$3: verdict right after the header equals result.json summary"
+  else not_ok "$3: line 3 '$line3' vs summary '$want'"; fi
+  if jq -e '.attribution.available != true or
+            (.summary.victims[0].shootdowns == .attribution.victims[0].shootdowns.received and
+             .summary.victims[0].stall_ns == .attribution.victims[0].stall_ns["tlb-shootdown"] and
+             .summary.victims[0].stall_per_shootdown_p50_ns == .attribution.victims[0].stall_per_shootdown_ns.p50)' "$2" >/dev/null
+  then ok "$3: summary figures are the attribution's"; else not_ok "$3: summary figures differ from the attribution"; fi
+  local n
+  n=$(jq -r '.summary.victims[0].shootdowns' "$2")
+  if jq -e '.attribution.available == true' "$2" >/dev/null; then
+    if [[ "$n" == 0 ]]; then grep -q "sent no shootdown IPI to cpu" <<<"$line3"
+    else grep -q "sent $n shootdown IPIs\? to cpu" <<<"$line3"; fi && ok "$3: verdict states $n shootdowns" ||
+      not_ok "$3: verdict does not state $n shootdowns: $line3"
+  else
+    grep -q "unknown" <<<"$line3" && ok "$3: verdict says what is unknown" || not_ok "$3: verdict without evidence: $line3"
+  fi
+}
+verdict_matches "$OUT" "$TMP/munmap/result.json" munmap
+run_cmd "$SHOOTDOWN" run --release reuse "${common[@]}" --out "$TMP/reuse"
+verdict_matches "$OUT" "$TMP/reuse/result.json" reuse
+if grep -q "tuning warnings undermine these numbers: shootdown doctor" <<<"$OUT" || ! jq -e '.environment.warnings | length > 1' "$TMP/reuse/result.json" >/dev/null
+then ok "tuning warnings in one line"; else not_ok "tuning warnings not collapsed"; fi
+
 vcpu=$(jq '.plan.victim_cpus[0]' "$TMP/munmap/result.json")
 tlb=$(jq "[.interrupts.deltas[] | select(.cpu == $vcpu) | .tlb][0]" "$TMP/munmap/result.json")
 [[ "$tlb" -gt 0 ]] && ok "munmap: victim cpu$vcpu TLB delta $tlb > 0" || not_ok "munmap: victim TLB delta is $tlb"
