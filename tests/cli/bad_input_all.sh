@@ -49,6 +49,7 @@ run|--out|out|@FILE/sub;;@RO/out;;@FILE
 run|--open|FLAG|!--open
 run|--influx|http://127.0.0.1:1/write?db=x|ftp://x;;http://;;udp://127.0.0.1:99999;;http://127.0.0.1:1/write
 run|--quiet|FLAG|
+run|--verbose|FLAG|
 compare|--arms|reuse,munmap|reuse;;frob,munmap;;,;;reuse,,munmap
 compare|--trials|20|0;;1.5;;99999999999999999999;;-1
 compare|--seed|1|abc;;-1;;99999999999999999999
@@ -115,6 +116,7 @@ report|DIR|-|!@FILE;;!@EMPTY;;!@RJDIR;;!@BADJSON;;!/nonexistent
 report|--influx|http://127.0.0.1:1/write?db=x|ftp://x;;http://
 report|--json|FLAG|
 report|--quiet|FLAG|
+report|--verbose|FLAG|
 doctor|--cpus|0,1|1-x;;99999;;0,0
 doctor|--json|FLAG|
 doctor|--strict|FLAG|
@@ -154,7 +156,7 @@ for sub in run compare monitor trace probe blame report doctor; do
 done
 
 # 2. The cases.
-declare -A SHORT=([--pid]=-p [--quiet]=-q)
+declare -A SHORT=([--pid]=-p [--quiet]=-q [--verbose]=-v)
 n=0
 check_case() {  # sub option value-shown args...
   local sub=$1 opt=$2 shown=$3; shift 3
