@@ -1,5 +1,7 @@
 #include "sink/html_report.hpp"
 
+#include "sink/console.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -159,6 +161,8 @@ std::string header_section(const Result& r, const Analysis& a) {
   if (!r.complete)
     o += fmt::format("<p class=\"banner incomplete\">INCOMPLETE RESULT: {}</p>\n",
                      escape(r.incomplete_reason.empty() ? "the run did not finish" : r.incomplete_reason));
+  // The verdict: the console's third line, result.json summary.lines.
+  for (const std::string& line : verdict_lines(r, a)) o += "<p class=\"verdict\">" + escape(line) + "</p>\n";
   o += "<div class=\"facts-grid\">\n<table class=\"facts\"><caption>what</caption>\n";
   o += fact("release strategy", std::string(strategy_name(p.release)));
   std::string chunk = format_size(p.chunk_size);
@@ -729,7 +733,7 @@ constexpr const char* kCss = R"CSS(
 :root{--fg:#212529;--muted:#6c757d;--line:#dee2e6}
 *{box-sizing:border-box}
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;color:var(--fg);margin:0 auto;max-width:1000px;padding:16px}
-h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid var(--line);padding-bottom:3px}
+h1{font-size:22px;margin:0 0 4px}.verdict{font-size:16px;font-weight:600;margin:6px 0;padding:6px 10px;border-left:4px solid #c0392b;background:#fdf2f0}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid var(--line);padding-bottom:3px}
 .sub,.explain{color:var(--muted)}.explain{font-size:13px}
 .banner{background:#ffe3e3;border:1px solid #c92a2a;padding:6px 10px;font-weight:bold}
 .facts-grid{display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start}

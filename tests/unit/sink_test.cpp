@@ -9,6 +9,7 @@
 #include "sink/atomic_writer.hpp"
 #include "sink/console.hpp"
 #include "sink/csv.hpp"
+#include "sink/html_report.hpp"
 #include "sink/json.hpp"
 
 using namespace shootdown;
@@ -112,6 +113,11 @@ TEST(Sink, VerdictLineStatesShootdownsAndStall) {
   EXPECT_EQ(j["summary"]["lines"][0], lines[0]);
   EXPECT_EQ(j["summary"]["victims"][0]["shootdowns"], 108);
   EXPECT_EQ(j["summary"]["victims"][0]["stall_ns"], 3712000);
+  // And at the top of report.html, before the facts.
+  const std::string html = sink::html_report(r, a);
+  const auto at = html.find("<p class=\"verdict\">" + lines[0] + "</p>");
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_LT(at, html.find("<table class=\"facts\">"));
 }
 
 TEST(Sink, VerdictLineForTheControlAndWithoutEvidence) {
