@@ -22,6 +22,7 @@
 #include "cli/run_options.hpp"
 #include "cmd/commands.hpp"
 #include "cmd/driver.hpp"
+#include "cmd/run_support.hpp"
 #include "core/blame.hpp"
 #include "sink/blame_out.hpp"
 #include "sys/child.hpp"
@@ -46,6 +47,7 @@ struct BlameOpts {
   int top = 10;
   int frames = 6;
   int stack_bytes = 128;
+  std::string output;  // -o FILE
   std::vector<std::string> command;
 };
 
@@ -70,6 +72,7 @@ class BlameTool final : public Tool {
     }
     if (o_.stack_bytes < 8 || o_.stack_bytes > 4096)
       throw UsageError(fmt::format("--stack-bytes {}: out of range [8, 4096]", o_.stack_bytes));
+    check_output_file("-o", o_.output);
   }
 
   void prepare() override {
@@ -201,13 +204,15 @@ class BlameTool final : public Tool {
   }
 
   int report() override {
+    std::string text;
     if (o_.folded) {
-      std::fputs(folded_stacks(in_, bo_).c_str(), stdout);
+      text = folded_stacks(in_, bo_);
     } else {
       const BlameReport rep = blame(in_, bo_);
-      std::fputs(o_.json ? sink::blame_json(rep).c_str() : sink::blame_text(rep, bo_).c_str(), stdout);
+      text = o_.json ? sink::blame_json(rep) : sink::blame_text(rep, bo_);
     }
-    std::fflush(stdout);
+    emit_report(text, o_.output, stdout);
+    if (!o_.output.empty()) std::fprintf(stderr, "shootdown blame: report in %s\n", o_.output.c_str());
     if (child_.valid() && !child_.exited_ok() && !(signal_ && WIFSIGNALED(child_.status())))
       std::fprintf(stderr, "shootdown blame: command %s\n", child_.describe_exit().c_str());
     return signal_ ? sys::exit_code_for_signal(signal_) : kExitOk;
@@ -244,6 +249,8 @@ Command add_blame(CLI::App& root) {
   app->add_option("--frames", o->frames, "User frames per call site")->check(CLI::Range(1, 64));
   app->add_option("--stack-bytes", o->stack_bytes,
                   "User stack bytes copied per sample (the hidden caller is at the top)");
+  app->add_option("-o,--output", o->output,
+                  "Write the report to FILE (atomically) instead of stdout: the command keeps its stdout");
   app->add_option("command", o->command, "Command to run and blame (after --)");
   app->footer(
       "Samples tlb:tlb_flush reason 4 (the initiator, with kernel and user\n"

@@ -33,6 +33,7 @@
 #include "probe/probe_shm.h"
 #include "sink/atomic_writer.hpp"
 #include "sink/console.hpp"
+#include "sink/json.hpp"
 #include "sys/child.hpp"
 #include "sys/cpus.hpp"
 #include "sys/fs.hpp"
@@ -61,6 +62,8 @@ struct ProbeOpts {
   std::string ring = "16MiB";
   std::string stall_threshold;
   bool rt = false;
+  int pid = 0;          // -p: refused with what to do instead
+  std::string output;   // -o FILE: the console report
   std::vector<std::string> command;
 };
 
@@ -120,7 +123,13 @@ class ProbeTool final : public Tool {
   explicit ProbeTool(const ProbeOpts& o) : o_(o) {}
 
   void plan() override {
+    if (o_.pid != 0)
+      throw UsageError(fmt::format(
+          "-p {}: a probe cannot join a running process without injecting code into it; use shootdown blame -p {} "
+          "now (who sends its shootdowns), or shootdown probe -- CMD ARGS at its next start",
+          o_.pid, o_.pid));
     if (o_.command.empty()) throw UsageError("nothing to probe: give -- CMD ARGS");
+    check_output_file("-o", o_.output);
     topo_ = sys::read_topology();
     cpu_ = o_.cpu;
     if (cpu_ < 0) {
@@ -260,6 +269,15 @@ class ProbeTool final : public Tool {
   }
 
   void analyze() override {
+    if (ticks_.empty()) {
+      // Never empty tables: say why in one line (exit 1).
+      const int claimed = (*shm_)->claimed;
+      throw RuntimeError(fmt::format(
+          "no sample arrived: the probe started in pid {} but '{}' {} before its first batch ({}; wrappers such as "
+          "sh -c, env, taskset, nice and numactl exec the real program, and the probe does not follow exec yet: "
+          "run the program directly, or see who sends shootdowns with shootdown blame -- CMD)",
+          claimed, o_.command[0], child_done_ ? "exited or exec'd" : "exec'd or stopped", stop_reason_));
+    }
     const int status = child_.status();
     if (!child_done_ || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
       r_.complete = child_done_ && WIFEXITED(status);
@@ -299,9 +317,26 @@ class ProbeTool final : public Tool {
   }
 
   int report() override {
-    finish_run_outputs(r_, a_, out_.get(), o_.json);
-    std::fputs(sink::probe_summary(r_, a_, command_).c_str(), o_.json ? stderr : stdout);
-    std::fflush(stdout);
+    if (o_.output.empty()) {
+      finish_run_outputs(r_, a_, out_.get(), o_.json);
+      std::fputs(sink::probe_summary(r_, a_, command_).c_str(), o_.json ? stderr : stdout);
+      std::fflush(stdout);
+    } else {
+      // -o FILE: the command keeps stdout; files (--out) first, then the report.
+      std::string file_error;
+      if (out_) {
+        try {
+          write_result_files(r_, a_, *out_);
+        } catch (const std::exception& e) {
+          file_error = e.what();
+        }
+      }
+      emit_report(o_.json ? sink::result_to_string(r_, a_)
+                          : sink::console_summary(r_, a_) + sink::probe_summary(r_, a_, command_),
+                  o_.output, stdout);
+      std::fprintf(stderr, "shootdown probe: report in %s\n", o_.output.c_str());
+      if (!file_error.empty()) throw RuntimeError("writing results: " + file_error);
+    }
     return r_.exit_signal ? sys::exit_code_for_signal(r_.exit_signal) : kExitOk;
   }
 
@@ -353,6 +388,10 @@ Command add_probe(CLI::App& root) {
   app->add_option("--ring", o->ring, "Shared sample ring size (8 bytes per sample; default 16MiB)");
   app->add_option("--stall-threshold", o->stall_threshold, "Stall threshold (default: 8 x median)");
   app->add_flag("--rt", o->rt, "Run the probe thread SCHED_FIFO 1, so it owns its CPU on a loaded machine (root)");
+  app->add_option("-p,--pid", o->pid,
+                  "Refused: a probe cannot join a running process (says what to do instead: blame -p PID)");
+  app->add_option("-o,--output", o->output,
+                  "Write the report to FILE (atomically) instead of stdout: the command keeps its stdout");
   app->add_option("command", o->command, "Command to run with the probe (after --)");
   app->footer(
       "Preloads libshootdown_probe.so into CMD (LD_PRELOAD). Its constructor starts\n"

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 
+#include "cmd/commands.hpp"
 #include "cmd/influx_out.hpp"
 #include "core/units.hpp"
 #include "sink/console.hpp"
@@ -84,6 +85,32 @@ void finish_run_outputs(const Result& r, const Analysis& a, sink::OutputDir* out
   std::fflush(stdout);
   if (influx) send_to_influx_or_warn(r, a, *influx, out && file_error.empty() ? out->path() : std::string(), quiet);
   if (!file_error.empty()) throw std::runtime_error("writing results: " + file_error);
+}
+
+void check_output_file(const std::string& option, const std::string& path) {
+  if (path.empty()) return;
+  if (sys::is_directory(path)) throw UsageError(fmt::format("{} '{}': is a directory (give a file name)", option, path));
+  const auto slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  std::string why;
+  if (!sys::writable_directory(dir, &why))
+    throw UsageError(
+        fmt::format("{} '{}': cannot write in {}: {} (give a file in a writable directory)", option, path, dir, why));
+}
+
+void emit_report(const std::string& text, const std::string& path, std::FILE* fallback) {
+  if (path.empty()) {
+    std::fputs(text.c_str(), fallback);
+    std::fflush(fallback);
+    return;
+  }
+  try {
+    sink::write_file_atomic(path, text);
+  } catch (const std::exception& e) {
+    // Nothing measured is lost because a sink failed: the report goes to stderr.
+    std::fputs(text.c_str(), stderr);
+    throw RuntimeError(fmt::format("writing {}: {} (the report is on stderr above)", path, e.what()));
+  }
 }
 
 }  // namespace shootdown::cmd

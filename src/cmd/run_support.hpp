@@ -2,6 +2,8 @@
 // and writing every output of a result (console/JSON on stdout, files).
 #pragma once
 
+#include <cstdio>
+
 #include <optional>
 #include <string>
 
@@ -28,5 +30,13 @@ void finish_run_outputs(const Result& r, const Analysis& a, sink::OutputDir* out
 void write_result_files(const Result& r, const Analysis& a, sink::OutputDir& out, bool with_result_json = true);
 // file:// URL of dir/report.html (absolute, percent-encoded), for --open.
 std::string report_file_url(const std::string& dir);
+
+// -o FILE (blame, probe): the report goes to FILE, so a command given after --
+// keeps stdout and stderr to itself (like perf trace -o, strace -o).
+// check_output_file throws UsageError naming `option` when FILE cannot be
+// written (a directory, a missing or read-only parent); emit_report writes
+// text atomically to FILE, or to `fallback` when FILE is empty.
+void check_output_file(const std::string& option, const std::string& path);
+void emit_report(const std::string& text, const std::string& path, std::FILE* fallback);
 
 }  // namespace shootdown::cmd

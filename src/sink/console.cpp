@@ -75,6 +75,16 @@ std::string verdict_line(const Result& r, const Verdict& v, const VictimVerdict&
     head = fmt::format("{} x {} of {} ({} each, p50)", v.releases, strategy_name(p.release), format_size(p.chunk_size),
                        d(v.release_p50_ns));
   const std::string cpu = "cpu" + std::to_string(x.cpu);
+  if (p.release == ReleaseStrategy::kProbe) {
+    // probe: no release of ours; what the target's own threads sent the probe.
+    const std::string span = d(r.measure_end_ns - r.measure_start_ns);
+    if (!x.evidence) return "the probe on " + cpu + ": shootdowns unknown (" + v.unknown + ")";
+    if (x.shootdowns == 0) return "the probe on " + cpu + " received no shootdown IPI in " + span;
+    std::string s = fmt::format("the probe on {} received {} shootdown IPI{} in {}: {} stalled, {} each (p50)", cpu,
+                                x.shootdowns, x.shootdowns == 1 ? "" : "s", span, d(x.stall_ns), d(x.per_ipi_p50_ns));
+    if (x.seen < x.shootdowns) s += fmt::format(" ({} of them inside a probe sample)", x.seen);
+    return s;
+  }
   if (!x.evidence) {
     std::string s = head + ": shootdowns to " + cpu + " unknown (" + (v.unknown.empty() ? "no kernel trace" : v.unknown) +
                     ")";
@@ -227,16 +237,6 @@ std::string probe_summary(const Result& r, const Analysis& a, const std::string&
   const VictimAttribution& va = at.victims.front();
   const auto& vs = r.victims.front();
   std::string s;
-  // The answer first, in one line.
-  const std::int64_t tlb_stall = va.stall_ns[static_cast<int>(StallLabel::kTlbShootdown)];
-  if (va.shootdowns_received == 0)
-    s += fmt::format("the probe on cpu{} received no shootdown IPI in {}\n", va.cpu,
-                     format_duration_ns(r.measure_end_ns - r.measure_start_ns));
-  else
-    s += fmt::format("the probe on cpu{} received {} shootdown IPI{} in {}: {} stalled, {} each (p50)\n", va.cpu,
-                     va.shootdowns_received, va.shootdowns_received == 1 ? "" : "s",
-                     format_duration_ns(r.measure_end_ns - r.measure_start_ns), format_duration_ns(tlb_stall),
-                     format_duration_ns(va.stall_per_shootdown.p50));
   s +=
       fmt::format("probe cpu{}: {} samples of {} pages over {}, median {}\n", va.cpu, vs.size(), vs.pages_per_batch,
                   format_duration_ns(r.measure_end_ns - r.measure_start_ns), format_duration_ns(va.baseline_median_ns));

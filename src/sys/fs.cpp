@@ -65,6 +65,11 @@ bool path_exists(const std::string& path) {
   return ::stat(full(path).c_str(), &st) == 0;
 }
 
+bool is_directory(const std::string& path) {
+  struct stat st {};
+  return ::stat(full(path).c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 bool writable_directory(const std::string& path, std::string* why) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {

@@ -19,6 +19,7 @@ std::string read_file_or(const std::string& path, std::string fallback);
 std::string trim(std::string s);
 bool write_file(const std::string& path, const std::string& content, std::string* why = nullptr);
 bool path_exists(const std::string& path);
+bool is_directory(const std::string& path);
 // An existing directory this process may create files in (false + why:
 // "not a directory", "read-only file system", "permission denied").
 bool writable_directory(const std::string& path, std::string* why = nullptr);

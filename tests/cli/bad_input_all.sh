@@ -105,6 +105,8 @@ probe|--batch-pages|512|0;;x;;-1
 probe|--ring|16MiB|1x;;0;;99999999999GiB
 probe|--stall-threshold|10us|10;;x
 probe|--rt|FLAG|
+probe|--pid|1|abc;;1;;-1
+probe|--output|out.txt|@FILE/sub;;@EMPTY;;@RO/out.txt
 blame|--pid|1|abc;;0;;-1;;99999999999
 blame|--duration|1s|5;;x
 blame|--json|FLAG|
@@ -112,6 +114,7 @@ blame|--folded|FLAG|
 blame|--top|10|0;;1001;;x
 blame|--frames|16|0;;65
 blame|--stack-bytes|128|x;;-8;;7;;99999999
+blame|--output|out.txt|@FILE/sub;;@EMPTY;;@RO/out.txt
 report|DIR|-|!@FILE;;!@EMPTY;;!@RJDIR;;!@BADJSON;;!/nonexistent
 report|--influx|http://127.0.0.1:1/write?db=x|ftp://x;;http://
 report|--json|FLAG|
@@ -156,7 +159,7 @@ for sub in run compare monitor trace probe blame report doctor; do
 done
 
 # 2. The cases.
-declare -A SHORT=([--pid]=-p [--quiet]=-q [--verbose]=-v)
+declare -A SHORT=([--pid]=-p [--quiet]=-q [--verbose]=-v [--output]=-o)
 n=0
 check_case() {  # sub option value-shown args...
   local sub=$1 opt=$2 shown=$3; shift 3

@@ -87,6 +87,12 @@ expect_out 'munmap_often' "SIGINT: report printed"
 kill "$FPID" 2>/dev/null || true
 wait "$FPID" 2>/dev/null || true
 
+# --- -o FILE: the command keeps stdout -----------------------------------------
+run_cmd "$SHOOTDOWN" blame -o "$TMP/blame.txt" -- sh -c 'echo from-the-command'
+expect_rc 0 "blame -o FILE -- CMD"
+if [[ "$OUT" == "from-the-command" ]]; then ok "blame -o: stdout is the command's alone"; else not_ok "blame -o: stdout: $OUT"; fi
+if grep -q '^shootdown blame: pid' "$TMP/blame.txt"; then ok "blame -o: FILE holds the report"; else not_ok "blame -o FILE: $(head -3 "$TMP/blame.txt")"; fi
+
 # --- bad input, not permitted -------------------------------------------------
 run_cmd "$SHOOTDOWN" blame -p 999999999
 expect_rc 2 "blame -p <missing PID>"

@@ -51,10 +51,30 @@ expect_rc 0 "probe -- blame_fixture 0 0 (reuse only)"
 TS0=$(sed -n '/^{/,$p' <<<"$OUT" | jq -r "$A.samples[\"tlb-shootdown\"]")
 if ((TS0 <= 3)); then ok "reuse only: $TS0 tlb-shootdown samples (<= 3: thread start/exit)"; else not_ok "reuse only: $TS0 tlb-shootdown samples"; fi
 
-# The command's exit status is reported, not changed.
-run_cmd "$SHOOTDOWN" probe --cpu "$P" -- sh -c 'exit 3'
-expect_rc 0 "probe -- sh -c 'exit 3': the tool succeeded"
+# The command's exit status is reported, not changed (sh stays while sleep
+# runs, so the probe in sh measures).
+run_cmd "$SHOOTDOWN" probe --cpu "$P" -- sh -c 'sleep 0.3; exit 3'
+expect_rc 0 "probe -- sh -c 'sleep 0.3; exit 3': the tool succeeded"
 expect_out 'command exited with status 3' "the command's status is in the warnings"
+expect_out '^the probe on cpu[0-9]+ received' "the verdict line (probe phrasing)"
+
+# No sample (a wrapper that execs at once): one line why, exit 1, no tables.
+run_cmd "$SHOOTDOWN" probe --cpu "$P" -- env true
+expect_rc 1 "probe -- env true: no sample"
+expect_err "no sample arrived: .*does not follow exec yet" "says why in one line"
+if grep -q "phase" <<<"$OUT"; then not_ok "printed a table without samples"; else ok "no empty tables"; fi
+
+# A running process cannot be probed: say what to do instead.
+run_cmd "$SHOOTDOWN" probe -p 1
+expect_rc 2 "probe -p 1"
+expect_err_lines 1 "probe -p: one line"
+expect_err "shootdown blame -p 1" "probe -p points to blame -p"
+
+# -o FILE: the command keeps stdout, the report goes to FILE.
+run_cmd "$SHOOTDOWN" probe --cpu "$P" -o "$TMP/probe.txt" -- sh -c 'echo from-the-command; sleep 0.3'
+expect_rc 0 "probe -o FILE"
+if [[ "$OUT" == "from-the-command" ]]; then ok "stdout is the command's alone"; else not_ok "stdout: $OUT"; fi
+if grep -q '^the probe on cpu' "$TMP/probe.txt"; then ok "-o FILE holds the report"; else not_ok "-o FILE: $(head -3 "$TMP/probe.txt")"; fi
 
 # Bad input.
 run_cmd "$SHOOTDOWN" probe --cpu 4096 -- true
