@@ -154,6 +154,7 @@ class BlameTool final : public Tool {
       cache.emplace(key, f);
       return f;
     };
+    std::int64_t cut_stacks = 0;
     for (const auto& s : data_.flushes) {
       if (!pids.count(s.pid)) continue;
       tids.insert(s.tid);
@@ -168,6 +169,13 @@ class BlameTool final : public Tool {
         f.kernel.push_back(fn.empty() ? fmt::format("{:#x}", ip) : fn);
       }
       for (std::size_t i = 0; i < s.user_ips.size(); ++i) {
+        // A frame-pointer walk through code built without frame pointers
+        // reads data as return addresses: the stack ends at the first
+        // address outside every executable mapping of the target.
+        if (i > 0 && !syms_.executable(s.pid, s.user_ips[i])) {
+          ++cut_stacks;
+          break;
+        }
         f.user.push_back(frame(s.pid, s.user_ips[i], i > 0));
         // The frame the syscall stub hides: its return address is at the user sp.
         if (i == 0 && s.has_sp_word && syms_.executable(s.pid, s.sp_word) &&
@@ -179,6 +187,11 @@ class BlameTool final : public Tool {
       }
       in_.flushes.push_back(std::move(f));
     }
+    if (cut_stacks > 0)
+      in_.notes.push_back(fmt::format(
+          "{} of {} user stacks cut at a frame outside every executable mapping of the target (code without frame "
+          "pointers: the walk read data as return addresses); the frames kept are real code addresses",
+          cut_stacks, in_.flushes.size()));
     for (const auto& ipi : data_.ipis) {
       if (!pids.count(ipi.pid)) continue;
       IpiSend s;

@@ -89,7 +89,16 @@ std::string syscall_from_kernel(const std::vector<std::string>& k) {
       if (starts_with(f, p)) return f.substr(std::char_traits<char>::length(p));
     }
   }
-  if (chain_has(k, {"exc_page_fault", "handle_mm_fault", "do_user_addr_fault"})) return "page fault";
+  if (chain_has(k, {"exc_page_fault", "handle_mm_fault", "do_user_addr_fault"})) {
+    // Which fault path flushed (mm/memory.c, mm/huge_memory.c, mm/migrate.c).
+    if (chain_has(k, {"do_numa_page", "do_huge_pmd_numa_page"})) return "page fault: NUMA hinting";
+    if (chain_has(k, {"migrate_pages", "migrate_folio", "move_to_new_folio"})) return "page fault: migration";
+    if (chain_has(k, {"try_to_unmap", "shrink_folio_list", "shrink_page_list"})) return "page fault: reclaim";
+    if (chain_has(k, {"do_huge_pmd_wp_page", "__split_huge_pmd", "split_huge_page_to_list"}))
+      return "page fault: THP split";
+    if (chain_has(k, {"do_wp_page", "wp_page_copy"})) return "page fault: write to a read-only page";
+    return "page fault";
+  }
   if (chain_has(k, {"do_exit", "exit_mmap", "mmput"})) return "exit";
   if (chain_has(k, {"task_numa_work", "change_prot_numa"})) return "numa balancing";
   if (chain_has(k, {"migrate_pages"})) return "migration";
@@ -123,9 +132,22 @@ std::string advice_for(const std::string& sys, const std::vector<std::string>& f
     return "mprotect toggling: each permission downgrade needs a shootdown; keep permissions stable or use separate "
            "mappings";
   if (sys == "mremap") return "mremap moving/shrinking mappings: preallocate capacity instead of growing by remapping";
+  if (sys == "page fault: write to a read-only page")
+    return "first write to a page mapped read-only (do_wp_page): the shared zero page after a read of fresh memory "
+           "(calloc/mmap read before written) or copy-on-write after fork; pre-fault by writing (memset) or "
+           "MAP_POPULATE before other threads run, and spawn children with posix_spawn instead of fork";
+  if (sys == "page fault: NUMA hinting")
+    return "NUMA balancing unmaps pages to sample access (do_numa_page): bind threads and memory to one node "
+           "(numactl --membind/--cpunodebind) or set kernel.numa_balancing=0";
+  if (sys == "page fault: migration") return "page migration on fault: keep memory on the node its threads run on";
+  if (sys == "page fault: reclaim")
+    return "direct reclaim in a fault unmaps pages: leave memory headroom (min_free_kbytes, cgroup memory.high) or "
+           "mlock the hot set";
+  if (sys == "page fault: THP split")
+    return "a transparent huge page split on write: allocate with madvise(MADV_NOHUGEPAGE) where it is partly freed, "
+           "or keep THP regions whole";
   if (sys == "page fault")
-    return "flushes from faults (COW after fork, THP/NUMA migration): avoid fork in a multithreaded process, check "
-           "numa_balancing";
+    return "flushes from a fault path the callchain does not name: see the kernel frames (--json, --folded)";
   if (sys == "exit" || sys == "exit_group") return "address-space teardown: expected once at exit";
   return "";
 }

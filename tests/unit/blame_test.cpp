@@ -34,6 +34,14 @@ TEST(Blame, SyscallFromKernel) {
   EXPECT_EQ(syscall_from_kernel({"native_flush_tlb_multi", "__x64_sys_munmap", "do_syscall_64"}), "munmap");
   EXPECT_EQ(syscall_from_kernel({"flush_tlb_mm_range", "do_madvise", "__do_sys_madvise"}), "madvise");
   EXPECT_EQ(syscall_from_kernel({"flush_tlb_mm_range", "handle_mm_fault", "exc_page_fault"}), "page fault");
+  // xz -T2 on Linux 6.18: every flush came this way (a zero page written after a read).
+  EXPECT_EQ(syscall_from_kernel({"native_flush_tlb_multi", "flush_tlb_mm_range", "ptep_clear_flush", "do_wp_page",
+                                 "__handle_mm_fault", "handle_mm_fault", "exc_page_fault", "asm_exc_page_fault"}),
+            "page fault: write to a read-only page");
+  EXPECT_EQ(syscall_from_kernel({"flush_tlb_mm_range", "do_numa_page", "handle_mm_fault", "exc_page_fault"}),
+            "page fault: NUMA hinting");
+  EXPECT_NE(advice_for("page fault: write to a read-only page", {}).find("MAP_POPULATE"), std::string::npos);
+  EXPECT_EQ(advice_for("page fault", {}).find("fork"), std::string::npos);  // no guess without evidence
   EXPECT_EQ(syscall_from_kernel({}), "kernel");
 }
 
