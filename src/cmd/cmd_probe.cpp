@@ -305,6 +305,9 @@ class ProbeTool final : public Tool {
     r_.measure_end_ns = v.end_ns.empty() ? v.start_ns : v.end_ns.back();
     r_.victims.push_back(std::move(v));
     if (irq0_ && irq1_) {
+      // interrupts_start_ns stays 0: the attribution span is the probe's
+      // sampled span (the snapshots also hold the command's start-up, before
+      // the probe's first sample).
       r_.interrupts_span_ns = irq1_->mono_ns - irq0_->mono_ns;
       r_.counters = exp::cpu_counters(*irq0_, *irq1_, r_.plan);
     }
@@ -317,10 +320,22 @@ class ProbeTool final : public Tool {
   }
 
   int report() override {
-    if (o_.output.empty()) {
-      finish_run_outputs(r_, a_, out_.get(), o_.json);
-      std::fputs(sink::probe_summary(r_, a_, command_).c_str(), o_.json ? stderr : stdout);
-      std::fflush(stdout);
+    if (o_.output.empty() && o_.json) {
+      finish_run_outputs(r_, a_, out_.get(), true);
+    } else if (o_.output.empty()) {
+      // probe's own presentation (not run's tables: there is no culprit and no release).
+      std::string file_error;
+      if (out_) {
+        try {
+          write_result_files(r_, a_, *out_);
+        } catch (const std::exception& e) {
+          file_error = e.what();
+        }
+      }
+      std::string text = sink::probe_summary(r_, a_, command_, child_.pid());
+      if (out_ && file_error.empty()) text += "results: " + out_->path() + "/\n";
+      emit_report(text, "", stdout);
+      if (!file_error.empty()) throw RuntimeError("writing results: " + file_error);
     } else {
       // -o FILE: the command keeps stdout; files (--out) first, then the report.
       std::string file_error;
@@ -332,7 +347,7 @@ class ProbeTool final : public Tool {
         }
       }
       emit_report(o_.json ? sink::result_to_string(r_, a_)
-                          : sink::console_summary(r_, a_) + sink::probe_summary(r_, a_, command_),
+                          : sink::probe_summary(r_, a_, command_, child_.pid()),
                   o_.output, stdout);
       std::fprintf(stderr, "shootdown probe: report in %s\n", o_.output.c_str());
       if (!file_error.empty()) throw RuntimeError("writing results: " + file_error);

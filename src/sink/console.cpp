@@ -231,26 +231,54 @@ std::string console_summary(const Result& r, const Analysis& a, bool verbose) {
   return out;
 }
 
-std::string probe_summary(const Result& r, const Analysis& a, const std::string& command) {
+std::string probe_summary(const Result& r, const Analysis& a, const std::string& command, int pid) {
   const Attribution& at = a.attribution;
-  if (!at.available || at.victims.empty() || r.victims.empty()) return {};
-  const VictimAttribution& va = at.victims.front();
-  const auto& vs = r.victims.front();
-  std::string s;
-  s +=
-      fmt::format("probe cpu{}: {} samples of {} pages over {}, median {}\n", va.cpu, vs.size(), vs.pages_per_batch,
-                  format_duration_ns(r.measure_end_ns - r.measure_start_ns), format_duration_ns(va.baseline_median_ns));
-  s += fmt::format("  shootdowns received {} (tlb_flush reason 1 on cpu{}), matched to samples {}\n",
-                   va.shootdowns_received, va.cpu, va.shootdowns_matched);
-  s += fmt::format("  tlb-shootdown samples {}, stall lost {}; per shootdown p50 {} p90 {} max {}\n",
-                   va.samples[static_cast<int>(StallLabel::kTlbShootdown)],
-                   format_duration_ns(va.stall_ns[static_cast<int>(StallLabel::kTlbShootdown)]),
-                   format_duration_ns(va.stall_per_shootdown.p50), format_duration_ns(va.stall_per_shootdown.p90),
-                   format_duration_ns(va.stall_per_shootdown.max));
-  s += fmt::format("  other IPIs {}, unexplained stalls {} (> {})\n",
-                   va.samples[static_cast<int>(StallLabel::kOtherIpi)],
-                   va.samples[static_cast<int>(StallLabel::kUnexplained)], format_duration_ns(va.stall_threshold_ns));
+  const std::int64_t span = r.measure_end_ns - r.measure_start_ns;
+  const int cpu = r.plan.victim_cpus.empty() ? -1 : r.plan.victim_cpus.front();
+  std::string s = fmt::format("shootdown probe: {} (pid {}), probe thread on cpu{}, {} probed\n", command, pid, cpu,
+                              format_duration_ns(span));
+  for (const auto& line : verdict_lines(r, a)) s += line + "\n";
+  if (!r.complete) s += fmt::format("INCOMPLETE: {}\n", r.incomplete_reason);
+  s += "\n";
+  const double secs = static_cast<double>(span) / 1e9;
+  auto per_s = [&](double x) { return secs > 0 ? x / secs : 0.0; };
+  if (!r.victims.empty()) {
+    const auto& vs = r.victims.front();
+    s += fmt::format("  {:<17}{} samples of {} pages ({}), median {}\n", "samples", vs.size(), vs.pages_per_batch,
+                     format_size(r.plan.batch),
+                     format_duration_ns(at.available && !at.victims.empty() ? at.victims.front().baseline_median_ns
+                                                                             : 0));
+  }
+  if (at.available && !at.victims.empty()) {
+    const VictimAttribution& va = at.victims.front();
+    const std::int64_t tlb = va.stall_ns[static_cast<int>(StallLabel::kTlbShootdown)];
+    s += fmt::format("  {:<17}{} received ({:.1f} /s), {} inside a sample ({:.1f} %), {} stalled\n", "shootdowns",
+                     va.shootdowns_received, per_s(static_cast<double>(va.shootdowns_received)), va.shootdowns_matched,
+                     100.0 * va.recall, va.shootdowns_stalled);
+    s += fmt::format("  {:<17}{} ({} per second, {:.3f} % of the time probed)\n", "stall lost", format_duration_ns(tlb),
+                     format_duration_ns(static_cast<std::int64_t>(per_s(static_cast<double>(tlb)))),
+                     span > 0 ? 100.0 * static_cast<double>(tlb) / static_cast<double>(span) : 0.0);
+    s += fmt::format("  {:<17}p50 {}, p90 {}, max {} (n {})\n", "per shootdown",
+                     format_duration_ns(va.stall_per_shootdown.p50), format_duration_ns(va.stall_per_shootdown.p90),
+                     format_duration_ns(va.stall_per_shootdown.max), va.stall_per_shootdown.count);
+    std::string other;
+    for (StallLabel l : {StallLabel::kOtherIpi, StallLabel::kTimer, StallLabel::kIrq, StallLabel::kResched,
+                         StallLabel::kPreempted, StallLabel::kUnexplained}) {
+      const auto i = static_cast<int>(l);
+      if (va.samples[i] == 0) continue;
+      other += fmt::format("{}{} {} ({})", other.empty() ? "" : ", ", label_name(l), va.samples[i],
+                           format_duration_ns(va.stall_ns[i]));
+    }
+    s += fmt::format("  {:<17}{}\n", "other causes", other.empty() ? "none" : other);
+    if (va.tlb_counted >= 0)
+      s += fmt::format("  {:<17}TLB {} on cpu{} = reason 1 {} + reason 5 {} + counted, not traced {}\n",
+                       "/proc/interrupts", va.tlb_counted, va.cpu, va.tlb_traced_remote, va.tlb_traced_wrong_cpu,
+                       va.tlb_untraced);
+  } else {
+    s += "  kernel evidence: " + (at.note.empty() ? r.trace.status : at.note) + "\n";
+  }
   s += "  who sent them: shootdown blame -- " + command + "\n";
+  for (const auto& w : r.warnings) s += "warning: " + w + "\n";
   return s;
 }
 

@@ -19,8 +19,10 @@ std::string verdict_line(const Result& r, const Verdict& v, const VictimVerdict&
 std::vector<std::string> verdict_lines(const Result& r, const Analysis& a);
 // Kernel trace facts and the stall attribution per victim (empty when off).
 std::string attribution_section(const Result& r, const Analysis& a);
-// What the probe thread lost to shootdowns (empty without attribution).
-std::string probe_summary(const Result& r, const Analysis& a, const std::string& command);
+// probe's own report: header (command, pid, CPU, time probed), the verdict,
+// shootdowns and stall per second and as a share of the time probed, stall
+// per shootdown, the other causes, the kernel's TLB count, warnings.
+std::string probe_summary(const Result& r, const Analysis& a, const std::string& command, int pid);
 std::string summary_table(const std::string& title, const VictimAnalysis& va, bool per_page);
 
 }  // namespace shootdown::sink

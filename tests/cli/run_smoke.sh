@@ -9,7 +9,7 @@ common=(--chunk-size 256MiB --trigger after=300ms --after 300ms --quiet)
 
 run_cmd "$SHOOTDOWN" run --release munmap "${common[@]}" --out "$TMP/munmap"
 expect_rc 0 "run --release munmap"
-expect_out "phase +min +mean +p50 +p90 +p99 +p99.9 +max +samples" "prints the article's table header"
+expect_out "phase +min +mean +p50 +p90 +p99 +p99.9 +p99.99 +(p99.999 +)?max +samples +stall lost" "prints the article's table header (with p99.99 and stall lost)"
 expect_out "^  baseline " "table has a baseline row"
 expect_out "^  release " "table has a release row"
 expect_out "^  after " "table has an after row"
