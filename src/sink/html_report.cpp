@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <string_view>
 
@@ -531,27 +532,24 @@ std::string stall_timeline_section(const Result& r, const Analysis& a, const Att
       c.notes.push_back(evidence_missing(r) + ": stalls above the threshold (" +
                         dur(static_cast<double>(tv->threshold_ns)) + ") cannot be split by cause");
     }
-    // Host preemption can stall the victim for tens of ms, hiding 30 us
-    // shootdowns on a linear axis: when a few buckets tower over the rest,
-    // the axis is cut so the kernel-caused layers stay readable and the
-    // towers are marked at the top.
+    // Preemption (another task, or the host descheduling the vCPU) can take
+    // a whole bucket, hiding 30 us shootdowns on a linear axis. When it
+    // towers over the kernel-caused layers, the chart is drawn twice: by
+    // default with the axis cut at 1.3 x the highest kernel-caused bucket
+    // (the towers marked at the top), and at full scale behind a checkbox.
     const double full = total.empty() ? 0 : *std::max_element(total.begin(), total.end());
-    std::vector<double> nz;
-    for (double v : total)
-      if (v > 0) nz.push_back(v);
-    if (!nz.empty() && full > 0) {
-      std::sort(nz.begin(), nz.end());
-      const double p99 = nz[std::min(nz.size() - 1, static_cast<std::size_t>(0.99 * static_cast<double>(nz.size())))];
-      const double kmax = kernel.empty() ? 0 : *std::max_element(kernel.begin(), kernel.end());
-      const double focus = std::max(p99, 1.3 * kmax);
-      if (focus > 0 && focus < full / 1.5) {
-        const double cut = svg::nice_range(0, focus, svg::Scale::kLinear).second;
-        c.y.max = cut;
-        std::size_t over = 0;
-        for (double v : total) over += v > cut;
-        c.notes.push_back(
-            fmt::format("axis cut at {}: {} bucket(s) reach up to {} (marked ▲)", dur(cut), over, dur(full)));
+    const double kmax = kernel.empty() ? 0 : *std::max_element(kernel.begin(), kernel.end());
+    std::optional<double> cut;
+    if (full > 0) {
+      double focus = 1.3 * kmax;
+      if (focus <= 0) {  // no kernel-caused stall: the 99th percentile of the non-empty buckets
+        std::vector<double> nz;
+        for (double v : total)
+          if (v > 0) nz.push_back(v);
+        std::sort(nz.begin(), nz.end());
+        focus = nz[std::min(nz.size() - 1, static_cast<std::size_t>(0.99 * static_cast<double>(nz.size())))];
       }
+      if (focus > 0 && focus < full / 1.5) cut = svg::nice_range(0, focus, svg::Scale::kLinear).second;
     }
     add_release_overlays(c, r, tl.origin_ns, rels);
     if (tl.partial) {
@@ -578,7 +576,28 @@ std::string stall_timeline_section(const Result& r, const Analysis& a, const Att
     c.attrs = {{"victim", std::to_string(va.cpu)},          {"releases", std::to_string(rels.size())},
                {"bucket-ns", std::to_string(tl.bucket_ns)}, {"buckets", std::to_string(tl.buckets)},
                {"attributed", attributed ? "yes" : "no"},   {"coverage", tl.partial ? "raw-windows" : "all-samples"}};
-    o += "<div class=\"chart-box\">" + svg::render(c) + "</div>\n";
+    if (!cut) {
+      c.attrs.emplace_back("zoom", "full");
+      o += "<div class=\"chart-box\">" + svg::render(c) + "</div>\n";
+      continue;
+    }
+    std::size_t over = 0;
+    for (double v : total) over += v > *cut;
+    svg::LineChart zoomed = c;
+    zoomed.y.max = *cut;
+    zoomed.title += " (zoomed)";
+    zoomed.notes.insert(zoomed.notes.begin(),
+                        fmt::format("axis cut at {} to show kernel-caused stalls: {} bucket(s) reach up to {} (▲)",
+                                    dur(*cut), over, dur(full)));
+    zoomed.attrs.emplace_back("zoom", "kernel");
+    c.attrs.emplace_back("zoom", "full");
+    const std::string id = fmt::format("zoom-cpu{}", va.cpu);
+    o += fmt::format(
+        "<div class=\"chart-box zoom-toggle\"><input type=\"checkbox\" class=\"zoomtoggle noprint\" id=\"{}\" "
+        "checked><label class=\"noprint\" for=\"{}\">zoom to kernel-caused stalls</label>\n",
+        id, id);
+    o += "<div class=\"zoom-kernel\">" + svg::render(zoomed) + "</div>\n";
+    o += "<div class=\"zoom-full\">" + svg::render(c) + "</div>\n</div>\n";
   }
   o += "</section>\n";
   return o;
@@ -914,6 +933,9 @@ svg.chart .readout{font-weight:600}
 .scale-toggle label{font-size:12px;color:var(--muted);margin-left:4px}
 .logtoggle:checked~.scale-lin{display:none}
 .logtoggle:not(:checked)~.scale-log{display:none}
+.zoom-toggle label{font-size:12px;color:var(--muted);margin-left:4px}
+.zoomtoggle:checked~.zoom-full{display:none}
+.zoomtoggle:not(:checked)~.zoom-kernel{display:none}
 footer{margin-top:32px;color:var(--muted);font-size:12px}
 @media print{body{max-width:none;padding:0;font-size:10pt}.noprint{display:none}h2{break-after:avoid}section{break-inside:auto}}
 )CSS";

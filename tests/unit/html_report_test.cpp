@@ -114,17 +114,25 @@ TEST(HtmlReport, ChartsHaveSeriesAndMarkers) {
   EXPECT_EQ(count(h, "data-chart=\"timeseries\""), 2u);
   EXPECT_EQ(count(h, "data-series=\"p50\""), 2u);
   EXPECT_EQ(count(h, "data-series=\"max\""), 2u);
-  // Markers: 2 per release in each time-series chart (x2) and the stall
-  // timeline, 2 per raw chart (x2 releases).
-  EXPECT_EQ(count(h, "class=\"marker\" data-kind=\"before\""), 2u * 3 + 2);
-  EXPECT_EQ(count(h, "class=\"marker\" data-kind=\"after\""), 2u * 3 + 2);
-  // Stall timeline: one per victim, attributed, the shootdown layer holds the
-  // attribution's tlb-shootdown stall (2 x 29 750 ns) and the windows are shaded.
-  EXPECT_EQ(count(h, "data-chart=\"stall-timeline\""), 1u);
+  // Markers: 2 per release in each time-series chart (x2) and stall
+  // timeline (x2: zoomed and full), 2 per raw chart (x2 releases).
+  EXPECT_EQ(count(h, "class=\"marker\" data-kind=\"before\""), 2u * 4 + 2);
+  EXPECT_EQ(count(h, "class=\"marker\" data-kind=\"after\""), 2u * 4 + 2);
+  // Stall timeline: attributed, the shootdown layer holds the attribution's
+  // tlb-shootdown stall (2 x 29 750 ns) and the windows are shaded. The
+  // 200 us unexplained stall towers over the 30 us shootdowns: a zoomed copy
+  // (axis cut, shown by default) and the full-scale one.
+  EXPECT_EQ(count(h, "data-chart=\"stall-timeline\""), 2u);
+  EXPECT_EQ(count(h, "data-zoom=\"kernel\""), 1u);
+  EXPECT_EQ(count(h, "data-zoom=\"full\""), 1u);
+  // (spread over the two 100 us buckets it spans, each nearly full).
+  EXPECT_NE(h.find("axis cut at 40 µs to show kernel-caused stalls: 2 bucket(s) reach up to 99.9 µs"),
+            std::string::npos);
+  EXPECT_EQ(count(h, "class=\"clipped\" data-count=\"2\""), 1u);
   EXPECT_NE(h.find("data-attributed=\"yes\""), std::string::npos);
   EXPECT_NE(h.find("class=\"stack\" data-kind=\"tlb-shootdown\" data-total=\"59500\""), std::string::npos);
   EXPECT_NE(h.find("class=\"stack\" data-kind=\"unexplained\""), std::string::npos);
-  EXPECT_EQ(count(h, "class=\"band\" data-kind=\"release\""), 2u * 3 + 2);
+  EXPECT_EQ(count(h, "class=\"band\" data-kind=\"release\""), 2u * 4 + 2);
   // Chart 2: one per release, shootdown ticks present.
   EXPECT_EQ(count(h, "data-chart=\"raw\""), 2u);
   EXPECT_EQ(count(h, "class=\"ticks\" data-kind=\"tlb-shootdown\" data-count=\"1\""), 2u);
@@ -160,7 +168,7 @@ TEST(HtmlReport, ManyVictims) {
   const std::string h = render(synthetic(4, 1, true));
   EXPECT_EQ(count(h, "data-chart=\"timeseries\""), 8u);
   EXPECT_EQ(count(h, "data-chart=\"raw\""), 4u);
-  EXPECT_EQ(count(h, "data-chart=\"stall-timeline\""), 4u);
+  EXPECT_EQ(count(h, "data-zoom=\"full\""), 4u);  // one stall timeline per victim at full scale
   EXPECT_EQ(count(h, "data-chart=\"distribution\""), 4u);
   EXPECT_EQ(count(h, "data-chart=\"stalls\""), 4u);
   for (int c = 1; c <= 4; ++c) EXPECT_NE(h.find("data-victim=\"" + std::to_string(c) + "\""), std::string::npos);
