@@ -512,7 +512,10 @@ std::string stall_timeline_section(const Result& r, const Analysis& a, const Att
       for (StallLabel l : kStackOrder) {
         const auto li = static_cast<std::size_t>(l);
         const CauseStyle cs = cause_style(label_name(l));
-        svg::StackLayer layer{cs.kind, cs.kind, cs.color, {}};
+        // The IPIs in full color, the rest as a pale background, so a red
+        // shootdown layer stands out of noise that may be far larger.
+        const bool ipi_layer = l == StallLabel::kTlbShootdown || l == StallLabel::kOtherIpi;
+        svg::StackLayer layer{cs.kind, cs.kind, cs.color, {}, ipi_layer ? 1.0 : 0.3};
         layer.y.reserve(tl.buckets);
         for (std::size_t k = 0; k < tl.buckets && k < tv->stall_ns[li].size(); ++k) {
           const auto v = static_cast<double>(tv->stall_ns[li][k]);
@@ -591,8 +594,8 @@ std::string stall_timeline_section(const Result& r, const Analysis& a, const Att
     zoomed.y.max = *cut;
     zoomed.title += " (zoomed)";
     zoomed.notes.insert(zoomed.notes.begin(),
-                        fmt::format("axis cut at {} to show the IPI layers: {} bucket(s) reach up to {} (▲)",
-                                    dur(*cut), over, dur(full)));
+                        fmt::format("axis cut at {} to show the IPI layers: {} bucket(s) reach up to {} (▲)", dur(*cut),
+                                    over, dur(full)));
     zoomed.attrs.emplace_back("zoom", "kernel");
     c.attrs.emplace_back("zoom", "full");
     const std::string id = fmt::format("zoom-cpu{}", va.cpu);
@@ -931,7 +934,7 @@ svg.chart .grid line{stroke:#e9ecef}
 svg.chart .band{opacity:.45}
 svg.chart .marker{stroke-width:1.5;stroke-dasharray:5 3}
 svg.chart .ticks{stroke-width:1.5}
-svg.chart .note{fill:#b00020;font-weight:600}
+svg.chart .note{fill:#b00020;font-weight:600;paint-order:stroke;stroke:#fff;stroke-width:3px;stroke-linejoin:round}
 svg.chart .cursor{stroke:#495057;stroke-dasharray:2 2}
 svg.chart .readout{font-weight:600}
 .scale-toggle label{font-size:12px;color:var(--muted);margin-left:4px}

@@ -472,10 +472,11 @@ std::string render(const LineChart& c) {
       }
       for (std::size_t j = 0; j < n; ++j) base[j] += val(j);
       o += fmt::format(
-          "<path class=\"stack\" data-kind=\"{}\" data-total=\"{}\" data-buckets=\"{}\" fill=\"{}\" d=\"{}\">"
+          "<path class=\"stack\" data-kind=\"{}\" data-total=\"{}\" data-buckets=\"{}\" fill=\"{}\"{} d=\"{}\">"
           "<title>{}: {} in {} buckets</title></path>\n",
-          escape(l.kind), std::llround(total), nonzero, escape(l.color), d.empty() ? "M0 0" : d, escape(l.label),
-          escape(format_value(c.y.format, total)), nonzero);
+          escape(l.kind), std::llround(total), nonzero, escape(l.color),
+          l.opacity < 1 ? fmt::format(" fill-opacity=\"{}\"", px(l.opacity)) : std::string(), d.empty() ? "M0 0" : d,
+          escape(l.label), escape(format_value(c.y.format, total)), nonzero);
     }
     std::string clip;
     std::size_t clipped = 0;
@@ -582,10 +583,10 @@ std::string render(const LineChart& c) {
   const double ly = H - 8;
   o += "<g class=\"legend\">\n";
   auto item = [&](const std::string& kind, const std::string& name, const std::string& color, const std::string& dash,
-                  bool box) {
+                  bool box, double opacity = 1) {
     if (box)
-      o += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"14\" height=\"9\" fill=\"{}\"/>", px(lx), px(ly - 8),
-                       escape(color));
+      o += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"14\" height=\"9\" fill=\"{}\"{}/>", px(lx), px(ly - 8),
+                       escape(color), opacity < 1 ? fmt::format(" fill-opacity=\"{}\"", px(opacity)) : std::string());
     else
       o += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"2\"{}/>", px(lx),
                        px(lx + 16), px(ly - 4), px(ly - 4), escape(color),
@@ -594,7 +595,7 @@ std::string render(const LineChart& c) {
                      px(lx + 20), px(ly), escape(name));
     lx += 28 + 6.5 * static_cast<double>(name.size());
   };
-  for (const auto& l : c.stack.layers) item("stack", l.label, l.color, "", true);
+  for (const auto& l : c.stack.layers) item("stack", l.label, l.color, "", true, l.opacity);
   for (const auto& s : c.series) item("series", s.legend.empty() ? s.name : s.legend, s.color, s.dash, false);
   std::set<std::string> done;
   for (const auto& m : c.markers)

@@ -93,6 +93,7 @@ struct StackLayer {
   std::string label;  // legend text
   std::string color;
   std::vector<double> y;
+  double opacity = 1;  // < 1: a background layer (fill-opacity)
 };
 struct Stack {
   double x0 = 0;
