@@ -507,7 +507,7 @@ std::string stall_timeline_section(const Result& r, const Analysis& a, const Att
     c.y = {"stall per bucket", svg::Scale::kLinear, svg::Format::kDuration, 0.0, std::nullopt};
     c.stack.x0 = 0;
     c.stack.dx = static_cast<double>(tl.bucket_ns);
-    std::vector<double> ipi(tl.buckets, 0.0), kernel(tl.buckets, 0.0), total(tl.buckets, 0.0);
+    std::vector<double> tlb(tl.buckets, 0.0), ipi(tl.buckets, 0.0), kernel(tl.buckets, 0.0), total(tl.buckets, 0.0);
     if (tv && attributed) {
       for (StallLabel l : kStackOrder) {
         const auto li = static_cast<std::size_t>(l);
@@ -522,7 +522,8 @@ std::string stall_timeline_section(const Result& r, const Analysis& a, const Att
           layer.y.push_back(v);
           total[k] += v;
           if (l != StallLabel::kPreempted && l != StallLabel::kUnexplained) kernel[k] += v;
-          if (l == StallLabel::kTlbShootdown || l == StallLabel::kOtherIpi) ipi[k] += v;
+          if (l == StallLabel::kOtherIpi) ipi[k] += v;
+          if (l == StallLabel::kTlbShootdown) tlb[k] += v;
         }
         c.stack.layers.push_back(std::move(layer));
       }
@@ -539,16 +540,17 @@ std::string stall_timeline_section(const Result& r, const Analysis& a, const Att
     // Preemption (another task, or the host descheduling the vCPU: both can
     // also stretch a sample that holds a timer tick) can take a whole
     // bucket, hiding 30 us shootdowns on a linear axis. When it towers over
-    // the IPI layers, the chart is drawn twice: by default with the axis cut
-    // at 1.5 x the highest IPI bucket (tlb-shootdown + other-ipi; else 1.3 x
-    // the highest kernel-caused one), the towers marked at the top, and at
-    // full scale behind a checkbox.
+    // the shootdowns, the chart is drawn twice: by default with the axis cut
+    // at 2 x the highest tlb-shootdown bucket (none: 1.5 x the highest
+    // other-ipi one, else 1.3 x the highest kernel-caused one), the towers
+    // marked at the top, and at full scale behind a checkbox.
     const double full = total.empty() ? 0 : *std::max_element(total.begin(), total.end());
     const double kmax = kernel.empty() ? 0 : *std::max_element(kernel.begin(), kernel.end());
+    const double smax = tlb.empty() ? 0 : *std::max_element(tlb.begin(), tlb.end());
     const double imax = ipi.empty() ? 0 : *std::max_element(ipi.begin(), ipi.end());
     std::optional<double> cut;
     if (full > 0) {
-      double focus = imax > 0 ? 1.5 * imax : 1.3 * kmax;
+      double focus = smax > 0 ? 2 * smax : imax > 0 ? 1.5 * imax : 1.3 * kmax;
       if (focus <= 0) {  // no kernel-caused stall: the 99th percentile of the non-empty buckets
         std::vector<double> nz;
         for (double v : total)
@@ -594,14 +596,14 @@ std::string stall_timeline_section(const Result& r, const Analysis& a, const Att
     zoomed.y.max = *cut;
     zoomed.title += " (zoomed)";
     zoomed.notes.insert(zoomed.notes.begin(),
-                        fmt::format("axis cut at {} to show the IPI layers: {} bucket(s) reach up to {} (▲)", dur(*cut),
+                        fmt::format("axis cut at {} to show the shootdowns: {} bucket(s) reach up to {} (▲)", dur(*cut),
                                     over, dur(full)));
     zoomed.attrs.emplace_back("zoom", "kernel");
     c.attrs.emplace_back("zoom", "full");
     const std::string id = fmt::format("zoom-cpu{}", va.cpu);
     o += fmt::format(
         "<div class=\"chart-box zoom-toggle\"><input type=\"checkbox\" class=\"zoomtoggle noprint\" id=\"{}\" "
-        "checked><label class=\"noprint\" for=\"{}\">zoom to the IPI layers</label>\n",
+        "checked><label class=\"noprint\" for=\"{}\">zoom to the shootdowns</label>\n",
         id, id);
     o += "<div class=\"zoom-kernel\">" + svg::render(zoomed) + "</div>\n";
     o += "<div class=\"zoom-full\">" + svg::render(c) + "</div>\n</div>\n";

@@ -126,7 +126,7 @@ TEST(HtmlReport, ChartsHaveSeriesAndMarkers) {
   EXPECT_EQ(count(h, "data-zoom=\"kernel\""), 1u);
   EXPECT_EQ(count(h, "data-zoom=\"full\""), 1u);
   // (spread over the two 100 us buckets it spans, each nearly full).
-  EXPECT_NE(h.find("axis cut at 50 µs to show the IPI layers: 2 bucket(s) reach up to 99.9 µs"),
+  EXPECT_NE(h.find("axis cut at 60 µs to show the shootdowns: 2 bucket(s) reach up to 99.9 µs"),
             std::string::npos);
   EXPECT_EQ(count(h, "class=\"clipped\" data-count=\"2\""), 1u);
   EXPECT_NE(h.find("data-attributed=\"yes\""), std::string::npos);
