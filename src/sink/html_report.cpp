@@ -371,7 +371,7 @@ void add_release_overlays(svg::LineChart& c, const Result& r, std::int64_t origi
          "release", rel->index,
          fmt::format("release {} window: {} + {} settle", rel->index, dur(static_cast<double>(rel->duration_ns())),
                      dur(static_cast<double>(r.plan.settle_ns))),
-         kColorBand});
+         kColorBand, ""});
     c.markers.push_back({static_cast<double>(rel->before_ns - origin), "before", rel->index,
                          fmt::format("release {}: before {} (call)", rel->index, strategy_name(r.plan.release)),
                          kColorBefore});
@@ -413,10 +413,8 @@ svg::Series bucket_series(const Timeline& tl, const std::vector<std::int64_t>& v
 
 std::string timeline_coverage(const Timeline& tl, const TimelineVictim& tv) {
   if (tv.latency_from_intervals)
-    return fmt::format(
-        "drawn from the {} report intervals saved in result.json (it keeps the raw samples only around the "
-        "releases): a bucket shows the highest p50/p90/p99/max of the intervals overlapping it",
-        tv.intervals_used);
+    return fmt::format("from the {} report intervals in result.json (raw samples kept only around releases)",
+                       tv.intervals_used);
   if (tl.partial)
     return fmt::format("only the {} raw samples kept around the releases (result.json): elsewhere no data",
                        tv.sample_count);
@@ -430,6 +428,11 @@ std::string timeseries_section(const Result& r, const Analysis& a, const Timelin
       "buckets over {}; p90 needs 10 and p99 100 samples in a bucket), with the release call (before) and its return "
       "(after) as vertical lines and the release window shaded.</p>\n",
       escape(dur(static_cast<double>(tl.bucket_ns))), tl.buckets, escape(dur(static_cast<double>(tl.span_ns))));
+  if (std::any_of(tl.victims.begin(), tl.victims.end(),
+                  [](const TimelineVictim& v) { return v.latency_from_intervals; }))
+    o += "<p class=\"explain\">Re-rendered from result.json, which keeps every report interval but the raw samples "
+         "only around the releases: these charts are drawn from the intervals, a bucket showing the highest "
+         "p50/p90/p99/max of the intervals that overlap it.</p>\n";
   std::vector<const Release*> rels;
   for (const auto& rel : r.releases) rels.push_back(&rel);
   for (const auto& va : a.victims) {
@@ -573,7 +576,7 @@ std::string stall_timeline_section(const Result& r, const Analysis& a, const Att
         std::size_t e = k;
         while (e + 1 < tl.buckets && tv->samples[e + 1] == 0) ++e;
         c.bands.push_back({static_cast<double>(k) * c.stack.dx, static_cast<double>(e + 1) * c.stack.dx, "no-data",
-                           idx++, "no samples kept here", "#e9ecef"});
+                           idx++, "no samples kept here", "#e9ecef", "no data"});
         k = e + 1;
       }
       c.notes.push_back(

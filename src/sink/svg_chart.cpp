@@ -602,7 +602,7 @@ std::string render(const LineChart& c) {
     if (done.insert("m:" + m.kind).second) item("marker", m.kind, m.color.empty() ? "#333" : m.color, "4 3", false);
   for (const auto& b : c.bands)
     if (done.insert("b:" + b.kind).second)
-      item("band", b.kind + " window", b.color.empty() ? "#f5c77e" : b.color, "", true);
+      item("band", b.legend.empty() ? b.kind + " window" : b.legend, b.color.empty() ? "#f5c77e" : b.color, "", true);
   o += "</g>\n";
   o += "</svg>\n";
   return o;

@@ -75,6 +75,7 @@ struct Band {
   int index = 0;
   std::string label;
   std::string color;
+  std::string legend;  // legend text, "" = kind + " window"
 };
 
 // Short tick marks along the bottom of the plot at each x, one row per kind.

@@ -4,7 +4,10 @@
 # from npm with executablePath /usr/bin/chromium: no browser download) renders
 # it offline and html_report_check.js checks it by DOM/SVG structure: no
 # console errors, no network requests, every chart with its series, markers ==
-# releases x 2, phase table rows. The PNG screenshot is kept as an artifact:
+# releases x 2, phase table rows; chart 2 (issue 15) stacked by cause with
+# the release window shaded and, with kernel evidence, a nonzero
+# tlb-shootdown layer; every chart at 1280x800 and 1920x1080 (no overflow,
+# all shown, no text outside its chart). The PNG screenshot is kept as an artifact:
 # $SHOOTDOWN_BUILD/artifacts/html_report.png.
 set -euo pipefail
 source "$TEST_LIB"

@@ -126,8 +126,7 @@ TEST(HtmlReport, ChartsHaveSeriesAndMarkers) {
   EXPECT_EQ(count(h, "data-zoom=\"kernel\""), 1u);
   EXPECT_EQ(count(h, "data-zoom=\"full\""), 1u);
   // (spread over the two 100 us buckets it spans, each nearly full).
-  EXPECT_NE(h.find("axis cut at 60 µs to show the shootdowns: 2 bucket(s) reach up to 99.9 µs"),
-            std::string::npos);
+  EXPECT_NE(h.find("axis cut at 60 µs to show the shootdowns: 2 bucket(s) reach up to 99.9 µs"), std::string::npos);
   EXPECT_EQ(count(h, "class=\"clipped\" data-count=\"2\""), 1u);
   EXPECT_NE(h.find("data-attributed=\"yes\""), std::string::npos);
   EXPECT_NE(h.find("class=\"stack\" data-kind=\"tlb-shootdown\" data-total=\"59500\""), std::string::npos);
@@ -263,7 +262,9 @@ TEST(HtmlReport, PartialSamplesSayWhatTheyCover) {
   const std::string h = render(r);
   EXPECT_NE(h.find("data-coverage=\"raw-windows\""), std::string::npos);
   EXPECT_NE(h.find("data-source=\"intervals\""), std::string::npos);
-  EXPECT_NE(h.find("report intervals saved in result.json"), std::string::npos);
+  EXPECT_NE(h.find("report intervals in result.json"), std::string::npos);
+  EXPECT_NE(h.find("these charts are drawn from the intervals"), std::string::npos);
+  EXPECT_NE(h.find("no data</text>"), std::string::npos);  // the legend of the grey bands
   EXPECT_NE(h.find("class=\"band\" data-kind=\"no-data\""), std::string::npos);
   EXPECT_NE(h.find("kept around the releases"), std::string::npos);
 }
