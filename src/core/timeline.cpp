@@ -201,7 +201,17 @@ void build_time_intervals(Result& r) {
     for (const auto& v : r.victims) origin = std::min(origin, v.start_ns);
     if (origin == INT64_MAX) origin = 0;
   }
-  auto slot_of = [&](std::int64_t t) { return t <= origin ? std::int64_t{0} : (t - origin) / d; };
+  // The last slot ends with the measurement (the same instant for every
+  // victim). A last slot shorter than kMinLastIntervalNs is merged into the
+  // one before: the readers keep whole milliseconds, truncated, so a
+  // shorter final interval would end in the same millisecond as the one
+  // before it.
+  std::int64_t end_all = r.measure_end_ns;
+  for (const auto& v : r.victims)
+    if (v.size()) end_all = std::max(end_all, v.end_ns.back());
+  std::int64_t last_slot = end_all > origin ? (end_all - origin - 1) / d : 0;
+  if (last_slot > 0 && end_all - (origin + last_slot * d) < kMinLastIntervalNs) --last_slot;
+  auto slot_of = [&](std::int64_t t) { return std::min(last_slot, t <= origin ? std::int64_t{0} : (t - origin) / d); };
   hdr::Histogram scratch = make_latency_histogram();
   for (const auto& v : r.victims) {
     std::size_t i = 0;
@@ -213,7 +223,7 @@ void build_time_intervals(Result& r) {
       Interval iv;
       iv.victim_cpu = v.cpu;
       iv.start_ns = origin + slot * d;
-      iv.end_ns = j == v.size() ? std::max(iv.start_ns, v.end_ns[j - 1]) : iv.start_ns + d;
+      iv.end_ns = slot == last_slot ? end_all : iv.start_ns + d;
       iv.set_histogram(scratch);
       Phase p = phase_at(r, iv.end_ns);
       for (const auto& rel : r.releases)

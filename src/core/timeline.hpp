@@ -57,8 +57,12 @@ Timeline build_timeline(const Result& r, const Analysis& a, std::int64_t bucket_
 // earliest victim start when unknown), holding the samples that completed
 // in it, as an HdrHistogram Recorder's interval holds the values recorded
 // in it (a 40 ms stall lands in the interval where it ended). Intervals
-// without a sample are left out; the last one ends at its last sample. So
-// interval start times are the same on every victim and grow by at least d.
+// without a sample are left out; the last slot ends with the measurement
+// (r.measure_end_ns, or the last sample's end if later) and is merged into
+// the slot before when shorter than kMinLastIntervalNs. So interval start
+// and end times are the same on every victim and grow by at least
+// min(d, kMinLastIntervalNs).
+inline constexpr std::int64_t kMinLastIntervalNs = 2'000'000;
 void build_time_intervals(Result& r);
 
 }  // namespace shootdown

@@ -156,3 +156,40 @@ TEST(Timeline, ReadBackResultTakesLatencyFromIntervals) {
   EXPECT_EQ(sum(tv.samples), 1000);  // the kept samples, not the interval's count
   EXPECT_EQ(tv.covered_ns, 1'000'000);
 }
+
+TEST(Timeline, IntervalsByTimeAreWallClockSlots) {
+  Result r;
+  r.measure_start_ns = 0;
+  r.plan.report_every_ns = 10'000'000;
+  // Victim 1: 1 us samples for 36.5 ms, one of them a 25 ms stall from 2 ms.
+  // Victim 2: 1 us samples for 35.0 ms.
+  VictimSamples a = samples(11500, {{2000, 25'000'000}});
+  VictimSamples b = samples(35000);
+  b.cpu = 2;
+  r.victims = {a, b};
+  r.measure_end_ns = a.end_ns.back();  // 36.499 ms: the last slot [30, 36.499] is 6.5 ms
+  build_time_intervals(r);
+  std::vector<std::int64_t> starts_a, starts_b;
+  std::int64_t count_a = 0;
+  for (const auto& iv : r.intervals) {
+    EXPECT_EQ(iv.start_ns % 10'000'000, 0) << iv.start_ns;  // on the slot grid
+    EXPECT_EQ(iv.end_ns, std::min<std::int64_t>(iv.start_ns + 10'000'000, r.measure_end_ns));
+    (iv.victim_cpu == 1 ? starts_a : starts_b).push_back(iv.start_ns);
+    if (iv.victim_cpu == 1) count_a += iv.total_count();
+  }
+  // Victim 1's stall ends in slot 2 (at 27 ms): slot 1 has no sample and is left out.
+  EXPECT_EQ(starts_a, (std::vector<std::int64_t>{0, 20'000'000, 30'000'000}));
+  EXPECT_EQ(starts_b, (std::vector<std::int64_t>{0, 10'000'000, 20'000'000, 30'000'000}));
+  EXPECT_EQ(count_a, 11500);  // every sample in exactly one interval
+
+  // A last slot under 2 ms is merged into the one before.
+  r.measure_end_ns = 31'000'000;
+  r.victims[0] = samples(31000);
+  r.victims[1] = samples(30500);
+  r.victims[1].cpu = 2;
+  build_time_intervals(r);
+  ASSERT_FALSE(r.intervals.empty());
+  EXPECT_EQ(r.intervals.back().start_ns, 20'000'000);
+  EXPECT_EQ(r.intervals.back().end_ns, 31'000'000);
+  EXPECT_EQ(r.intervals.size(), 6u);  // 3 per victim
+}
