@@ -59,6 +59,20 @@ sed -e 's/^\(ok\|not ok\) [0-9]* - /  \1 - /' -e '/^1\.\./d' "$TMP/check.log"
 if ((rc == 0)); then ok "Chromium render and structure checks"; else not_ok "Chromium checks (rc=$rc)"; fi
 expect_file "$ARTIFACTS/html_report.png" "screenshot saved: $ARTIFACTS/html_report.png"
 
+# The same run re-rendered from result.json (`shootdown report DIR`), which
+# keeps raw samples only around the releases: the charts must say what they
+# cover and still fit both screen sizes.
+cp -r "$OUTDIR" "$TMP/readback"
+run_cmd "$SHOOTDOWN" report "$TMP/readback" -q
+expect_rc 0 "shootdown report DIR re-renders report.html"
+set +e
+READ_BACK=1 timeout 240 node "$SHOOTDOWN_SRC/tests/integration/html_report_check.js" "$TMP/readback/report.html" \
+  "$ARTIFACTS/html_report_readback.png" >"$TMP/check2.log" 2>&1
+rc=$?
+set -e
+sed -e 's/^\(ok\|not ok\) [0-9]* - /  \1 - read back: /' -e '/^1\.\./d' "$TMP/check2.log"
+if ((rc == 0)); then ok "read back: Chromium render and structure checks"; else not_ok "read back: Chromium checks (rc=$rc)"; fi
+
 # --open without --out is bad input (exit 2, nothing written).
 run_cmd "$SHOOTDOWN" run --open --trace off -q
 expect_rc 2 "--open without --out"
