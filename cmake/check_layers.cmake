@@ -22,7 +22,7 @@ set(allowed_cli "cli;sys;core")
 set(allowed_cmd "cmd;cli;experiment;sink;sys;core;probe")
 set(allowed_probe "probe")
 # Core headers whose functions compute analysis: never included by a sink.
-set(sink_forbidden "core/analysis.hpp;core/attribution.hpp;core/event_counts.hpp;core/overhead.hpp;core/plan_warnings.hpp")
+set(sink_forbidden "core/analysis.hpp;core/attribution.hpp;core/event_counts.hpp;core/overhead.hpp;core/plan_warnings.hpp;core/timeline.hpp")
 # System headers core may not include (it is pure: no OS access).
 set(core_forbidden_system "unistd.h;sys/;linux/;fcntl.h;pthread.h;sched.h;numa.h;spawn.h;signal.h;dirent.h")
 

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Regenerates docs/img/report.png (the README picture) from a real run:
-# `shootdown run --release munmap` on this machine, its report.html rendered
-# by headless Chromium (Debian's chromium via playwright-core, as the
-# integration test does). Crops charts 1 and 2 to keep the PNG small.
+# Regenerates docs/img/report.png and docs/img/stall-timeline.png (the README
+# pictures) from a real run: `shootdown run --release munmap` on this
+# machine, its report.html rendered by headless Chromium (Debian's chromium
+# via playwright-core, as the integration test does). Crops charts 1-3, and
+# chart 2 alone, to keep the PNGs small. The README's chart 2 is of a 4 GiB
+# munmap: CHUNK=4GiB scripts/screenshot.sh (needs ~9 GiB of RAM).
 # Usage: scripts/screenshot.sh [path/to/shootdown]   (default: build/src/shootdown)
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -25,4 +27,7 @@ mkdir -p "$src/docs/img"
 PLAYWRIGHT_CORE=$npm_dir/node_modules/playwright-core \
   node "$src/tests/integration/html_report_check.js" "$out/run/report.html" "$src/docs/img/report.png" \
   --no-checks --from '#timeseries' --to '#distribution'
-ls -l "$src/docs/img/report.png"
+PLAYWRIGHT_CORE=$npm_dir/node_modules/playwright-core \
+  node "$src/tests/integration/html_report_check.js" "$out/run/report.html" "$src/docs/img/stall-timeline.png" \
+  --no-checks --from '#stall-timeline' --to '#raw'
+ls -l "$src/docs/img/report.png" "$src/docs/img/stall-timeline.png"

@@ -57,7 +57,9 @@ void add_run_options(CLI::App& app, RunOptions& o, bool for_compare) {
                  "Size of chunk A and of each victim's chunk B (default 4GiB, capped to fit memory)")
       ->each([&o](const std::string&) { o.chunk_size_given = true; });
   app.add_option("--batch", o.batch, "Bytes written per timed batch, multiple of 4KiB (default 64KiB)");
-  app.add_option("--report-every", o.report_every, "Bytes of victim writes per report interval (default 32MiB)");
+  app.add_option("--report-every", o.report_every,
+                 "Report interval (victim.hlog, timeline.csv): a duration of wall time from 1ms to 1h, or a size of "
+                 "victim writes like 32MiB (default 10ms)");
   app.add_option("--pages", o.pages, "Page mode: " + page_mode_help() + " (default 4k)");
   if (!for_compare)
     app.add_option("--release", o.release, "Release strategy: " + run_strategy_help() + " (default free)");
@@ -241,7 +243,20 @@ Plan validate_run_options(const RunOptions& o, const MachineFacts& m, std::vecto
 
   // Sizes.
   p.batch = size_opt("--batch", o.batch);
-  p.report_every = size_opt("--report-every", o.report_every);
+  // --report-every: a size ("32MiB", a bare number = bytes) or else a
+  // duration ("10ms"; "m" is minutes, "M" MiB). By time, every interval but
+  // the last is exactly the duration, so HdrHistogram's readers, which keep
+  // interval start times in whole milliseconds, can place each one.
+  if (auto sz = parse_size(o.report_every)) {
+    p.report_every = *sz;
+  } else if (auto d = parse_duration_ns(o.report_every); d && *d >= 1000000 && *d <= 3600LL * 1000000000LL) {
+    p.report_every_ns = *d;
+  } else {
+    bad(
+        fmt::format("--report-every '{}': {} (accepted: a duration from 1ms to 1h like 10ms, or a size of victim "
+                    "writes like 32MiB)",
+                    o.report_every, d ? "out of range" : "neither a duration nor a size"));
+  }
   p.chunk_size_requested = size_opt("--chunk-size", o.chunk_size);
   p.page_size = p.pages == PageMode::k4k ? 4096 : m.hugepage_size;
   if (p.batch <= 0 || p.batch % 4096 != 0)
@@ -276,7 +291,7 @@ Plan validate_run_options(const RunOptions& o, const MachineFacts& m, std::vecto
     bad(fmt::format("--batch {}: larger than the chunk ({}); use a batch of at most the chunk size", o.batch,
                     format_size(p.chunk_size)));
   p.chunk_size = p.chunk_size / p.batch * p.batch;  // whole batches
-  if (p.report_every < p.batch)
+  if (p.report_every_ns == 0 && p.report_every < p.batch)
     bad(fmt::format("--report-every {}: smaller than the batch ({}); use at least one batch", o.report_every,
                     format_size(p.batch)));
   if (p.pages == PageMode::kHugetlb) {

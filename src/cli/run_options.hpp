@@ -18,7 +18,7 @@ struct RunOptions {
   std::string victim_cpus;
   std::string chunk_size = "4GiB";
   std::string batch = "64KiB";
-  std::string report_every = "32MiB";
+  std::string report_every = "10ms";  // a duration (wall time) or a size (writes) per interval
   std::string pages = "4k";
   std::string release = "free";
   std::string trigger;  // "" = enter on a TTY, else after=2s

@@ -12,6 +12,7 @@
 
 #include "cmd/commands.hpp"
 #include "cmd/influx_out.hpp"
+#include "core/timeline.hpp"
 #include "core/units.hpp"
 #include "sink/console.hpp"
 #include "sink/csv.hpp"
@@ -61,7 +62,7 @@ exp::Hooks make_run_hooks(bool progress, bool quiet) {
 void write_result_files(const Result& r, const Analysis& a, sink::OutputDir& out, bool with_result_json) {
   if (with_result_json) out.write("result.json", sink::result_to_string(r, a));
   out.write("timeline.csv", sink::timeline_csv(r));
-  out.write("report.html", sink::html_report(r, a));
+  out.write("report.html", sink::html_report(r, a, build_timeline(r, a)));
   out.write("victim.hlog", sink::victim_hlog(r));
   out.write("victim.hgrm", sink::victim_hgrm(r));
 }

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/event_counts.hpp"
+#include "core/timeline.hpp"
 
 namespace shootdown {
 
@@ -67,6 +68,7 @@ void Interval::set_histogram(const hdr::Histogram& h) {
 }
 
 void build_intervals(Result& r) {
+  if (r.plan.report_every_ns > 0) return build_time_intervals(r);  // --report-every DURATION (core/timeline)
   r.intervals.clear();
   hdr::Histogram scratch = make_latency_histogram();
   const std::int64_t per_interval =

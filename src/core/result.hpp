@@ -56,8 +56,9 @@ struct Plan {
   std::int64_t chunk_size = 0;  // bytes, per chunk (A and B)
   std::int64_t chunk_size_requested = 0;
   bool chunk_capped = false;
-  std::int64_t batch = 0;         // bytes per timed batch
-  std::int64_t report_every = 0;  // bytes of victim writes per interval
+  std::int64_t batch = 0;            // bytes per timed batch
+  std::int64_t report_every = 0;     // bytes of victim writes per interval (0: by time, report_every_ns)
+  std::int64_t report_every_ns = 0;  // wall time per interval (0: by size, report_every)
   PageMode pages = PageMode::k4k;
   std::int64_t page_size = 4096;  // bytes
   ReleaseStrategy release = ReleaseStrategy::kFree;
@@ -89,7 +90,8 @@ struct Release {
   std::int64_t bytes = 0;
 };
 
-// One report interval of one victim (--report-every bytes of writes).
+// One report interval of one victim (--report-every: a duration of wall
+// time, or a size of writes).
 struct Interval {
   int victim_cpu = -1;
   std::int64_t start_ns = 0;

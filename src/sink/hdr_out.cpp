@@ -19,6 +19,29 @@ std::map<int, std::vector<const Interval*>> by_victim(const Result& r) {
   return out;
 }
 
+// The intervals written together (one untagged line, then each victim's):
+// by time (--report-every DURATION) the victims' intervals with the same
+// start, which are the same wall-clock slot, in time order; by size the
+// k-th interval of every victim.
+std::vector<std::vector<const Interval*>> interval_groups(const Result& r) {
+  std::vector<std::vector<const Interval*>> out;
+  if (r.plan.report_every_ns > 0) {
+    std::map<std::int64_t, std::vector<const Interval*>> by_start;
+    for (const auto& iv : r.intervals) by_start[iv.start_ns].push_back(&iv);
+    for (auto& [start, g] : by_start) out.push_back(std::move(g));
+    return out;
+  }
+  const auto victims = by_victim(r);
+  std::size_t n = 0;
+  for (const auto& [cpu, ivs] : victims) n = std::max(n, ivs.size());
+  for (std::size_t k = 0; k < n; ++k) {
+    out.emplace_back();
+    for (const auto& [cpu, ivs] : victims)
+      if (k < ivs.size()) out.back().push_back(ivs[k]);
+  }
+  return out;
+}
+
 double sec_from_start(const Result& r, std::int64_t mono_ns) {
   return static_cast<double>(mono_ns - r.measure_start_ns) / 1e9;
 }
@@ -54,27 +77,21 @@ std::string victim_hlog(const Result& r) {
     h.base_time_msec = start_ms;
   }
   hdr::HlogWriter w(h);
-  const auto victims = by_victim(r);
-  std::size_t n = 0;
-  for (const auto& [cpu, ivs] : victims) n = std::max(n, ivs.size());
-  for (std::size_t k = 0; k < n; ++k) {
+  for (const auto& group : interval_groups(r)) {
     hdr::Histogram combined = make_latency_histogram();
     std::int64_t start = INT64_MAX, end = INT64_MIN;
-    for (const auto& [cpu, ivs] : victims) {
-      if (k >= ivs.size()) continue;
-      ivs[k]->add_to(combined);
-      start = std::min(start, ivs[k]->start_ns);
-      end = std::max(end, ivs[k]->end_ns);
+    for (const Interval* iv : group) {
+      iv->add_to(combined);
+      start = std::min(start, iv->start_ns);
+      end = std::max(end, iv->end_ns);
     }
     add_or_throw(w, "", sec_from_start(r, start), static_cast<double>(end - start) / 1e9, combined);
-    for (const auto& [cpu, ivs] : victims) {
-      if (k >= ivs.size()) continue;
-      const Interval& iv = *ivs[k];
-      const double s = sec_from_start(r, iv.start_ns);
-      const double len = static_cast<double>(iv.end_ns - iv.start_ns) / 1e9;
-      const hdr::Histogram hist = iv.histogram();
-      add_or_throw(w, hlog_cpu_tag(cpu), s, len, hist);
-      add_or_throw(w, hlog_phase_tag(cpu, iv.phase), s, len, hist);
+    for (const Interval* iv : group) {
+      const double s = sec_from_start(r, iv->start_ns);
+      const double len = static_cast<double>(iv->end_ns - iv->start_ns) / 1e9;
+      const hdr::Histogram hist = iv->histogram();
+      add_or_throw(w, hlog_cpu_tag(iv->victim_cpu), s, len, hist);
+      add_or_throw(w, hlog_phase_tag(iv->victim_cpu, iv->phase), s, len, hist);
     }
   }
   return w.take();

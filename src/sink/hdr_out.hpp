@@ -8,7 +8,12 @@
 //   Tag=cpuN.PHASE,...                 the same histogram, tagged with the
 //                                      interval's phase (baseline|release|after)
 // START is seconds from the run start (measure.start_ns; BaseTime is its
-// wall-clock time when known). So `-tag cpu1` is victim 1's timeline and
+// wall-clock time when known), written with 3 decimals as Java's writer does
+// (HdrHistogram_c's reader parses exactly "%d.%d" milliseconds; Java's keeps
+// whole milliseconds). With --report-every DURATION (default 10ms) interval
+// k is the same wall-clock slot on every victim and START grows by the
+// duration, so the readers can place every interval; with a size,
+// intervals shorter than 1 ms share a START. So `-tag cpu1` is victim 1's timeline and
 // `-tag cpu1.release` the distribution of its release-window intervals.
 #pragma once
 

@@ -6,7 +6,9 @@
 #include <cctype>
 #include <cmath>
 #include <fmt/format.h>
+#include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <string_view>
 
@@ -170,7 +172,8 @@ std::string header_section(const Result& r, const Analysis& a) {
   o += fact("chunk size", chunk + " per chunk (A, and one B per victim)");
   o += fact("pages", fmt::format("{} ({} per page)", page_mode_name(p.pages), format_size(p.page_size)));
   o += fact("batch", format_size(p.batch) + " of writes per timed sample");
-  o += fact("report interval", format_size(p.report_every) + " of victim writes");
+  o += fact("report interval", p.report_every_ns > 0 ? dur(static_cast<double>(p.report_every_ns)) + " of wall time"
+                                                     : format_size(p.report_every) + " of victim writes");
   std::string trig = p.trigger == "after" ? "after " + dur(static_cast<double>(p.trigger_after_ns)) : p.trigger;
   o += fact("trigger", trig);
   if (p.repeat > 1)
@@ -368,7 +371,7 @@ void add_release_overlays(svg::LineChart& c, const Result& r, std::int64_t origi
          "release", rel->index,
          fmt::format("release {} window: {} + {} settle", rel->index, dur(static_cast<double>(rel->duration_ns())),
                      dur(static_cast<double>(r.plan.settle_ns))),
-         kColorBand});
+         kColorBand, ""});
     c.markers.push_back({static_cast<double>(rel->before_ns - origin), "before", rel->index,
                          fmt::format("release {}: before {} (call)", rel->index, strategy_name(r.plan.release)),
                          kColorBefore});
@@ -379,33 +382,71 @@ void add_release_overlays(svg::LineChart& c, const Result& r, std::int64_t origi
   }
 }
 
-std::string timeseries_section(const Result& r, const Analysis& a) {
+const TimelineVictim* timeline_of(const Timeline& tl, int cpu) {
+  for (const auto& v : tl.victims)
+    if (v.cpu == cpu) return &v;
+  return nullptr;
+}
+
+// A bucket series as steps: bucket k's value holds over [k, k + 1); buckets
+// without a value (no sample ended there, or too few for the percentile)
+// break the line instead of bridging the gap.
+svg::Series bucket_series(const Timeline& tl, const std::vector<std::int64_t>& vals, const char* name,
+                          const char* color, double width) {
+  svg::Series s{name, color, {}, true, width, "", ""};
+  const double w = static_cast<double>(tl.bucket_ns);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  bool open = false;
+  for (std::size_t k = 0; k < vals.size(); ++k) {
+    const double x = w * static_cast<double>(k);
+    if (vals[k] < 0) {
+      if (open) s.points.push_back({x, nan});
+      open = false;
+      continue;
+    }
+    s.points.push_back({x, static_cast<double>(vals[k])});
+    open = true;
+  }
+  if (open) s.points.push_back({w * static_cast<double>(vals.size()), s.points.back().y});
+  return s;
+}
+
+std::string timeline_coverage(const Timeline& tl, const TimelineVictim& tv) {
+  if (tv.latency_from_intervals)
+    return fmt::format("from the {} report intervals in result.json (raw samples kept only around releases)",
+                       tv.intervals_used);
+  if (tl.partial)
+    return fmt::format("only the {} raw samples kept around the releases (result.json): elsewhere no data",
+                       tv.sample_count);
+  return {};
+}
+
+std::string timeseries_section(const Result& r, const Analysis& a, const Timeline& tl) {
   std::string o = "<section id=\"timeseries\">\n<h2>1 · Latency over time</h2>\n";
   o += fmt::format(
-      "<p class=\"explain\">p50, p90, p99 and max of each report interval ({} of writes) per batch, with the "
-      "release call (before) and its return (after) as vertical lines and the release window shaded.</p>\n",
-      escape(format_size(r.plan.report_every)));
-  const std::int64_t t0 = t0_of(r);
+      "<p class=\"explain\">p50, p90, p99 and max per batch of the samples ending in each {} time bucket ({} "
+      "buckets over {}; p90 needs 10 and p99 100 samples in a bucket), with the release call (before) and its return "
+      "(after) as vertical lines and the release window shaded.</p>\n",
+      escape(dur(static_cast<double>(tl.bucket_ns))), tl.buckets, escape(dur(static_cast<double>(tl.span_ns))));
+  if (std::any_of(tl.victims.begin(), tl.victims.end(),
+                  [](const TimelineVictim& v) { return v.latency_from_intervals; }))
+    o += "<p class=\"explain\">Re-rendered from result.json, which keeps every report interval but the raw samples "
+         "only around the releases: these charts are drawn from the intervals, a bucket showing the highest "
+         "p50/p90/p99/max of the intervals that overlap it.</p>\n";
   std::vector<const Release*> rels;
   for (const auto& rel : r.releases) rels.push_back(&rel);
   for (const auto& va : a.victims) {
+    const TimelineVictim* tv = timeline_of(tl, va.cpu);
     svg::Series s50{"p50", kColorP50, {}, true, 1.5, "", ""};
     svg::Series s90{"p90", kColorP90, {}, true, 1.5, "", ""};
     svg::Series s99{"p99", kColorP99, {}, true, 1.5, "", ""};
     svg::Series smax{"max", kColorMax, {}, true, 1.2, "", ""};
-    std::int64_t last_end = 0;
-    for (const auto& iv : r.intervals) {
-      if (iv.victim_cpu != va.cpu || iv.total_count() == 0) continue;
-      const double x = static_cast<double>(iv.start_ns - t0);
-      s50.points.push_back({x, iv.summary.p50});
-      s90.points.push_back({x, iv.summary.p90});
-      s99.points.push_back({x, iv.summary.p99});
-      smax.points.push_back({x, iv.summary.max});
-      last_end = iv.end_ns;
+    if (tv) {
+      s50 = bucket_series(tl, tv->p50_ns, "p50", kColorP50, 1.5);
+      s90 = bucket_series(tl, tv->p90_ns, "p90", kColorP90, 1.5);
+      s99 = bucket_series(tl, tv->p99_ns, "p99", kColorP99, 1.5);
+      smax = bucket_series(tl, tv->max_ns, "max", kColorMax, 1.2);
     }
-    // Step series: close the last interval at its end.
-    for (auto* s : {&s50, &s90, &s99, &smax})
-      if (!s->points.empty()) s->points.push_back({static_cast<double>(last_end - t0), s->points.back().y});
     const std::string id = fmt::format("log-cpu{}", va.cpu);
     o += fmt::format(
         "<div class=\"chart-box scale-toggle\"><input type=\"checkbox\" class=\"logtoggle noprint\" id=\"{}\" "
@@ -414,15 +455,21 @@ std::string timeseries_section(const Result& r, const Analysis& a) {
     for (svg::Scale sc : {svg::Scale::kLog, svg::Scale::kLinear}) {
       svg::LineChart c;
       c.id = "timeseries";
-      c.title = fmt::format("victim CPU {}: latency per batch over time ({} scale)", va.cpu,
-                            sc == svg::Scale::kLog ? "log" : "linear");
-      c.x = {"time since the victims started", svg::Scale::kLinear, svg::Format::kDuration, 0.0, std::nullopt};
+      c.title = fmt::format("victim CPU {}: latency per batch, per {} bucket ({} scale)", va.cpu,
+                            dur(static_cast<double>(tl.bucket_ns)), sc == svg::Scale::kLog ? "log" : "linear");
+      c.x = {"time since the victims started", svg::Scale::kLinear, svg::Format::kDuration, 0.0,
+             static_cast<double>(tl.bucket_ns) * static_cast<double>(tl.buckets)};
       c.y = {"latency per batch", sc, svg::Format::kDuration, std::nullopt, std::nullopt};
       c.series = {s50, s90, s99, smax};
-      add_release_overlays(c, r, t0, rels);
-      if (s50.points.empty()) c.notes.push_back("no intervals recorded for this victim");
+      add_release_overlays(c, r, tl.origin_ns, rels);
+      if (s50.points.empty()) c.notes.push_back("no samples recorded for this victim");
+      if (tv && !timeline_coverage(tl, *tv).empty()) c.notes.push_back(timeline_coverage(tl, *tv));
       if (rels.empty()) c.notes.push_back("no release was performed");
-      c.attrs = {{"victim", std::to_string(va.cpu)}, {"releases", std::to_string(rels.size())}};
+      c.attrs = {{"victim", std::to_string(va.cpu)},
+                 {"releases", std::to_string(rels.size())},
+                 {"bucket-ns", std::to_string(tl.bucket_ns)},
+                 {"buckets", std::to_string(tl.buckets)},
+                 {"source", tv && tv->latency_from_intervals ? "intervals" : "samples"}};
       o += fmt::format("<div class=\"{}\">", sc == svg::Scale::kLog ? "scale-log" : "scale-lin");
       o += svg::render(c);
       o += "</div>\n";
@@ -433,9 +480,144 @@ std::string timeseries_section(const Result& r, const Analysis& a) {
   return o;
 }
 
+// Stack order, bottom up: the kernel's interrupts first (the shootdowns at
+// the base, where a storm shows however much else stalled), then stalls the
+// kernel did not cause.
+constexpr StallLabel kStackOrder[] = {StallLabel::kTlbShootdown, StallLabel::kOtherIpi, StallLabel::kResched,
+                                      StallLabel::kIrq,          StallLabel::kTimer,    StallLabel::kPreempted,
+                                      StallLabel::kUnexplained};
+
+std::string stall_timeline_section(const Result& r, const Analysis& a, const Attribution& at, const Timeline& tl) {
+  std::string o = "<section id=\"stall-timeline\">\n<h2>2 · Stall time over time, by cause</h2>\n";
+  o += fmt::format(
+      "<p class=\"explain\">Time the victim lost in each {} bucket, stacked by the cause the kernel trace found "
+      "inside the sample (TLB shootdowns at the bottom): each sample's latency above the baseline median, spread "
+      "over the buckets its span covers. A shootdown storm is the dark red layer inside the shaded release window. "
+      "Jitter of clean samples is left out.</p>\n",
+      escape(dur(static_cast<double>(tl.bucket_ns))));
+  std::vector<const Release*> rels;
+  for (const auto& rel : r.releases) rels.push_back(&rel);
+  for (const auto& va : a.victims) {
+    const TimelineVictim* tv = timeline_of(tl, va.cpu);
+    const bool attributed = tv && tv->attributed && attribution_of(at, va.cpu) != nullptr;
+    svg::LineChart c;
+    c.id = "stall-timeline";
+    c.height = 340;
+    c.title = fmt::format("victim CPU {}: stall time lost per {} bucket, by cause", va.cpu,
+                          dur(static_cast<double>(tl.bucket_ns)));
+    c.x = {"time since the victims started", svg::Scale::kLinear, svg::Format::kDuration, 0.0,
+           static_cast<double>(tl.bucket_ns) * static_cast<double>(tl.buckets)};
+    c.y = {"stall per bucket", svg::Scale::kLinear, svg::Format::kDuration, 0.0, std::nullopt};
+    c.stack.x0 = 0;
+    c.stack.dx = static_cast<double>(tl.bucket_ns);
+    std::vector<double> tlb(tl.buckets, 0.0), ipi(tl.buckets, 0.0), kernel(tl.buckets, 0.0), total(tl.buckets, 0.0);
+    if (tv && attributed) {
+      for (StallLabel l : kStackOrder) {
+        const auto li = static_cast<std::size_t>(l);
+        const CauseStyle cs = cause_style(label_name(l));
+        // The IPIs in full color, the rest as a pale background, so a red
+        // shootdown layer stands out of noise that may be far larger.
+        const bool ipi_layer = l == StallLabel::kTlbShootdown || l == StallLabel::kOtherIpi;
+        svg::StackLayer layer{cs.kind, cs.kind, cs.color, {}, ipi_layer ? 1.0 : 0.3};
+        layer.y.reserve(tl.buckets);
+        for (std::size_t k = 0; k < tl.buckets && k < tv->stall_ns[li].size(); ++k) {
+          const auto v = static_cast<double>(tv->stall_ns[li][k]);
+          layer.y.push_back(v);
+          total[k] += v;
+          if (l != StallLabel::kPreempted && l != StallLabel::kUnexplained) kernel[k] += v;
+          if (l == StallLabel::kOtherIpi) ipi[k] += v;
+          if (l == StallLabel::kTlbShootdown) tlb[k] += v;
+        }
+        c.stack.layers.push_back(std::move(layer));
+      }
+    } else if (tv) {
+      svg::StackLayer layer{"unattributed", "unattributed (above threshold)", "#868e96", {}};
+      for (std::size_t k = 0; k < tl.buckets && k < tv->unattributed_ns.size(); ++k) {
+        layer.y.push_back(static_cast<double>(tv->unattributed_ns[k]));
+        total[k] += layer.y.back();
+      }
+      c.stack.layers.push_back(std::move(layer));
+      c.notes.push_back(evidence_missing(r) + ": stalls above the threshold (" +
+                        dur(static_cast<double>(tv->threshold_ns)) + ") cannot be split by cause");
+    }
+    // Preemption (another task, or the host descheduling the vCPU: both can
+    // also stretch a sample that holds a timer tick) can take a whole
+    // bucket, hiding 30 us shootdowns on a linear axis. When it towers over
+    // the shootdowns, the chart is drawn twice: by default with the axis cut
+    // at 2 x the highest tlb-shootdown bucket (none: 1.5 x the highest
+    // other-ipi one, else 1.3 x the highest kernel-caused one), the towers
+    // marked at the top, and at full scale behind a checkbox.
+    const double full = total.empty() ? 0 : *std::max_element(total.begin(), total.end());
+    const double kmax = kernel.empty() ? 0 : *std::max_element(kernel.begin(), kernel.end());
+    const double smax = tlb.empty() ? 0 : *std::max_element(tlb.begin(), tlb.end());
+    const double imax = ipi.empty() ? 0 : *std::max_element(ipi.begin(), ipi.end());
+    std::optional<double> cut;
+    if (full > 0) {
+      double focus = smax > 0 ? 2 * smax : imax > 0 ? 1.5 * imax : 1.3 * kmax;
+      if (focus <= 0) {  // no kernel-caused stall: the 99th percentile of the non-empty buckets
+        std::vector<double> nz;
+        for (double v : total)
+          if (v > 0) nz.push_back(v);
+        std::sort(nz.begin(), nz.end());
+        focus = nz[std::min(nz.size() - 1, static_cast<std::size_t>(0.99 * static_cast<double>(nz.size())))];
+      }
+      if (focus > 0 && focus < full / 1.5) cut = svg::nice_range(0, focus, svg::Scale::kLinear).second;
+    }
+    add_release_overlays(c, r, tl.origin_ns, rels);
+    if (tl.partial) {
+      // Shade where there are no samples (outside the kept raw windows).
+      std::size_t k = 0;
+      int idx = 0;
+      while (tv && k < tl.buckets) {
+        if (k >= tv->samples.size() || tv->samples[k] > 0) {
+          ++k;
+          continue;
+        }
+        std::size_t e = k;
+        while (e + 1 < tl.buckets && tv->samples[e + 1] == 0) ++e;
+        c.bands.push_back({static_cast<double>(k) * c.stack.dx, static_cast<double>(e + 1) * c.stack.dx, "no-data",
+                           idx++, "no samples kept here", "#e9ecef", "no data"});
+        k = e + 1;
+      }
+      c.notes.push_back(
+          fmt::format("covers only the {} of samples kept around the releases (result.json); grey: no data",
+                      dur(static_cast<double>(tv ? tv->covered_ns : 0))));
+    }
+    if (!tv || tl.buckets == 0) c.notes.push_back("no samples recorded for this victim");
+    if (rels.empty()) c.notes.push_back("no release was performed");
+    c.attrs = {{"victim", std::to_string(va.cpu)},          {"releases", std::to_string(rels.size())},
+               {"bucket-ns", std::to_string(tl.bucket_ns)}, {"buckets", std::to_string(tl.buckets)},
+               {"attributed", attributed ? "yes" : "no"},   {"coverage", tl.partial ? "raw-windows" : "all-samples"}};
+    if (!cut) {
+      c.attrs.emplace_back("zoom", "full");
+      o += "<div class=\"chart-box\">" + svg::render(c) + "</div>\n";
+      continue;
+    }
+    std::size_t over = 0;
+    for (double v : total) over += v > *cut;
+    svg::LineChart zoomed = c;
+    zoomed.y.max = *cut;
+    zoomed.title += " (zoomed)";
+    zoomed.notes.insert(zoomed.notes.begin(),
+                        fmt::format("axis cut at {} to show the shootdowns: {} bucket(s) reach up to {} (▲)", dur(*cut),
+                                    over, dur(full)));
+    zoomed.attrs.emplace_back("zoom", "kernel");
+    c.attrs.emplace_back("zoom", "full");
+    const std::string id = fmt::format("zoom-cpu{}", va.cpu);
+    o += fmt::format(
+        "<div class=\"chart-box zoom-toggle\"><input type=\"checkbox\" class=\"zoomtoggle noprint\" id=\"{}\" "
+        "checked><label class=\"noprint\" for=\"{}\">zoom to the shootdowns</label>\n",
+        id, id);
+    o += "<div class=\"zoom-kernel\">" + svg::render(zoomed) + "</div>\n";
+    o += "<div class=\"zoom-full\">" + svg::render(c) + "</div>\n</div>\n";
+  }
+  o += "</section>\n";
+  return o;
+}
+
 std::string raw_section(const Result& r, const Analysis& a, const Attribution& at,
                         const std::map<int, std::vector<EventMark>>& ticks) {
-  std::string o = "<section id=\"raw\">\n<h2>2 · Raw samples around each release</h2>\n";
+  std::string o = "<section id=\"raw\">\n<h2>3 · Raw samples around each release</h2>\n";
   o += fmt::format(
       "<p class=\"explain\">Every batch sample from {} before the release call to {} after the window, drawn "
       "as steps (each sample spans its own time; the highest sample of each pixel column is always kept). "
@@ -527,7 +709,7 @@ std::string raw_section(const Result& r, const Analysis& a, const Attribution& a
 }
 
 std::string distribution_section(const Analysis& a) {
-  std::string o = "<section id=\"distribution\">\n<h2>3 · Latency distribution by phase</h2>\n";
+  std::string o = "<section id=\"distribution\">\n<h2>4 · Latency distribution by phase</h2>\n";
   o += "<p class=\"explain\">Latency per batch at each percentile, on the HdrHistogram axis (each step right is ten "
        "times "
        "rarer: 90%, 99%, 99.9% …). Curves that split only at the right are rare stalls; a curve shifted everywhere is "
@@ -576,7 +758,7 @@ std::string distribution_section(const Analysis& a) {
 }
 
 std::string stalls_section(const Result& r, const Analysis& a, const Attribution& at) {
-  std::string o = "<section id=\"stalls\">\n<h2>4 · Stall time by cause</h2>\n";
+  std::string o = "<section id=\"stalls\">\n<h2>5 · Stall time by cause</h2>\n";
   o += "<p class=\"explain\">Time the victim lost, per cause: for each sample, its latency above the baseline median, "
        "summed by the kernel event found inside the sample (attribution rules: docs/kernel-evidence.md).</p>\n";
   for (const auto& va : a.victims) {
@@ -757,12 +939,15 @@ svg.chart .grid line{stroke:#e9ecef}
 svg.chart .band{opacity:.45}
 svg.chart .marker{stroke-width:1.5;stroke-dasharray:5 3}
 svg.chart .ticks{stroke-width:1.5}
-svg.chart .note{fill:#b00020;font-weight:600}
+svg.chart .note{fill:#b00020;font-weight:600;paint-order:stroke;stroke:#fff;stroke-width:3px;stroke-linejoin:round}
 svg.chart .cursor{stroke:#495057;stroke-dasharray:2 2}
 svg.chart .readout{font-weight:600}
 .scale-toggle label{font-size:12px;color:var(--muted);margin-left:4px}
 .logtoggle:checked~.scale-lin{display:none}
 .logtoggle:not(:checked)~.scale-log{display:none}
+.zoom-toggle label{font-size:12px;color:var(--muted);margin-left:4px}
+.zoomtoggle:checked~.zoom-full{display:none}
+.zoomtoggle:not(:checked)~.zoom-kernel{display:none}
 footer{margin-top:32px;color:var(--muted);font-size:12px}
 @media print{body{max-width:none;padding:0;font-size:10pt}.noprint{display:none}h2{break-after:avoid}section{break-inside:auto}}
 )CSS";
@@ -797,7 +982,7 @@ document.querySelectorAll('svg.chart g.plot').forEach(function(g){
 
 }  // namespace
 
-std::string html_report(const Result& r, const Analysis& a) {
+std::string html_report(const Result& r, const Analysis& a, const Timeline& tl) {
   Attribution storage;
   const Attribution& at = attribution_for(r, a, storage);
 
@@ -817,7 +1002,8 @@ std::string html_report(const Result& r, const Analysis& a) {
   o += header_section(r, a);
   o += meaning_section(r, a, at);
   o += phases_section(r, a);
-  o += timeseries_section(r, a);
+  o += timeseries_section(r, a, tl);
+  o += stall_timeline_section(r, a, at, tl);
   o += raw_section(r, a, at, ticks);
   o += distribution_section(a);
   o += stalls_section(r, a, at);

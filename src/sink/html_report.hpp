@@ -1,14 +1,17 @@
 // report.html: one self-contained page (inline CSS, inline SVG, a few lines
 // of inline JS for hover values; nothing fetched) that explains a run:
-// header, "what this means", phase tables, four charts (percentile time
-// series with release markers, raw samples around each release with kernel
-// events as ticks, latency distribution per phase, stall time by cause),
+// header, "what this means", phase tables, five charts (percentiles per time
+// bucket with release markers, stall time per time bucket stacked by cause,
+// raw samples around each release with kernel events as ticks, latency
+// distribution per phase, stall time by cause),
 // /proc/interrupts deltas and kernel backtraces. How to read it:
 // docs/report.md. Pure: builds a string; OutputDir writes it.
 //
 // Structure the integration test (tests/integration/html_report.sh) relies on:
 //   section#summary, table.phases tr.phase-row[data-phase][data-victim]
-//   svg[data-chart=timeseries][data-victim][data-scale=log|linear]
+//   svg[data-chart=timeseries][data-victim][data-scale=log|linear][data-bucket-ns]
+//   svg[data-chart=stall-timeline][data-victim][data-attributed=yes|no]
+//     [data-coverage=all-samples|raw-windows] with path.stack[data-kind][data-total]
 //   svg[data-chart=raw][data-victim][data-release]
 //   svg[data-chart=distribution][data-victim]
 //   svg[data-chart=stalls][data-victim]
@@ -20,6 +23,7 @@
 
 #include "core/analysis_types.hpp"
 #include "core/result.hpp"
+#include "core/timeline_types.hpp"
 
 namespace shootdown::sink {
 
@@ -27,6 +31,8 @@ namespace shootdown::sink {
 // many were left out).
 inline constexpr int kHtmlMaxReleaseCharts = 6;
 
-std::string html_report(const Result& r, const Analysis& a);
+// tl: the victims' samples by time bucket (core/timeline.hpp build_timeline
+// over the same r and a), for charts 1 and 2.
+std::string html_report(const Result& r, const Analysis& a, const Timeline& tl);
 
 }  // namespace shootdown::sink

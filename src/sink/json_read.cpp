@@ -182,6 +182,8 @@ Plan read_plan(const Node& n) {
   p.chunk_capped = n["chunk_capped"].boolean();
   p.batch = n["batch"].i64();
   p.report_every = n["report_every"].i64();
+  // Optional: results before intervals by time have none.
+  if (n.has("report_every_ns")) p.report_every_ns = n["report_every_ns"].i64();
   p.pages = read_page_mode(n["pages"]);
   p.release = read_strategy(n["release"]);
   p.trigger = n["trigger"].str();

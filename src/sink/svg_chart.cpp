@@ -249,12 +249,16 @@ std::vector<Point> downsample_minmax(const std::vector<Point>& pts, double x0, d
   const double w = (x1 - x0) / columns;
   std::size_t i = 0;
   while (i < in.size()) {
+    if (!std::isfinite(in[i].y)) {  // gaps are kept as they are
+      out.push_back(in[i++]);
+      continue;
+    }
     const auto col = std::min<long>(columns - 1, static_cast<long>((in[i].x - x0) / w));
     std::size_t lo = i, hi = i;
     std::size_t j = i + 1;
     for (; j < in.size(); ++j) {
       const auto cj = std::min<long>(columns - 1, static_cast<long>((in[j].x - x0) / w));
-      if (cj != col) break;
+      if (cj != col || !std::isfinite(in[j].y)) break;
       if (in[j].y < in[lo].y) lo = j;
       if (in[j].y > in[hi].y) hi = j;
     }
@@ -333,6 +337,19 @@ std::string render(const LineChart& c) {
     xs.push_back(b.x1);
   }
   for (const auto& t : c.ticks) xs.insert(xs.end(), t.x.begin(), t.x.end());
+  // Stack totals per bucket (the top of the highest layer).
+  std::vector<double> stack_total;
+  for (const auto& l : c.stack.layers) {
+    if (stack_total.size() < l.y.size()) stack_total.resize(l.y.size(), 0.0);
+    for (std::size_t k = 0; k < l.y.size(); ++k)
+      if (std::isfinite(l.y[k]) && l.y[k] > 0) stack_total[k] += l.y[k];
+  }
+  if (!stack_total.empty()) {
+    xs.push_back(c.stack.x0);
+    xs.push_back(c.stack.x0 + c.stack.dx * static_cast<double>(stack_total.size()));
+    ys.push_back(0);
+    ys.insert(ys.end(), stack_total.begin(), stack_total.end());
+  }
   auto [x_lo, x_hi] = data_range(xs, c.x);
   auto [y_lo, y_hi] = data_range(ys, c.y);
   if (!c.y.min || !c.y.max) {
@@ -419,6 +436,65 @@ std::string render(const LineChart& c) {
                    px(xlab_y + 16), escape(c.x.label));
   o += "</g>\n";
 
+  // Stacked areas: one path per layer, a closed outline per run of buckets
+  // where the layer is > 0 (a layer that is zero almost everywhere costs
+  // almost nothing).
+  if (!stack_total.empty()) {
+    const auto clamp_y = [&](double v) { return my(std::clamp(v, y_lo, y_hi)); };
+    const auto bx = [&](std::size_t k) { return mx(c.stack.x0 + c.stack.dx * static_cast<double>(k)); };
+    std::vector<double> base(stack_total.size(), 0.0);
+    o += "<g class=\"stack-group\">\n";
+    for (const auto& l : c.stack.layers) {
+      std::string d;
+      double total = 0;
+      std::size_t nonzero = 0;
+      const auto val = [&](std::size_t k) {
+        return k < l.y.size() && std::isfinite(l.y[k]) ? std::max(0.0, l.y[k]) : 0.0;
+      };
+      std::size_t k = 0;
+      const std::size_t n = stack_total.size();
+      while (k < n) {
+        if (val(k) <= 0) {
+          ++k;
+          continue;
+        }
+        std::size_t e = k;
+        while (e + 1 < n && val(e + 1) > 0) ++e;
+        d += "M" + px(bx(k)) + " " + px(clamp_y(base[k]));
+        for (std::size_t j = k; j <= e; ++j) d += "V" + px(clamp_y(base[j] + val(j))) + "H" + px(bx(j + 1));
+        for (std::size_t j = e + 1; j-- > k;) d += "V" + px(clamp_y(base[j])) + "H" + px(bx(j));
+        d += "Z";
+        for (std::size_t j = k; j <= e; ++j) {
+          total += val(j);
+          ++nonzero;
+        }
+        k = e + 1;
+      }
+      for (std::size_t j = 0; j < n; ++j) base[j] += val(j);
+      o += fmt::format(
+          "<path class=\"stack\" data-kind=\"{}\" data-total=\"{}\" data-buckets=\"{}\" fill=\"{}\"{} d=\"{}\">"
+          "<title>{}: {} in {} buckets</title></path>\n",
+          escape(l.kind), std::llround(total), nonzero, escape(l.color),
+          l.opacity < 1 ? fmt::format(" fill-opacity=\"{}\"", px(l.opacity)) : std::string(), d.empty() ? "M0 0" : d,
+          escape(l.label), escape(format_value(c.y.format, total)), nonzero);
+    }
+    std::string clip;
+    std::size_t clipped = 0;
+    for (std::size_t j = 0; j < stack_total.size(); ++j)
+      if (stack_total[j] > y_hi * (1 + 1e-9)) {
+        ++clipped;
+        const double xm = (bx(j) + bx(j + 1)) / 2;
+        clip +=
+            "M" + px(xm - 3) + " " + px(T + 6) + "L" + px(xm) + " " + px(T) + "L" + px(xm + 3) + " " + px(T + 6) + "Z";
+      }
+    if (clipped)
+      o += fmt::format(
+          "<path class=\"clipped\" data-count=\"{}\" fill=\"#212529\" d=\"{}\"><title>{} buckets above the axis "
+          "top</title></path>\n",
+          clipped, clip, clipped);
+    o += "</g>\n";
+  }
+
   // Series, downsampled to two points per pixel column.
   const int columns = std::max(1, static_cast<int>(R - L));
   o += "<g class=\"series-group\" fill=\"none\">\n";
@@ -426,17 +502,27 @@ std::string render(const LineChart& c) {
     const std::vector<Point> pts = downsample_minmax(s.points, x_lo, x_hi, columns);
     std::string d;
     d.reserve(pts.size() * 12);
+    bool pen_up = true;
+    std::size_t drawn = 0;
     for (std::size_t i = 0; i < pts.size(); ++i) {
-      const double x = mx(pts[i].x), y = my(pts[i].y);
-      if (i == 0) {
+      const double x = mx(pts[i].x);
+      if (!std::isfinite(pts[i].y)) {  // a gap: a step holds until here, then the line ends
+        if (!pen_up && s.step) d += "H" + px(x);
+        pen_up = true;
+        continue;
+      }
+      const double y = my(pts[i].y);
+      if (pen_up) {
         d += "M" + px(x) + " " + px(y);
+        pen_up = false;
       } else if (s.step) {
         d += "H" + px(x) + "V" + px(y);
       } else {
-        d += (i == 1 ? "L" : " ") + px(x) + " " + px(y);
+        d += "L" + px(x) + " " + px(y);
       }
+      ++drawn;
     }
-    if (pts.size() == 1) d += "h1";  // a lone point stays visible
+    if (drawn == 1) d += "h1";  // a lone point stays visible
     o += fmt::format(
         "<path class=\"series\" data-series=\"{}\" data-points=\"{}\" stroke=\"{}\" stroke-width=\"{}\"{} d=\"{}\">"
         "<title>{}</title></path>\n",
@@ -497,10 +583,10 @@ std::string render(const LineChart& c) {
   const double ly = H - 8;
   o += "<g class=\"legend\">\n";
   auto item = [&](const std::string& kind, const std::string& name, const std::string& color, const std::string& dash,
-                  bool box) {
+                  bool box, double opacity = 1) {
     if (box)
-      o += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"14\" height=\"9\" fill=\"{}\"/>", px(lx), px(ly - 8),
-                       escape(color));
+      o += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"14\" height=\"9\" fill=\"{}\"{}/>", px(lx), px(ly - 8),
+                       escape(color), opacity < 1 ? fmt::format(" fill-opacity=\"{}\"", px(opacity)) : std::string());
     else
       o += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"2\"{}/>", px(lx),
                        px(lx + 16), px(ly - 4), px(ly - 4), escape(color),
@@ -509,13 +595,14 @@ std::string render(const LineChart& c) {
                      px(lx + 20), px(ly), escape(name));
     lx += 28 + 6.5 * static_cast<double>(name.size());
   };
+  for (const auto& l : c.stack.layers) item("stack", l.label, l.color, "", true, l.opacity);
   for (const auto& s : c.series) item("series", s.legend.empty() ? s.name : s.legend, s.color, s.dash, false);
   std::set<std::string> done;
   for (const auto& m : c.markers)
     if (done.insert("m:" + m.kind).second) item("marker", m.kind, m.color.empty() ? "#333" : m.color, "4 3", false);
   for (const auto& b : c.bands)
     if (done.insert("b:" + b.kind).second)
-      item("band", b.kind + " window", b.color.empty() ? "#f5c77e" : b.color, "", true);
+      item("band", b.legend.empty() ? b.kind + " window" : b.legend, b.color.empty() ? "#f5c77e" : b.color, "", true);
   o += "</g>\n";
   o += "</svg>\n";
   return o;

@@ -9,6 +9,8 @@
 //   <rect class="band" data-kind="release" data-index="0">
 //   <path class="ticks" data-kind="tlb-shootdown" data-count="30">
 //   <rect class="bar" data-kind="timer" data-value="1234">
+//   <path class="stack" data-kind="tlb-shootdown" data-total="267300" data-buckets="9">
+//   <path class="clipped" data-count="3">  (stack buckets above the y axis)
 //   <text class="note">  (what is missing, e.g. no kernel evidence)
 // Values are data units (ns for latencies); the module maps them to pixels.
 #pragma once
@@ -49,7 +51,7 @@ struct Point {
 struct Series {
   std::string name;           // data-series, legend text
   std::string color;          // CSS color
-  std::vector<Point> points;  // sorted by x
+  std::vector<Point> points;  // sorted by x; a non-finite y ends the line (a gap)
   bool step = false;          // each point's y holds until the next point's x
   double width = 1.5;
   std::string dash;    // stroke-dasharray, "" = solid
@@ -73,6 +75,7 @@ struct Band {
   int index = 0;
   std::string label;
   std::string color;
+  std::string legend;  // legend text, "" = kind + " window"
 };
 
 // Short tick marks along the bottom of the plot at each x, one row per kind.
@@ -81,6 +84,22 @@ struct EventTicks {
   std::string label;  // legend text
   std::string color;
   std::vector<double> x;
+};
+
+// One layer of a stacked step area: y[k] is bucket k's value; bucket k spans
+// [x0 + k * dx, x0 + (k + 1) * dx]. Layers stack in the order given (first
+// at the bottom).
+struct StackLayer {
+  std::string kind;   // data-kind
+  std::string label;  // legend text
+  std::string color;
+  std::vector<double> y;
+  double opacity = 1;  // < 1: a background layer (fill-opacity)
+};
+struct Stack {
+  double x0 = 0;
+  double dx = 0;
+  std::vector<StackLayer> layers;
 };
 
 struct LineChart {
@@ -94,6 +113,9 @@ struct LineChart {
   std::vector<Marker> markers;
   std::vector<Band> bands;
   std::vector<EventTicks> ticks;
+  // Stacked areas under the series. Buckets whose total exceeds y.max are
+  // drawn to the top of the plot and marked (class "clipped").
+  Stack stack;
   std::vector<std::string> notes;  // shown inside the plot (what is missing)
   // Extra data-* attributes on the <svg> (name without "data-", value).
   std::vector<std::pair<std::string, std::string>> attrs;

@@ -40,6 +40,9 @@ bad "unknown pages"            "--pages '1g'.*accepted"       --pages 1g
 bad "unknown trace mode"       "--trace 'maybe'"              --trace maybe
 bad "bad duration"             "--after '5'"                  --after 5
 bad "repeat out of range"      "--repeat 0"                   --repeat 0
+bad "report-every too short"   "--report-every '500us': out of range.*1ms to 1h.*32MiB" --report-every 500us
+bad "report-every neither"     "--report-every 'soon': neither a duration nor a size.*accepted" --report-every soon
+bad "report-every below batch" "--report-every 1KiB: smaller than the batch" --report-every 1KiB
 if [[ $(awk '/HugePages_Free/ {print $2}' /proc/meminfo) == 0 ]]; then
   bad "hugetlb without reserved pages" "--pages hugetlb.*HugePages_Free" --pages hugetlb --chunk-size 64MiB
 else

@@ -30,7 +30,7 @@ run|--culprit-cpu|0|abc;;99999999999999999999;;-1;;0-1
 run|--victim-cpus|1|1-x;;1,1;;4294967296;;1,,2
 run|--chunk-size|64MiB|12abc;;MiB64;;99999999999999999999GiB;;-1GiB;;64 MiB MiB
 run|--batch|64KiB|64x;;KiB;;1000;;99999999999999999999
-run|--report-every|32MiB|32MiBs;;-1MiB;;MiB
+run|--report-every|10ms|32MiBs;;-1MiB;;MiB;;500us;;2h;;-5ms;;10msms;;1KiB
 run|--pages|4k|1g;;4kk
 run|--release|free|frob;;free,munmap
 run|--trigger|after=1ms|sometimes;;after=;;after=1msms;;after=-1s
@@ -65,7 +65,7 @@ compare|--culprit-cpu|0|abc;;99999999999999999999
 compare|--victim-cpus|1|1-x;;1,1
 compare|--chunk-size|64MiB|12abc;;-1GiB
 compare|--batch|64KiB|64x;;1000
-compare|--report-every|32MiB|32MiBs
+compare|--report-every|10ms|32MiBs;;500us
 compare|--pages|4k|1g
 compare|--trigger|after=150ms|enter;;after=x
 compare|--repeat|1|0;;x

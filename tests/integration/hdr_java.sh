@@ -8,7 +8,11 @@
 #     values computed from the data before encoding.
 #  4. Real output: with a directory argument (or SHOOTDOWN_HDR_DIR) holding
 #     victim.hlog/victim.hgrm, or when `shootdown run` supports --out, the same
-#     checks run on that output.
+#     checks run on that output, and HdrHistogram's tools must be able to
+#     place every interval in time (issue 15): per tag, HistogramLogProcessor
+#     prints one line per interval with strictly increasing times (it prints
+#     each interval's end, start + length) and HistogramLogReader's start
+#     timestamps (ms) strictly increase.
 # Usage: hdr_java.sh [DIR]
 source "$TEST_LIB"
 
@@ -74,6 +78,42 @@ check_stats() {  # check_stats LABEL HLOG [EXPECTED_STATS]
   fi
 }
 
+# Strictly increasing interval times, as HdrHistogram's Java tools read them.
+check_times() {  # check_times LABEL HLOG
+  local label=$1 hlog=$2 tags tag n_log n_out bad
+  tags=$(grep -o '^Tag=cpu[0-9]*,' "$hlog" | sort -u | sed 's/^Tag=//; s/,$//')
+  for tag in "" $tags; do
+    local tagargs=()
+    [[ -n $tag ]] && tagargs=(-tag "$tag")
+    if ! processor -csv -i "$hlog" -o "$TMP/intervals.csv" -outputValueUnitRatio 1000 "${tagargs[@]}" \
+      >"$TMP/proc.out" 2>&1; then
+      not_ok "$label: HistogramLogProcessor -csv failed${tag:+ (tag $tag)}: $(head -3 "$TMP/proc.out")"
+      continue
+    fi
+    if [[ -n $tag ]]; then n_log=$(grep -c "^Tag=$tag," "$hlog"); else n_log=$(grep -c '^[0-9]' "$hlog"); fi
+    n_out=$(grep -c '^[0-9]' "$TMP/intervals.csv")
+    bad=$(awk -F, '/^[0-9]/ { if (n++ && $1 + 0 <= prev) { print NR ": " prev " then " $1; exit } prev = $1 + 0 }' \
+      "$TMP/intervals.csv")
+    if ((n_out == n_log && n_out > 1)) && [[ -z $bad ]]; then
+      ok "$label: HistogramLogProcessor places all $n_out intervals${tag:+ of $tag} at strictly increasing times"
+    else
+      not_ok "$label: HistogramLogProcessor${tag:+ (tag $tag)}: $n_out of $n_log intervals, first repeat: ${bad:-none}"
+    fi
+  done
+  # HdrCheck (HistogramLogReader): start timestamps per tag ("-" = untagged).
+  if java -cp "$JAR:$TMP/classes" HdrCheck "$hlog" >"$TMP/java.times" 2>"$TMP/java.err"; then
+    bad=$(awk '$1 !~ /\./ { if (($1 in prev) && $2 + 0 <= prev[$1] + 0) { print $1 ": " prev[$1] " then " $2; exit } prev[$1] = $2 }' \
+      "$TMP/java.times")
+    if [[ -z $bad ]]; then
+      ok "$label: HistogramLogReader start timestamps strictly increase per victim and combined"
+    else
+      not_ok "$label: HistogramLogReader start timestamps repeat: $bad"
+    fi
+  else
+    not_ok "$label: HdrCheck failed: $(head -3 "$TMP/java.err")"
+  fi
+}
+
 # 1-3: synthetic data.
 mkdir -p "$TMP/gen"
 if "$TOOL" gen "$TMP/gen"; then ok "hdr_tool wrote synthetic.hlog"; else not_ok "hdr_tool gen failed"; finish; fi
@@ -92,6 +132,7 @@ if [[ -z $real_dir && -x ${SHOOTDOWN:-} ]] && "$SHOOTDOWN" run --help 2>&1 | gre
 fi
 if [[ -n $real_dir && -s $real_dir/victim.hlog ]]; then
   check_stats "real ($real_dir)" "$real_dir/victim.hlog"
+  check_times "real ($real_dir)" "$real_dir/victim.hlog"
   if [[ -s $real_dir/victim.hgrm ]]; then
     check_log "real ($real_dir)" "$real_dir/victim.hlog" "$real_dir/victim.hgrm"
   else

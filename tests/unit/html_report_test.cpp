@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/analysis.hpp"
+#include "core/timeline.hpp"
 #include "sink/html_report.hpp"
 
 using namespace shootdown;
@@ -85,7 +86,8 @@ Result synthetic(int victims, int releases, bool trace) {
 }
 
 std::string render(const Result& r) {
-  return sink::html_report(r, analyze(r));
+  const Analysis a = analyze(r);
+  return sink::html_report(r, a, build_timeline(r, a));
 }
 
 }  // namespace
@@ -112,9 +114,24 @@ TEST(HtmlReport, ChartsHaveSeriesAndMarkers) {
   EXPECT_EQ(count(h, "data-chart=\"timeseries\""), 2u);
   EXPECT_EQ(count(h, "data-series=\"p50\""), 2u);
   EXPECT_EQ(count(h, "data-series=\"max\""), 2u);
-  // Markers: 2 per release in each time-series chart (x2), 2 per raw chart (x2 releases).
-  EXPECT_EQ(count(h, "class=\"marker\" data-kind=\"before\""), 2u * 2 + 2);
-  EXPECT_EQ(count(h, "class=\"marker\" data-kind=\"after\""), 2u * 2 + 2);
+  // Markers: 2 per release in each time-series chart (x2) and stall
+  // timeline (x2: zoomed and full), 2 per raw chart (x2 releases).
+  EXPECT_EQ(count(h, "class=\"marker\" data-kind=\"before\""), 2u * 4 + 2);
+  EXPECT_EQ(count(h, "class=\"marker\" data-kind=\"after\""), 2u * 4 + 2);
+  // Stall timeline: attributed, the shootdown layer holds the attribution's
+  // tlb-shootdown stall (2 x 29 750 ns) and the windows are shaded. The
+  // 200 us unexplained stall towers over the 30 us shootdowns: a zoomed copy
+  // (axis cut, shown by default) and the full-scale one.
+  EXPECT_EQ(count(h, "data-chart=\"stall-timeline\""), 2u);
+  EXPECT_EQ(count(h, "data-zoom=\"kernel\""), 1u);
+  EXPECT_EQ(count(h, "data-zoom=\"full\""), 1u);
+  // (spread over the two 100 us buckets it spans, each nearly full).
+  EXPECT_NE(h.find("axis cut at 60 µs to show the shootdowns: 2 bucket(s) reach up to 99.9 µs"), std::string::npos);
+  EXPECT_EQ(count(h, "class=\"clipped\" data-count=\"2\""), 1u);
+  EXPECT_NE(h.find("data-attributed=\"yes\""), std::string::npos);
+  EXPECT_NE(h.find("class=\"stack\" data-kind=\"tlb-shootdown\" data-total=\"59500\""), std::string::npos);
+  EXPECT_NE(h.find("class=\"stack\" data-kind=\"unexplained\""), std::string::npos);
+  EXPECT_EQ(count(h, "class=\"band\" data-kind=\"release\""), 2u * 4 + 2);
   // Chart 2: one per release, shootdown ticks present.
   EXPECT_EQ(count(h, "data-chart=\"raw\""), 2u);
   EXPECT_EQ(count(h, "class=\"ticks\" data-kind=\"tlb-shootdown\" data-count=\"1\""), 2u);
@@ -150,6 +167,7 @@ TEST(HtmlReport, ManyVictims) {
   const std::string h = render(synthetic(4, 1, true));
   EXPECT_EQ(count(h, "data-chart=\"timeseries\""), 8u);
   EXPECT_EQ(count(h, "data-chart=\"raw\""), 4u);
+  EXPECT_EQ(count(h, "data-zoom=\"full\""), 4u);  // one stall timeline per victim at full scale
   EXPECT_EQ(count(h, "data-chart=\"distribution\""), 4u);
   EXPECT_EQ(count(h, "data-chart=\"stalls\""), 4u);
   for (int c = 1; c <= 4; ++c) EXPECT_NE(h.find("data-victim=\"" + std::to_string(c) + "\""), std::string::npos);
@@ -213,4 +231,40 @@ TEST(HtmlReport, ReRenderedWithoutEventsDoesNotInventStalls) {
   EXPECT_NE(h.find("re-rendered from result.json"), std::string::npos);
   EXPECT_EQ(h.find("class=\"bar\" data-kind=\"unexplained\""), std::string::npos);
   EXPECT_NE(h.find("data-kind=\"unattributed\""), std::string::npos);
+  EXPECT_NE(h.find("data-attributed=\"no\""), std::string::npos);
+  EXPECT_EQ(h.find("class=\"stack\" data-kind=\"tlb-shootdown\""), std::string::npos);
+}
+
+TEST(HtmlReport, ChartOneIsBucketedByTime) {
+  const Result r = synthetic(1, 1, true);
+  const std::string h = render(r);
+  // 15 ms of samples: 100 us buckets (the minimum), 151 of them; chart 1 says so.
+  EXPECT_NE(h.find("data-bucket-ns=\"100000\""), std::string::npos);
+  EXPECT_NE(h.find("per 100 µs bucket"), std::string::npos);
+  EXPECT_NE(h.find("data-source=\"samples\""), std::string::npos);
+  EXPECT_EQ(h.find("nan"), std::string::npos);
+}
+
+TEST(HtmlReport, PartialSamplesSayWhatTheyCover) {
+  // As read back from result.json: every interval, samples only around the release.
+  Result r = synthetic(1, 1, true);
+  VictimSamples& v = r.victims[0];
+  VictimSamples kept = v;
+  kept.end_ns.clear();
+  kept.lat_ns.clear();
+  for (std::size_t i = 0; i < v.size(); ++i)
+    if (v.end_ns[i] >= r.releases[0].before_ns - 1000000 && v.end_ns[i] <= r.releases[0].after_ns + 2000000) {
+      kept.end_ns.push_back(v.end_ns[i]);
+      kept.lat_ns.push_back(v.lat_ns[i]);
+      kept.index.push_back(static_cast<std::int64_t>(i));
+    }
+  v = kept;
+  const std::string h = render(r);
+  EXPECT_NE(h.find("data-coverage=\"raw-windows\""), std::string::npos);
+  EXPECT_NE(h.find("data-source=\"intervals\""), std::string::npos);
+  EXPECT_NE(h.find("report intervals in result.json"), std::string::npos);
+  EXPECT_NE(h.find("these charts are drawn from the intervals"), std::string::npos);
+  EXPECT_NE(h.find("no data</text>"), std::string::npos);  // the legend of the grey bands
+  EXPECT_NE(h.find("class=\"band\" data-kind=\"no-data\""), std::string::npos);
+  EXPECT_NE(h.find("kept around the releases"), std::string::npos);
 }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "core/analysis.hpp"
+#include "core/timeline.hpp"
 #include "sink/atomic_writer.hpp"
 #include "sink/console.hpp"
 #include "sink/csv.hpp"
@@ -114,7 +115,7 @@ TEST(Sink, VerdictLineStatesShootdownsAndStall) {
   EXPECT_EQ(j["summary"]["victims"][0]["shootdowns"], 108);
   EXPECT_EQ(j["summary"]["victims"][0]["stall_ns"], 3712000);
   // And at the top of report.html, before the facts.
-  const std::string html = sink::html_report(r, a);
+  const std::string html = sink::html_report(r, a, build_timeline(r, a));
   const auto at = html.find("<p class=\"verdict\">" + lines[0] + "</p>");
   ASSERT_NE(at, std::string::npos);
   EXPECT_LT(at, html.find("<table class=\"facts\">"));

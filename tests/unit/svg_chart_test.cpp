@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <regex>
 #include <string>
 
@@ -54,7 +55,7 @@ svg::LineChart sample_chart() {
   for (int k = 0; k < 3; ++k) {
     c.markers.push_back({k * 30e6, "before", k, "b", ""});
     c.markers.push_back({k * 30e6 + 5e6, "after", k, "a", ""});
-    c.bands.push_back({k * 30e6, k * 30e6 + 6e6, "release", k, "w", ""});
+    c.bands.push_back({k * 30e6, k * 30e6 + 6e6, "release", k, "w", "", ""});
   }
   c.ticks.push_back({"tlb-shootdown", "TLB", "#c00", {1e6, 2e6, 2e6 + 1}});
   c.ticks.push_back({"timer", "timer", "#00c", {}});
@@ -218,4 +219,44 @@ TEST(SvgBarChart, BarsCarryKindAndValue) {
   EXPECT_EQ(count(s, "class=\"bar\""), 2u);
   EXPECT_NE(s.find("data-kind=\"tlb-shootdown\" data-value=\"25000\""), std::string::npos);
   EXPECT_NE(s.find(">25 µs  3 samples<"), std::string::npos);
+}
+
+TEST(SvgLineChart, StackedLayersCarryTotalsAndClippedBucketsAreMarked) {
+  svg::LineChart c;
+  c.id = "stack";
+  c.x = {"t", svg::Scale::kLinear, svg::Format::kDuration, std::nullopt, std::nullopt};
+  c.y = {"stall", svg::Scale::kLinear, svg::Format::kDuration, 0.0, 100.0};
+  c.stack.x0 = 0;
+  c.stack.dx = 10;
+  // Bottom layer: two runs of non-zero buckets; top layer towers in bucket 3.
+  c.stack.layers.push_back({"tlb-shootdown", "tlb-shootdown", "#c92a2a", {30, 0, 20, 25, 0}, 1.0});
+  c.stack.layers.push_back({"preempted", "preempted", "#a61e4d", {0, 0, 0, 500, 10}, 0.3});
+  const std::string s = svg::render(c);
+  EXPECT_TRUE(balanced(s));
+  EXPECT_NE(s.find("class=\"stack\" data-kind=\"tlb-shootdown\" data-total=\"75\" data-buckets=\"3\""),
+            std::string::npos);
+  EXPECT_NE(s.find("class=\"stack\" data-kind=\"preempted\" data-total=\"510\" data-buckets=\"2\""), std::string::npos);
+  EXPECT_NE(s.find("fill-opacity=\"0.3\""), std::string::npos);
+  // The bottom layer has two runs: two closed outlines.
+  const auto p = s.find("data-kind=\"tlb-shootdown\"");
+  const std::string d = s.substr(p, s.find("</path>", p) - p);
+  EXPECT_EQ(count(d, "M"), 2u);
+  EXPECT_EQ(count(d, "Z"), 2u);
+  // Only bucket 3 (525 > 100) goes above the axis.
+  EXPECT_NE(s.find("class=\"clipped\" data-count=\"1\""), std::string::npos);
+}
+
+TEST(SvgLineChart, NonFiniteYBreaksTheLine) {
+  svg::LineChart c;
+  c.id = "gap";
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  c.series.push_back({"max", "#000", {{0, 1}, {1, 2}, {2, nan}, {5, 3}, {6, 3}}, true, 1, "", ""});
+  const std::string s = svg::render(c);
+  const auto p = s.find("data-series=\"max\"");
+  ASSERT_NE(p, std::string::npos);
+  const auto d0 = s.find(" d=\"", p) + 4;
+  const std::string d = s.substr(d0, s.find('"', d0) - d0);
+  EXPECT_EQ(count(d, "M"), 2u) << d;  // two pieces, no line across the gap
+  EXPECT_EQ(s.find("nan"), std::string::npos);
+  EXPECT_EQ(s.find("NaN"), std::string::npos);
 }
