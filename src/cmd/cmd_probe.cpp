@@ -62,8 +62,8 @@ struct ProbeOpts {
   std::string ring = "16MiB";
   std::string stall_threshold;
   bool rt = false;
-  int pid = 0;          // -p: refused with what to do instead
-  std::string output;   // -o FILE: the console report
+  int pid = 0;         // -p: refused with what to do instead
+  std::string output;  // -o FILE: the console report
   std::vector<std::string> command;
 };
 
@@ -346,8 +346,7 @@ class ProbeTool final : public Tool {
           file_error = e.what();
         }
       }
-      emit_report(o_.json ? sink::result_to_string(r_, a_)
-                          : sink::probe_summary(r_, a_, command_, child_.pid()),
+      emit_report(o_.json ? sink::result_to_string(r_, a_) : sink::probe_summary(r_, a_, command_, child_.pid()),
                   o_.output, stdout);
       std::fprintf(stderr, "shootdown probe: report in %s\n", o_.output.c_str());
       if (!file_error.empty()) throw RuntimeError("writing results: " + file_error);

@@ -90,7 +90,8 @@ void finish_run_outputs(const Result& r, const Analysis& a, sink::OutputDir* out
 
 void check_output_file(const std::string& option, const std::string& path) {
   if (path.empty()) return;
-  if (sys::is_directory(path)) throw UsageError(fmt::format("{} '{}': is a directory (give a file name)", option, path));
+  if (sys::is_directory(path))
+    throw UsageError(fmt::format("{} '{}': is a directory (give a file name)", option, path));
   const auto slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
   std::string why;

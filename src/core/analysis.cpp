@@ -93,7 +93,8 @@ void build_intervals(Result& r) {
 }
 
 const char* column_name(Column c) {
-  static const char* const names[kColumnCount] = {"min", "mean", "p50", "p90", "p99", "p99.9", "p99.99", "p99.999", "max"};
+  static const char* const names[kColumnCount] = {"min",   "mean",   "p50",     "p90", "p99",
+                                                  "p99.9", "p99.99", "p99.999", "max"};
   return names[static_cast<int>(c)];
 }
 
@@ -334,8 +335,7 @@ Analysis analyze(const Result& r) {
       std::vector<bool> clean(labels.size());
       for (std::size_t k = 0; k < labels.size(); ++k)
         clean[k] = labels[k] == static_cast<std::uint8_t>(StallLabel::kClean);
-      a.clean_victims.push_back(
-          analyze_victim(r, r.victims[i], &clean, a.attribution.victims[i].baseline_median_ns));
+      a.clean_victims.push_back(analyze_victim(r, r.victims[i], &clean, a.attribution.victims[i].baseline_median_ns));
     }
   }
   a.event_counts = event_counts(r);

@@ -26,8 +26,8 @@ bool wants_p99999(const VictimAnalysis& va) {
 
 std::string summary_table(const std::string& title, const VictimAnalysis& va, bool per_page) {
   const bool five = wants_p99999(va);
-  std::vector<Column> cols = {Column::kMin,  Column::kMean,  Column::kP50,    Column::kP90,
-                              Column::kP99,  Column::kP999,  Column::kP9999};
+  std::vector<Column> cols = {Column::kMin, Column::kMean, Column::kP50,  Column::kP90,
+                              Column::kP99, Column::kP999, Column::kP9999};
   if (five) cols.push_back(Column::kP99999);
   cols.push_back(Column::kMax);
   auto width = [](Column c) { return c == Column::kMin ? 7 : c == Column::kMax || c == Column::kP99999 ? 9 : 8; };
@@ -57,9 +57,8 @@ std::string summary_table(const std::string& title, const VictimAnalysis& va, bo
     out += line + "\n";
   }
   if (marked)
-    out += fmt::format(
-        "  * outside the range this column takes over {} windows of {} of the baseline alone\n",
-        va.spread_windows, format_duration_ns(va.spread_window_ns));
+    out += fmt::format("  * outside the range this column takes over {} windows of {} of the baseline alone\n",
+                       va.spread_windows, format_duration_ns(va.spread_window_ns));
   return out;
 }
 
@@ -86,16 +85,16 @@ std::string verdict_line(const Result& r, const Verdict& v, const VictimVerdict&
     return s;
   }
   if (!x.evidence) {
-    std::string s = head + ": shootdowns to " + cpu + " unknown (" + (v.unknown.empty() ? "no kernel trace" : v.unknown) +
-                    ")";
+    std::string s =
+        head + ": shootdowns to " + cpu + " unknown (" + (v.unknown.empty() ? "no kernel trace" : v.unknown) + ")";
     if (x.tlb_delta >= 0)
-      s += fmt::format("; /proc/interrupts counted {} TLB IPIs on {} over the span, from any process", x.tlb_delta,
-                       cpu);
+      s +=
+          fmt::format("; /proc/interrupts counted {} TLB IPIs on {} over the span, from any process", x.tlb_delta, cpu);
     return s;
   }
   if (v.releases == 0) {
-    return head + fmt::format(": {} shootdown IPIs of ours reached {} anyway, {} stalled", x.shootdowns, cpu,
-                              d(x.stall_ns));
+    return head +
+           fmt::format(": {} shootdown IPIs of ours reached {} anyway, {} stalled", x.shootdowns, cpu, d(x.stall_ns));
   }
   std::string s;
   if (x.shootdowns == 0) {
@@ -110,7 +109,8 @@ std::string verdict_line(const Result& r, const Verdict& v, const VictimVerdict&
     if (x.seen < x.shootdowns) s += fmt::format(" ({} of them inside a victim sample)", x.seen);
   }
   if (x.off_cpu_in_release) s += "; the victim was switched out during a release, so part of its stall is unseen";
-  if (x.shootdowns > 0 && p.release != ReleaseStrategy::kReuse) s += "; compare with the reuse control: shootdown compare";
+  if (x.shootdowns > 0 && p.release != ReleaseStrategy::kReuse)
+    s += "; compare with the reuse control: shootdown compare";
   return s;
 }
 
@@ -244,10 +244,10 @@ std::string probe_summary(const Result& r, const Analysis& a, const std::string&
   auto per_s = [&](double x) { return secs > 0 ? x / secs : 0.0; };
   if (!r.victims.empty()) {
     const auto& vs = r.victims.front();
-    s += fmt::format("  {:<17}{} samples of {} pages ({}), median {}\n", "samples", vs.size(), vs.pages_per_batch,
-                     format_size(r.plan.batch),
-                     format_duration_ns(at.available && !at.victims.empty() ? at.victims.front().baseline_median_ns
-                                                                             : 0));
+    s += fmt::format(
+        "  {:<17}{} samples of {} pages ({}), median {}\n", "samples", vs.size(), vs.pages_per_batch,
+        format_size(r.plan.batch),
+        format_duration_ns(at.available && !at.victims.empty() ? at.victims.front().baseline_median_ns : 0));
   }
   if (at.available && !at.victims.empty()) {
     const VictimAttribution& va = at.victims.front();

@@ -245,14 +245,17 @@ std::string meaning_section(const Result& r, const Analysis& a, const Attributio
     const CpuCounters* c = counters_of(r, va.cpu);
     const VictimAttribution* va_at = attribution_of(at, va.cpu);
     std::string who = fmt::format("CPU {}", va.cpu);
-    const std::int64_t flush_ipis = a.shootdown_marks.count(va.cpu) ? a.shootdown_marks.at(va.cpu).all : 0;
-    if (va_at && flush_ipis > 0) {
+    if (va_at && va_at->shootdowns_received > 0) {
+      // The verdict's figure (shootdowns of this process), not every flush
+      // IPI the CPU ran: flushes for other processes' memory are named apart.
       s.push_back(fmt::format(
-          "{} received {} TLB shootdown IPIs (kernel trace{}), {} of them inside the release window{}; "
-          "each stalled the victim by ~{} (p90 {}, max {}) while the handler itself ran ~{}.",
-          who, flush_ipis, c ? fmt::format("; /proc/interrupts TLB delta {}", c->tlb) : std::string(),
-          a.shootdown_marks.count(va.cpu) ? a.shootdown_marks.at(va.cpu).in_windows : 0,
-          r.releases.size() == 1 ? "" : "s", dur(static_cast<double>(va_at->stall_per_shootdown.p50)),
+          "{} received {} TLB shootdown IPIs of this process (kernel trace: tlb_flush reason 1 while the victim "
+          "ran{}{}); each stalled the victim by ~{} (p90 {}, max {}) while the handler itself ran ~{}.",
+          who, va_at->shootdowns_received,
+          va_at->wrong_cpu_flushes ? fmt::format("; {} more flushed other processes' memory", va_at->wrong_cpu_flushes)
+                                   : std::string(),
+          c ? fmt::format("; /proc/interrupts TLB delta {}", c->tlb) : std::string(),
+          dur(static_cast<double>(va_at->stall_per_shootdown.p50)),
           dur(static_cast<double>(va_at->stall_per_shootdown.p90)),
           dur(static_cast<double>(va_at->stall_per_shootdown.max)), dur(static_cast<double>(va_at->handler_ns.p50))));
     } else if (c) {

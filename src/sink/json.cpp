@@ -12,7 +12,7 @@ namespace shootdown::sink {
 using nlohmann::json;
 
 json summary_json(const Summary& s) {
-  return json{{"count", s.count}, {"min", s.min},   {"mean", s.mean},     {"p50", s.p50},       {"p90", s.p90},
+  return json{{"count", s.count}, {"min", s.min},   {"mean", s.mean},   {"p50", s.p50},       {"p90", s.p90},
               {"p99", s.p99},     {"p999", s.p999}, {"p9999", s.p9999}, {"p99999", s.p99999}, {"max", s.max}};
 }
 
@@ -53,6 +53,7 @@ json plan_json(const Plan& p) {
               {"chunk_capped", p.chunk_capped},
               {"batch", p.batch},
               {"report_every", p.report_every},
+              {"report_every_ns", p.report_every_ns},
               {"pages", page_mode_name(p.pages)},
               {"touch_stride", 4096},
               {"release", strategy_name(p.release)},
