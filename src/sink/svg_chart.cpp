@@ -649,8 +649,19 @@ std::string render(const BarChart& c) {
         "<title>{}: {}{}</title></rect>",
         escape(b.kind), b.value, px(L), px(y + 3), px(w), px(bh - 6), escape(b.color.empty() ? "#4a7ab5" : b.color),
         escape(b.label), escape(val), escape(b.detail.empty() ? "" : " (" + b.detail + ")"));
-    o += fmt::format("<text class=\"bar-value\" x=\"{}\" y=\"{}\">{}{}</text>\n", px(L + w + 6), px(y + bh * 0.65),
-                     escape(val), escape(b.detail.empty() ? "" : "  " + b.detail));
+    // The value after the bar when it fits in the chart, else inside the bar
+    // (right-aligned, white), else ending at the chart's right edge. Width
+    // estimated at 7.5 px per character (12 px sans-serif, generous).
+    const std::string text = val + (b.detail.empty() ? "" : "  " + b.detail);
+    const double text_w = 7.5 * static_cast<double>(text.size());
+    std::string pos;
+    if (L + w + 6 + text_w <= c.width - 4)
+      pos = fmt::format("x=\"{}\"", px(L + w + 6));
+    else if (w >= text_w + 12)
+      pos = fmt::format("x=\"{}\" text-anchor=\"end\" style=\"fill:#fff\"", px(L + w - 6));
+    else
+      pos = fmt::format("x=\"{}\" text-anchor=\"end\"", px(c.width - 4));
+    o += fmt::format("<text class=\"bar-value\" {} y=\"{}\">{}</text>\n", pos, px(y + bh * 0.65), escape(text));
   }
   o += "</g>\n";
   for (std::size_t i = 0; i < c.notes.size(); ++i)

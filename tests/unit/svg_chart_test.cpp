@@ -221,6 +221,20 @@ TEST(SvgBarChart, BarsCarryKindAndValue) {
   EXPECT_NE(s.find(">25 µs  3 samples<"), std::string::npos);
 }
 
+TEST(SvgBarChart, LongValueOfTheLongestBarStaysInsideTheChart) {
+  // report.html chart 5 in CI: "79.7 ms  · 5282 samples" after a full-width
+  // bar ran 16 px past the chart; it now goes inside the bar.
+  svg::BarChart b;
+  b.id = "stalls";
+  b.bars = {{"unexplained", "unexplained", 100000000, "", "· 5282 samples"}, {"timer", "timer", 1000, "", ""}};
+  const std::string s = svg::render(b);
+  const auto at = s.find("class=\"bar-value\" x=\"");
+  ASSERT_NE(at, std::string::npos);
+  const double x = std::stod(s.substr(at + std::string("class=\"bar-value\" x=\"").size()));
+  EXPECT_LE(x, b.width - 4);
+  EXPECT_NE(s.find("text-anchor=\"end\" style=\"fill:#fff\"", at), std::string::npos) << s.substr(at, 200);
+}
+
 TEST(SvgLineChart, StackedLayersCarryTotalsAndClippedBucketsAreMarked) {
   svg::LineChart c;
   c.id = "stack";
