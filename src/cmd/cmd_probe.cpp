@@ -324,28 +324,14 @@ class ProbeTool final : public Tool {
       finish_run_outputs(r_, a_, out_.get(), true);
     } else if (o_.output.empty()) {
       // probe's own presentation (not run's tables: there is no culprit and no release).
-      std::string file_error;
-      if (out_) {
-        try {
-          write_result_files(r_, a_, *out_);
-        } catch (const std::exception& e) {
-          file_error = e.what();
-        }
-      }
+      const std::string file_error = write_result_files_or_error(r_, a_, out_.get());
       std::string text = sink::probe_summary(r_, a_, command_, child_.pid());
       if (out_ && file_error.empty()) text += "results: " + out_->path() + "/\n";
       emit_report(text, "", stdout);
       if (!file_error.empty()) throw RuntimeError("writing results: " + file_error);
     } else {
       // -o FILE: the command keeps stdout; files (--out) first, then the report.
-      std::string file_error;
-      if (out_) {
-        try {
-          write_result_files(r_, a_, *out_);
-        } catch (const std::exception& e) {
-          file_error = e.what();
-        }
-      }
+      const std::string file_error = write_result_files_or_error(r_, a_, out_.get());
       emit_report(o_.json ? sink::result_to_string(r_, a_) : sink::probe_summary(r_, a_, command_, child_.pid()),
                   o_.output, stdout);
       std::fprintf(stderr, "shootdown probe: report in %s\n", o_.output.c_str());

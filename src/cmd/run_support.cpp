@@ -67,16 +67,19 @@ void write_result_files(const Result& r, const Analysis& a, sink::OutputDir& out
   out.write("victim.hgrm", sink::victim_hgrm(r));
 }
 
+std::string write_result_files_or_error(const Result& r, const Analysis& a, sink::OutputDir* out) {
+  if (!out) return {};
+  try {
+    write_result_files(r, a, *out);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return {};
+}
+
 void finish_run_outputs(const Result& r, const Analysis& a, sink::OutputDir* out, bool json,
                         const std::optional<influx::Url>& influx, bool quiet, bool verbose) {
-  std::string file_error;
-  if (out) {
-    try {
-      write_result_files(r, a, *out);
-    } catch (const std::exception& e) {
-      file_error = e.what();
-    }
-  }
+  const std::string file_error = write_result_files_or_error(r, a, out);
   if (json) {
     std::fputs(sink::result_to_string(r, a).c_str(), stdout);
   } else {

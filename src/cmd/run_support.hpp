@@ -28,6 +28,9 @@ void finish_run_outputs(const Result& r, const Analysis& a, sink::OutputDir* out
 // with_result_json false: result.json is its source and keeps what a loaded
 // Result cannot hold (kernel events, so attribution and callchains).
 void write_result_files(const Result& r, const Analysis& a, sink::OutputDir& out, bool with_result_json = true);
+// The same into out when given; "" on success, else why (the caller reports it
+// after printing what was measured: nothing is lost because a sink failed).
+std::string write_result_files_or_error(const Result& r, const Analysis& a, sink::OutputDir* out);
 // file:// URL of dir/report.html (absolute, percent-encoded), for --open.
 std::string report_file_url(const std::string& dir);
 

@@ -29,6 +29,12 @@ Phase phase_at(const Result& r, std::int64_t t) {
   return Phase::kAfter;
 }
 
+Phase interval_phase(const Result& r, std::int64_t start_ns, std::int64_t end_ns) {
+  for (const auto& rel : r.releases)
+    if (start_ns <= rel.after_ns + r.plan.settle_ns && end_ns >= rel.before_ns) return Phase::kRelease;
+  return phase_at(r, end_ns);
+}
+
 std::vector<Phase> sample_phases(const Result& r, const VictimSamples& v) {
   std::vector<Phase> out(v.size(), Phase::kBaseline);
   // Samples and releases are both in time order: one merge pass.
@@ -83,10 +89,7 @@ void build_intervals(Result& r) {
       scratch.reset();
       for (std::size_t k = i; k < j; ++k) scratch.record(v.lat_ns[k]);
       iv.set_histogram(scratch);
-      Phase p = phase_at(r, iv.end_ns);
-      for (const auto& rel : r.releases)
-        if (iv.start_ns <= rel.after_ns + r.plan.settle_ns && iv.end_ns >= rel.before_ns) p = Phase::kRelease;
-      iv.phase = to_string(p);
+      iv.phase = to_string(interval_phase(r, iv.start_ns, iv.end_ns));
       r.intervals.push_back(std::move(iv));
     }
   }

@@ -17,6 +17,10 @@ namespace shootdown {
 // release; after otherwise.
 Phase phase_at(const Result& r, std::int64_t t_ns);
 
+// Phase of an interval [start, end]: release when it overlaps a release
+// window (before .. after + settle), else the phase of its end.
+Phase interval_phase(const Result& r, std::int64_t start_ns, std::int64_t end_ns);
+
 // Phase of every sample of a victim.
 std::vector<Phase> sample_phases(const Result& r, const VictimSamples& v);
 

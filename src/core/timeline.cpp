@@ -225,10 +225,7 @@ void build_time_intervals(Result& r) {
       iv.start_ns = origin + slot * d;
       iv.end_ns = slot == last_slot ? end_all : iv.start_ns + d;
       iv.set_histogram(scratch);
-      Phase p = phase_at(r, iv.end_ns);
-      for (const auto& rel : r.releases)
-        if (iv.start_ns <= rel.after_ns + r.plan.settle_ns && iv.end_ns >= rel.before_ns) p = Phase::kRelease;
-      iv.phase = to_string(p);
+      iv.phase = to_string(interval_phase(r, iv.start_ns, iv.end_ns));
       r.intervals.push_back(std::move(iv));
       i = j;
     }

