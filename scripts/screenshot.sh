@@ -4,7 +4,8 @@
 # machine, its report.html rendered by headless Chromium (Debian's chromium
 # via playwright-core, as the integration test does). Crops charts 1-3, and
 # chart 2 alone, to keep the PNGs small. The README's chart 2 is of a 4 GiB
-# munmap: CHUNK=4GiB scripts/screenshot.sh (needs ~9 GiB of RAM).
+# free (the default release): RELEASE=free CHUNK=4GiB scripts/screenshot.sh
+# (needs ~9 GiB of RAM).
 # Usage: scripts/screenshot.sh [path/to/shootdown]   (default: build/src/shootdown)
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,7 +23,7 @@ npm_dir=$build/npm
   npm install --prefix "$npm_dir" --no-audit --no-fund --loglevel=error playwright-core@1
 out=$(mktemp -d /tmp/shootdown-screenshot.XXXXXX)
 trap 'rm -rf "$out"' EXIT
-"$bin" run --release munmap --chunk-size ${CHUNK:-1GiB} --trigger after=1s --out "$out/run" -q >/dev/null
+"$bin" run --release "${RELEASE:-munmap}" --chunk-size "${CHUNK:-1GiB}" --trigger after=1s --out "$out/run" -q >/dev/null
 mkdir -p "$src/docs/img"
 PLAYWRIGHT_CORE=$npm_dir/node_modules/playwright-core \
   node "$src/tests/integration/html_report_check.js" "$out/run/report.html" "$src/docs/img/report.png" \
