@@ -263,10 +263,20 @@ class MonitorTool final : public Tool {
     std::fflush(stdout);
     std::int64_t next = prev.mono_ns + plan_.interval_ns;
     for (std::int64_t n = 0; plan_.count == 0 || n < plan_.count; ++n) {
-      // Sleep in short slices so SIGINT/SIGTERM end the loop promptly.
+      // Sleep in short slices so SIGINT/SIGTERM end the loop promptly. With
+      // the tracer, fold its events in every 100 ms between intervals: a
+      // process's comm and cgroup are read from /proc while it lives, so a
+      // short-lived initiator (a job that exits before the next interval or
+      // scrape) is still attributed to its name and cgroup, not to "?".
+      std::int64_t folded = sys::mono_now_ns();
       while (!sys::StopSignals::stop_requested()) {
-        const std::int64_t left = next - sys::mono_now_ns();
+        const std::int64_t now = sys::mono_now_ns();
+        const std::int64_t left = next - now;
         if (left <= 0) break;
+        if (tracer_ && now - folded >= 100000000) {
+          collector_->refresh();
+          folded = now;
+        }
         std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<std::int64_t>(left, 50000000)));
       }
       if (sys::StopSignals::stop_requested()) break;
