@@ -25,8 +25,37 @@ bool plausible_event_format(const std::string& text) {
     const auto u = static_cast<unsigned char>(c);
     if (u != '\n' && u != '\t' && (u < 0x20 || u > 0x7e)) return false;
   }
-  return text.rfind("name: ", 0) == 0 && text.find("\nID: ") != std::string::npos &&
-         text.find("\nformat:") != std::string::npos && text.find("\nprint fmt: ") != std::string::npos;
+  if (!(text.rfind("name: ", 0) == 0 && text.find("\nID: ") != std::string::npos &&
+        text.find("\nformat:") != std::string::npos && text.find("\nprint fmt: ") != std::string::npos))
+    return false;
+  // Every field line exactly as the kernel writes it (kernel/trace/trace_events.c
+  // f_show): "\tfield:DECL;\toffset:N;\tsize:N;\tsigned:0|1;", N decimal.
+  // libtraceevent 1.7.1 divides by zero on a mangled one
+  // ("offset:2t", found by fuzz_tracefs_format): nothing else reaches it.
+  std::istringstream in(text);
+  std::string line;
+  auto number = [](const std::string& l, std::size_t& i, const char* key, bool positive) {
+    const std::string k = std::string("\t") + key + ":";
+    if (l.compare(i, k.size(), k) != 0) return false;
+    i += k.size();
+    const std::size_t start = i;
+    while (i < l.size() && l[i] >= '0' && l[i] <= '9') ++i;
+    if (i == start || i - start > 9 || i >= l.size() || l[i] != ';') return false;
+    if (positive && std::stol(l.substr(start, i - start)) <= 0) return false;
+    ++i;
+    return true;
+  };
+  while (std::getline(in, line)) {
+    if (line.rfind("\tfield:", 0) != 0) continue;
+    const std::size_t semi = line.find(';');
+    if (semi == std::string::npos) return false;
+    std::size_t i = semi + 1;
+    if (!number(line, i, "offset", false) || !number(line, i, "size", false)) return false;
+    if (line.compare(i, 9, "\tsigned:0") != 0 && line.compare(i, 9, "\tsigned:1") != 0) return false;
+    i += 9;
+    if (i >= line.size() || line[i] != ';' || i + 1 != line.size()) return false;
+  }
+  return true;
 }
 
 std::string find_tracefs_mount(const std::string& proc_mounts) {

@@ -4,6 +4,10 @@
 // carrying terminal control bytes.
 #include <gtest/gtest.h>
 
+#include <sstream>
+
+#include <fstream>
+
 #include <cstring>
 #include <linux/perf_event.h>
 #include <string>
@@ -145,4 +149,21 @@ TEST(HostileTracefs, NonAsciiFormatIsRefusedBeforeLibtraceevent) {
   EXPECT_FALSE(sys::plausible_event_format(bad));
   EXPECT_FALSE(sys::plausible_event_format(""));
   EXPECT_FALSE(sys::plausible_event_format("ID: 1\n"));
+  // fuzz_tracefs_format's libtraceevent SIGFPE: a mangled field line.
+  std::string mangled = good;
+  const auto at = mangled.find("offset:");
+  ASSERT_NE(at, std::string::npos);
+  mangled.replace(at, 8, "offset:2t");
+  EXPECT_FALSE(sys::plausible_event_format(mangled));
+  // Every real format file of this machine's tracefs we load passes.
+  for (const char* ev : {"tlb/tlb_flush", "irq_vectors/call_function_entry", "sched/sched_switch", "ipi/ipi_send_cpumask"}) {
+    for (const char* root : {"/sys/kernel/tracing/events/", "/sys/kernel/debug/tracing/events/"}) {
+      std::ifstream f(std::string(root) + ev + "/format");
+      if (!f) continue;
+      std::stringstream ss;
+      ss << f.rdbuf();
+      EXPECT_TRUE(sys::plausible_event_format(ss.str())) << ev;
+      break;
+    }
+  }
 }
