@@ -440,7 +440,9 @@ std::string render(const LineChart& c) {
   // where the layer is > 0 (a layer that is zero almost everywhere costs
   // almost nothing).
   if (!stack_total.empty()) {
-    const auto clamp_y = [&](double v) { return my(std::clamp(v, y_lo, y_hi)); };
+    // Plain copies: clang (the fuzz build) cannot capture structured bindings.
+    const double lo_y = y_lo, hi_y = y_hi;
+    const auto clamp_y = [&](double v) { return my(std::clamp(v, lo_y, hi_y)); };
     const auto bx = [&](std::size_t k) { return mx(c.stack.x0 + c.stack.dx * static_cast<double>(k)); };
     std::vector<double> base(stack_total.size(), 0.0);
     o += "<g class=\"stack-group\">\n";
