@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "core/timeline.hpp"
 #include "sink/console.hpp"
 #include "sink/csv.hpp"
 #include "sink/html_report.hpp"
@@ -23,7 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   (void)sink::console_summary(loaded.result, loaded.analysis);
   (void)sink::timeline_csv(loaded.result);
-  (void)sink::html_report(loaded.result, loaded.analysis);
+  (void)sink::html_report(loaded.result, loaded.analysis, shootdown::build_timeline(loaded.result, loaded.analysis));
   (void)sink::result_to_string(loaded.result, loaded.analysis);
   return 0;
 }
