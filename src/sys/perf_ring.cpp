@@ -77,7 +77,8 @@ Tracepoint load_tracepoint(const Tracefs& tfs, tep_handle* tep, const char* syst
   auto text = tfs.event_format(system, name);
   if (!id || !text) return tp;
   tp.id = *id;
-  if (!plausible_event_format(*text) || tep_parse_event(tep, text->data(), text->size(), system) != 0) {
+  const std::string fields = plausible_event_format(*text) ? fields_only_format(*text) : std::string();
+  if (fields.empty() || tep_parse_event(tep, fields.data(), fields.size(), system) != 0) {
     tp.status = TracepointStatus::kUnparsable;
     return tp;
   }

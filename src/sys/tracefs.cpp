@@ -58,6 +58,12 @@ bool plausible_event_format(const std::string& text) {
   return true;
 }
 
+std::string fields_only_format(const std::string& text) {
+  const auto at = text.find("\nprint fmt: ");
+  if (at == std::string::npos) return text;
+  return text.substr(0, at + 1) + "print fmt: \"\"\n";
+}
+
 std::string find_tracefs_mount(const std::string& proc_mounts) {
   std::istringstream in(proc_mounts);
   std::string line;
