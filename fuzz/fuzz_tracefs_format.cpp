@@ -26,8 +26,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   tep_handle* tep = tep_alloc();
   if (!tep) return 0;
   // The same gate load_tracepoint puts before libtraceevent.
-  const std::string fields = sys::plausible_event_format(text) ? sys::fields_only_format(text) : std::string();
-  if (!fields.empty() && tep_parse_event(tep, fields.data(), fields.size(), "fuzz") == 0) {
+  const std::string gated = sys::plausible_event_format(text) ? sys::fields_only_format(text) : std::string();
+  if (!gated.empty() && tep_parse_event(tep, gated.data(), gated.size(), "fuzz") == 0) {
     tep_event** events = tep_list_events(tep, TEP_EVENT_SORT_ID);
     for (int i = 0; events && events[i]; ++i) {
       tep_format_field** fields = tep_event_fields(events[i]);
