@@ -144,13 +144,6 @@ std::int64_t column_min_samples(Column c) {
 
 namespace {
 
-std::int64_t exact_median(std::vector<std::int64_t> v) {
-  if (v.empty()) return 0;
-  const auto mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
-  return v[mid];
-}
-
 // The baseline cut into consecutive windows as long as the release phase
 // (at least 10 windows, at most 200: shorter windows then, whose quantiles
 // vary more, so fewer marks); each column's range over the windows; release
@@ -225,7 +218,7 @@ VictimAnalysis analyze_victim(const Result& r, const VictimSamples& v, const std
     std::vector<std::int64_t> base;
     for (std::size_t i = 0; i < v.size(); ++i)
       if (phases[i] == Phase::kBaseline) base.push_back(v.lat_ns[i]);
-    baseline_median_ns = exact_median(std::move(base));
+    baseline_median_ns = median_of(std::move(base));
   }
   std::int64_t lost[3] = {0, 0, 0};
   for (std::size_t i = 0; i < v.size(); ++i) {

@@ -99,13 +99,6 @@ std::int64_t sample_at(const VictimSamples& v, std::int64_t t) {
   return static_cast<std::int64_t>(i);
 }
 
-std::int64_t median_of(std::vector<std::int64_t> v) {
-  if (v.empty()) return 0;
-  const auto mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
-  return v[mid];
-}
-
 bool targets(const KernelEvent& e, int cpu) {
   if (e.type == EventType::kIpiSendCpu) return e.a == cpu;
   if (e.type == EventType::kIpiSendCpumask)
@@ -487,6 +480,13 @@ Attribution attribute_result(const Result& r) {
   Attribution a = attribute(r.victims, r.trace, attribution_options(r));
   account_tlb(r, a);
   return a;
+}
+
+std::int64_t median_of(std::vector<std::int64_t> v) {
+  if (v.empty()) return 0;
+  const auto mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
+  return v[mid];
 }
 
 std::string untraced_tlb_rule(const std::string& kernel_release) {

@@ -85,6 +85,9 @@ Attribution attribute_result(const Result& r);
 // The kernel rule that makes /proc/interrupts count TLB flush IPIs that
 // tlb:tlb_flush never traces, for a `uname -r` release ("6.1.0-57-amd64").
 std::string untraced_tlb_rule(const std::string& kernel_release);
+// The baseline median attribution measures stalls from: the upper median
+// (element n/2 after nth_element); analysis uses it for stall lost too.
+std::int64_t median_of(std::vector<std::int64_t> v);
 
 // Fills the tlb_* fields of each victim: its CPU's /proc/interrupts TLB delta
 // (r.counters) over the counted window against the reason-1 and reason-5
