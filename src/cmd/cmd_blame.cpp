@@ -226,6 +226,10 @@ class BlameTool final : public Tool {
     }
     emit_report(text, o_.output, stdout);
     if (!o_.output.empty()) std::fprintf(stderr, "shootdown blame: report in %s\n", o_.output.c_str());
+    // Folded stacks have no room for totals: a dropped sample must still be said.
+    if (o_.folded && in_.lost > 0)
+      std::fprintf(stderr, "shootdown blame: the kernel dropped %lld samples: the counts above are low\n",
+                   static_cast<long long>(in_.lost));
     if (child_.valid() && !child_.exited_ok() && !(signal_ && WIFSIGNALED(child_.status())))
       std::fprintf(stderr, "shootdown blame: command %s\n", child_.describe_exit().c_str());
     return signal_ ? sys::exit_code_for_signal(signal_) : kExitOk;

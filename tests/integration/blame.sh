@@ -53,12 +53,12 @@ if ((RECV * 10 >= (N + M) * 9)); then ok "received by the target's helper: $RECV
 if jq -e '.sites[0].frames | length >= 2' <<<"$JSON" >/dev/null; then ok "call sites have callers"; else not_ok "call sites have no callers"; fi
 
 # --- console and --folded -----------------------------------------------------
-run_cmd "$SHOOTDOWN" blame -- "$FIX" 100 50 --worker-cpu "$W" --helper-cpu "$H"
+run_cmd "$SHOOTDOWN" blame -- "$FIX" 100 50 --worker-cpu "$W" --helper-cpu "$H" --fifo
 expect_rc 0 "blame (console)"
 expect_out '^ 1\. (munmap_often|madvise_often) ← ' "console: top call site is a fixture function"
 expect_out 'advice: munmap of touched memory' "console: munmap advice"
 expect_out 'shootdowns initiated +[0-9]+' "console: totals"
-run_cmd "$SHOOTDOWN" blame --folded -- "$FIX" 100 50 --worker-cpu "$W" --helper-cpu "$H"
+run_cmd "$SHOOTDOWN" blame --folded -- "$FIX" 100 50 --worker-cpu "$W" --helper-cpu "$H" --fifo
 expect_rc 0 "blame --folded"
 expect_out '(^|;)munmap_often;[^ ]*__x64_sys_munmap_\[k\][^ ]* [0-9]+$' "folded: munmap_often;...;__x64_sys_munmap_[k];... count"
 FOLD_MU=$(grep -E '(^|;)munmap_often;' <<<"$OUT" | awk '{s+=$NF} END {print s+0}')
