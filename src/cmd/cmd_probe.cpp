@@ -13,6 +13,10 @@
 #include <ctime>
 #include <fcntl.h>
 #include <fmt/core.h>
+#include <fmt/ranges.h>
+#include <algorithm>
+#include <array>
+#include <cctype>
 #include <fcntl.h>
 #include <optional>
 #include <sys/stat.h>
@@ -53,7 +57,7 @@ namespace shootdown::cmd {
 namespace {
 
 struct ProbeOpts {
-  int cpu = -1;
+  std::string cpu;  // cpulist; default: the last online CPU
   std::string duration;
   std::string out;
   bool json = false;
@@ -86,11 +90,12 @@ std::string find_library() {
   return {};
 }
 
-// The shared sample ring: a memfd the command inherits (no MFD_CLOEXEC; the
-// library closes it at once), mapped here for the tool's side.
+// The shared slots and rings: a memfd the command inherits (no MFD_CLOEXEC:
+// the library keeps it open so the images it execs and the children it
+// starts find it), mapped here for the tool's side.
 class ProbeShm {
  public:
-  explicit ProbeShm(std::uint64_t capacity) : len_(sizeof(sd_probe_shm) + capacity * 8) {
+  explicit ProbeShm(std::uint64_t capacity) : len_(sizeof(sd_probe_shm) + SD_PROBE_SLOTS * capacity * 8) {
     // Anonymous (no name anyone can open), mode 0600, size sealed after sizing:
     // the library refuses any fd that is not exactly this (probe.c).
     fd_ = ::memfd_create("shootdown-probe", MFD_ALLOW_SEALING);
@@ -131,13 +136,25 @@ class ProbeTool final : public Tool {
     if (o_.command.empty()) throw UsageError("nothing to probe: give -- CMD ARGS");
     check_output_file("-o", o_.output);
     topo_ = sys::read_topology();
-    cpu_ = o_.cpu;
-    if (cpu_ < 0) {
+    if (o_.cpu.empty()) {
       if (topo_.online.empty()) throw UsageError("cannot list online CPUs: give --cpu");
-      cpu_ = topo_.online.back();
+      cpus_ = {topo_.online.back()};
+    } else {
+      std::string cwhy;
+      auto list = parse_cpulist(o_.cpu, &cwhy);
+      if (!list || list->empty())
+        throw UsageError(fmt::format("--cpu '{}': {} (accepted: a CPU list such as 3 or 2,3 or 4-7)", o_.cpu,
+                                     list ? "empty" : cwhy));
+      if (list->size() > SD_PROBE_MAX_CPUS)
+        throw UsageError(fmt::format("--cpu '{}': {} CPUs; accepted: at most {} probe CPUs", o_.cpu, list->size(),
+                                     SD_PROBE_MAX_CPUS));
+      for (int c : *list)
+        if (!topo_.online.empty() && !topo_.is_online(c))
+          throw UsageError(fmt::format("--cpu {}: cpu{} is not online (online: {})", o_.cpu, c,
+                                       format_cpulist(topo_.online)));
+      cpus_ = *list;
     }
-    if (!topo_.online.empty() && !topo_.is_online(cpu_))
-      throw UsageError(fmt::format("--cpu {}: not an online CPU (online: {})", cpu_, format_cpulist(topo_.online)));
+    cpu_ = cpus_.front();
     std::string why;
     const auto arena = parse_size(o_.arena, &why);
     if (!arena || *arena < 4096 || *arena > (1LL << 30))
@@ -147,6 +164,7 @@ class ProbeTool final : public Tool {
     if (!ring_bytes || *ring_bytes < (1 << 20) || *ring_bytes > (4LL << 30))
       throw UsageError(
           fmt::format("--ring '{}': {} (accepted: 1MiB .. 4GiB)", o_.ring, ring_bytes ? "out of range" : why));
+    // --ring is per probe: each process image of the target gets its own.
     capacity_ = static_cast<std::uint64_t>(*ring_bytes) / 8;
     arena_pages_ = *arena / 4096;
     if (o_.batch_pages < 1 || o_.batch_pages > arena_pages_)
@@ -182,16 +200,25 @@ class ProbeTool final : public Tool {
     sd_probe_shm* shm = shm_->get();
     shm->magic = SD_PROBE_MAGIC;
     shm->version = SD_PROBE_VERSION;
-    shm->cpu = cpu_;
     shm->batch_pages = static_cast<std::uint32_t>(o_.batch_pages);
     shm->arena_bytes = static_cast<std::uint64_t>(arena_pages_) * 4096;
     shm->capacity = capacity_;
     shm->sched_fifo = o_.rt ? 1u : 0u;
+    shm->nslots = SD_PROBE_SLOTS;
+    shm->ncpus = static_cast<std::uint32_t>(cpus_.size());
+    for (std::size_t k = 0; k < SD_PROBE_MAX_CPUS; ++k) {
+      shm->cpus[k] = k < cpus_.size() ? cpus_[k] : -1;
+      shm->holder[k] = -1;
+    }
+    for (auto& sl : shm->slots) {
+      sl.successor = -1;
+      sl.cpu = -1;
+    }
 
     Plan& p = r_.plan;
     p.culprit_cpu = -1;
     p.victim_cpus = {cpu_};
-    p.cpu_choice = o_.cpu >= 0 ? "given" : "default: the last online CPU";
+    p.cpu_choice = !o_.cpu.empty() ? "given" : "default: the last online CPU";
     p.chunk_size = p.chunk_size_requested = static_cast<std::int64_t>(shm->arena_bytes);
     p.batch = static_cast<std::int64_t>(o_.batch_pages) * 4096;
     p.report_every = 32LL << 20;
@@ -224,29 +251,36 @@ class ProbeTool final : public Tool {
     env.push_back("LD_PRELOAD=" + preload);
     env.push_back(fmt::format("{}={}", SD_PROBE_ENV_FD, shm_->fd()));
     child_ = sys::ChildProcess::spawn(o_.command, env);
-    std::fprintf(stderr, "shootdown probe: pid %d (%s), probe thread on cpu%d; %s\n", child_.pid(), command_.c_str(),
-                 cpu_, duration_ns_ ? "for the given duration" : "until the command exits");
+    std::fprintf(stderr, "shootdown probe: pid %d (%s), probe thread on cpu%s; %s\n", child_.pid(), command_.c_str(),
+                 format_cpulist(cpus_).c_str(), duration_ns_ ? "for the given duration" : "until the command exits");
     std::fflush(stderr);
 
-    sd_probe_shm* shm = shm_->get();
     Watch w;
     w.child = &child_;
     w.duration_ns = duration_ns_;
     w.period_ms = 5;
-    w.tick = [this, shm] {
+    w.tick = [this] {
       drain();
-      const auto st = __atomic_load_n(&shm->state, __ATOMIC_ACQUIRE);
-      return st == SD_PROBE_FAILED || st == SD_PROBE_OVERRUN;
+      sweep();
+      return false;
     };
     const StopCause cause = watch(w);
     if (cause == StopCause::kSignal)
       stop_reason_ = fmt::format("interrupted by signal {}", sys::StopSignals::pending());
     else if (cause == StopCause::kDuration)
       stop_reason_ = "--duration reached";
-    __atomic_store_n(&shm->stop, 1u, __ATOMIC_RELAXED);
-    for (int i = 0; i < 100 && !child_.done() && __atomic_load_n(&shm->state, __ATOMIC_ACQUIRE) == SD_PROBE_RUNNING;
-         ++i)
+    // The end: every probe still measuring stops at its next batch.
+    stopping_ = true;
+    sd_probe_shm* shm = shm_->get();
+    for (auto& sl : shm->slots) {
+      std::uint32_t none = SD_PROBE_STOP_NONE;
+      __atomic_compare_exchange_n(&sl.stop, &none, std::uint32_t{SD_PROBE_STOP_TOOL}, false, __ATOMIC_ACQ_REL,
+                                  __ATOMIC_ACQUIRE);
+    }
+    for (int i = 0; i < 100 && running_probes() > 0; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      sweep();
+    }
     drain();
     last_ = sys::tsc_point();
     irq1_ = sys::read_interrupts();
@@ -254,30 +288,62 @@ class ProbeTool final : public Tool {
     child_done_ = child_.done();
     child_.terminate();  // --duration or a signal: do not leave the command behind
     r_.exit_signal = sys::StopSignals::pending();
-    const auto state = __atomic_load_n(&shm->state, __ATOMIC_ACQUIRE);
     if (shm->claimed == 0)
       throw RuntimeError(
-          fmt::format("the probe never started in '{}' (a static or setuid binary ignores LD_PRELOAD; a shell "
-                      "wrapper that clears the environment too)",
+          fmt::format("the probe never started in '{}' (a static or setuid binary ignores LD_PRELOAD; so does a "
+                      "program started with a cleared environment)",
                       o_.command[0]));
-    if (state == SD_PROBE_FAILED)
-      throw RuntimeError(fmt::format("the probe failed inside the command: {}", shm->error));
-    if (state == SD_PROBE_OVERRUN)
-      r_.warnings.push_back("probe ring full (the tool fell behind): measurement ended early; raise --ring");
-    if (!shm->mlocked)
-      r_.warnings.push_back("probe arena/ring not mlocked (RLIMIT_MEMLOCK): page faults may show as stalls");
   }
 
   void analyze() override {
-    if (ticks_.empty()) {
-      // Never empty tables: say why in one line (exit 1).
-      const int claimed = (*shm_)->claimed;
-      throw RuntimeError(fmt::format(
-          "no sample arrived: the probe started in pid {} but '{}' {} before its first batch ({}; wrappers such as "
-          "sh -c, env, taskset, nice and numactl exec the real program, and the probe does not follow exec yet: "
-          "run the program directly, or see who sends shootdowns with shootdown blame -- CMD)",
-          claimed, o_.command[0], child_done_ ? "exited or exec'd" : "exec'd or stopped", stop_reason_));
+    sd_probe_shm* shm = shm_->get();
+    const sys::TscClock clock = sys::TscClock::from(first_, last_);
+    // The processes of the target in claim order.
+    std::vector<int> order;
+    for (int k = 0; k < SD_PROBE_SLOTS; ++k)
+      if (shm->slots[k].pid != 0) order.push_back(k);
+    std::sort(order.begin(), order.end(), [&](int x, int y) { return shm->slots[x].seq < shm->slots[y].seq; });
+    std::string failures;
+    bool any_samples = false;
+    for (int k : order) {
+      const sd_probe_slot& sl = shm->slots[k];
+      ProbeProcess p;
+      p.pid = sl.pid;
+      p.ppid = sl.ppid;
+      p.comm = std::string(sl.comm, strnlen(sl.comm, sizeof sl.comm));
+      p.image = static_cast<int>(sl.seq);
+      p.cpu = sl.cpu;
+      p.samples = static_cast<std::int64_t>(ticks_[k].size());
+      if (!ticks_[k].empty())
+        p.probed_ns = clock.to_mono(ticks_[k].back()) - clock.to_mono(sl.start_tsc);
+      if (sl.successor >= 0 && sl.successor < SD_PROBE_SLOTS) {
+        p.successor_pid = shm->slots[sl.successor].pid;
+        const char* c = shm->slots[sl.successor].comm;
+        p.successor_comm = std::string(c, strnlen(c, sizeof shm->slots[sl.successor].comm));
+      }
+      p.fate = fate_of(k);
+      if (p.fate == ProbeFate::kFailed) {
+        p.error = std::string(sl.error, strnlen(sl.error, sizeof sl.error));
+        failures += fmt::format("{}pid {} ({}): {}", failures.empty() ? "" : "; ", p.pid, p.comm, p.error);
+      }
+      any_samples = any_samples || p.samples > 0;
+      processes_.push_back(p);
+      slot_of_.push_back(k);
     }
+    if (!any_samples) {
+      // Never empty tables: say why in one line (exit 1).
+      if (!failures.empty()) throw RuntimeError("the probe failed inside the command: " + failures);
+      std::string seen;
+      for (const auto& p : processes_)
+        seen += fmt::format("{}pid {} {} ({})", seen.empty() ? "" : ", ", p.pid, p.comm, probe_fate_name(p.fate));
+      throw RuntimeError(fmt::format("no sample arrived from '{}' ({}; processes seen: {})", command_, stop_reason_,
+                                     seen.empty() ? "none" : seen));
+    }
+    if (!failures.empty()) r_.warnings.push_back("the probe failed in " + failures);
+    if (shm->unslotted > 0)
+      r_.warnings.push_back(fmt::format("{} more processes of the target found every one of the {} probe slots "
+                                        "taken: not probed",
+                                        shm->unslotted, SD_PROBE_SLOTS));
     const int status = child_.status();
     if (!child_done_ || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
       r_.complete = child_done_ && WIFEXITED(status);
@@ -286,72 +352,196 @@ class ProbeTool final : public Tool {
       else
         r_.warnings.push_back("command " + child_.describe_exit());
     }
-    const sys::TscClock clock = sys::TscClock::from(first_, last_);
     r_.env.tsc_hz = r_.env.tsc_hz_pre = clock.hz();
-    VictimSamples v;
-    v.cpu = cpu_;
-    v.pages_per_batch = o_.batch_pages;
-    v.start_ns = clock.to_mono((*shm_)->start_tsc);
-    v.end_ns.reserve(ticks_.size());
-    v.lat_ns.reserve(ticks_.size());
-    std::int64_t prev = v.start_ns;
-    for (std::uint64_t t : ticks_) {
-      const std::int64_t e = clock.to_mono(t);
-      v.end_ns.push_back(e);
-      v.lat_ns.push_back(e - prev);
-      prev = e;
-    }
-    r_.measure_start_ns = v.start_ns;
-    r_.measure_end_ns = v.end_ns.empty() ? v.start_ns : v.end_ns.back();
-    r_.victims.push_back(std::move(v));
     if (irq0_ && irq1_) {
-      // interrupts_start_ns stays 0: the attribution span is the probe's
-      // sampled span (the snapshots also hold the command's start-up, before
-      // the probe's first sample).
+      // interrupts_start_ns stays 0: the attribution span is each probe's
+      // sampled span (the snapshots also hold the command's start-up).
       r_.interrupts_span_ns = irq1_->mono_ns - irq0_->mono_ns;
-      r_.counters = exp::cpu_counters(*irq0_, *irq1_, r_.plan);
     }
     exp::FinishOptions fo;
     fo.run_id = fmt::format("probe-{}-{}", ::getpid(), std::time(nullptr));
     fo.doctor = false;
     exp::finish_result(r_, fo);
-    build_intervals(r_);
-    a_ = shootdown::analyze(r_);
+    // One result per process image that was measured, each analysed on its
+    // own: its probe thread (tid), its CPU, its span.
+    for (std::size_t i = 0; i < processes_.size(); ++i) {
+      const ProbeProcess& p = processes_[i];
+      const int k = slot_of_[i];
+      if (p.samples == 0) continue;
+      const sd_probe_slot& sl = shm->slots[k];
+      Result r = r_;
+      r.probe = p;
+      r.plan.victim_cpus = {p.cpu};
+      if (!sl.mlocked)
+        r.warnings.push_back("probe arena/ring not mlocked (RLIMIT_MEMLOCK): page faults may show as stalls");
+      if (p.fate == ProbeFate::kOverrun)
+        r.warnings.push_back("probe ring full (the tool fell behind): measurement ended early; raise --ring");
+      VictimSamples v;
+      v.cpu = p.cpu;
+      v.tid = sl.tid;
+      v.pages_per_batch = o_.batch_pages;
+      v.start_ns = clock.to_mono(sl.start_tsc);
+      v.end_ns.reserve(ticks_[k].size());
+      v.lat_ns.reserve(ticks_[k].size());
+      std::int64_t prev = v.start_ns;
+      for (std::uint64_t t : ticks_[k]) {
+        const std::int64_t e = clock.to_mono(t);
+        v.end_ns.push_back(e);
+        v.lat_ns.push_back(e - prev);
+        prev = e;
+      }
+      ticks_[k] = {};
+      r.measure_start_ns = v.start_ns;
+      r.measure_end_ns = v.end_ns.back();
+      r.victims.push_back(std::move(v));
+      if (irq0_ && irq1_) r.counters = exp::cpu_counters(*irq0_, *irq1_, r.plan);
+      build_intervals(r);
+      Analysis a = shootdown::analyze(r);
+      results_.push_back({std::move(r), std::move(a)});
+    }
+    r_.trace = {};
+    // The main result (console first, result.json in --out): the process
+    // probed longest.
+    std::stable_sort(results_.begin(), results_.end(), [](const auto& x, const auto& y) {
+      return x.first.probe->probed_ns > y.first.probe->probed_ns;
+    });
   }
 
   int report() override {
-    if (o_.output.empty() && o_.json) {
-      finish_run_outputs(r_, a_, out_.get(), true);
-    } else if (o_.output.empty()) {
-      // probe's own presentation (not run's tables: there is no culprit and no release).
-      const std::string file_error = write_result_files_or_error(r_, a_, out_.get());
-      std::string text = sink::probe_summary(r_, a_, command_, child_.pid());
-      if (out_ && file_error.empty()) text += "results: " + out_->path() + "/\n";
-      emit_report(text, "", stdout);
-      if (!file_error.empty()) throw RuntimeError("writing results: " + file_error);
-    } else {
-      // -o FILE: the command keeps stdout; files (--out) first, then the report.
-      const std::string file_error = write_result_files_or_error(r_, a_, out_.get());
-      emit_report(o_.json ? sink::result_to_string(r_, a_) : sink::probe_summary(r_, a_, command_, child_.pid()),
-                  o_.output, stdout);
-      std::fprintf(stderr, "shootdown probe: report in %s\n", o_.output.c_str());
-      if (!file_error.empty()) throw RuntimeError("writing results: " + file_error);
+    const std::string root = out_ ? out_->path() : std::string();
+    std::string file_error;
+    std::vector<std::string> dirs;
+    for (std::size_t i = 0; i < results_.size(); ++i) {
+      auto& [r, a] = results_[i];
+      std::unique_ptr<sink::OutputDir> sub;
+      sink::OutputDir* dir = out_.get();
+      if (out_ && i > 0) {
+        // The other processes: DIR/pid-PID-COMM/ (an image after exec keeps the pid).
+        const std::string name = fmt::format("pid-{}-{}", r.probe->pid, safe_name(r.probe->comm));
+        try {
+          sub = std::make_unique<sink::OutputDir>(root + "/" + name);
+        } catch (const std::exception& e) {
+          file_error += std::string(file_error.empty() ? "" : "; ") + e.what();
+          continue;
+        }
+        dir = sub.get();
+      }
+      const std::string err = write_result_files_or_error(r, a, dir);
+      if (!err.empty()) file_error += (file_error.empty() ? "" : "; ") + err;
+      if (dir) dirs.push_back(dir->path());
     }
+    std::string text;
+    if (o_.json) {
+      if (results_.size() == 1) {
+        text = sink::result_to_string(results_.front().first, results_.front().second);
+      } else {
+        // Several processes: a JSON array of results, the longest-probed first.
+        text = "[\n";
+        for (std::size_t i = 0; i < results_.size(); ++i) {
+          std::string one = sink::result_to_string(results_[i].first, results_[i].second);
+          while (!one.empty() && one.back() == '\n') one.pop_back();
+          text += one + (i + 1 < results_.size() ? ",\n" : "\n");
+        }
+        text += "]\n";
+      }
+    } else {
+      text = sink::probe_processes(processes_, command_);
+      for (const auto& [r, a] : results_) text += "\n" + sink::probe_summary(r, a, command_);
+      if (!dirs.empty() && file_error.empty())
+        text += "results: " + fmt::format("{}", fmt::join(dirs, "/, ")) + "/\n";
+    }
+    emit_report(text, o_.output, stdout);
+    if (!o_.output.empty()) std::fprintf(stderr, "shootdown probe: report in %s\n", o_.output.c_str());
+    if (!file_error.empty()) throw RuntimeError("writing results: " + file_error);
     return r_.exit_signal ? sys::exit_code_for_signal(r_.exit_signal) : kExitOk;
   }
 
  private:
+  static std::string safe_name(const std::string& s) {
+    std::string o;
+    for (char c : s) o += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.') ? c : '_';
+    return o.empty() ? "process" : o;
+  }
+
   void drain() {
     sd_probe_shm* shm = shm_->get();
-    const std::uint64_t* ring = sd_probe_ring(shm);
-    const std::uint64_t count = __atomic_load_n(&shm->count, __ATOMIC_ACQUIRE);
-    std::uint64_t c = shm->consumed;
-    for (; c < count; ++c) ticks_.push_back(ring[c % capacity_]);
-    __atomic_store_n(&shm->consumed, c, __ATOMIC_RELEASE);
+    for (int k = 0; k < SD_PROBE_SLOTS; ++k) {
+      sd_probe_slot& sl = shm->slots[k];
+      if (__atomic_load_n(&sl.pid, __ATOMIC_ACQUIRE) == 0) continue;
+      const std::uint64_t* ring = sd_probe_ring(shm, k);
+      const std::uint64_t count = __atomic_load_n(&sl.count, __ATOMIC_ACQUIRE);
+      std::uint64_t c = sl.consumed;
+      for (; c < count; ++c) ticks_[k].push_back(ring[c % capacity_]);
+      __atomic_store_n(&sl.consumed, c, __ATOMIC_RELEASE);
+    }
+  }
+
+  int running_probes() const {
+    int n = 0;
+    for (const auto& sl : (*shm_)->slots) {
+      const auto st = __atomic_load_n(&sl.state, __ATOMIC_ACQUIRE);
+      n += st == SD_PROBE_RUNNING || st == SD_PROBE_PREPARING;
+    }
+    return n;
+  }
+
+  // Probe threads that vanished without saying so (the process was killed,
+  // called _exit, or exec'd into a program that ignores LD_PRELOAD) are
+  // marked gone, and the CPU they held is free for the next process.
+  void sweep() {
+    sd_probe_shm* shm = shm_->get();
+    for (int k = 0; k < SD_PROBE_SLOTS; ++k) {
+      sd_probe_slot& sl = shm->slots[k];
+      const int pid = __atomic_load_n(&sl.pid, __ATOMIC_ACQUIRE);
+      if (pid == 0) continue;
+      auto st = __atomic_load_n(&sl.state, __ATOMIC_ACQUIRE);
+      if (st == SD_PROBE_DONE && !stopping_ && !exited_[k] &&
+          __atomic_load_n(&sl.stop, __ATOMIC_ACQUIRE) != SD_PROBE_STOP_HANDOVER)
+        exited_[k] = true;  // it stopped before the tool asked: the process exited
+      if (st == SD_PROBE_RUNNING || st == SD_PROBE_PREPARING) {
+        const int tid = __atomic_load_n(&sl.tid, __ATOMIC_ACQUIRE);
+        const bool gone = tid > 0 ? !sys::thread_alive(pid, tid) : !sys::process_alive(pid);
+        if (gone) {
+          exited_[k] = !sys::process_alive(pid);  // else: alive, exec'd into a program without the probe
+          std::uint32_t expect = st;
+          __atomic_compare_exchange_n(&sl.state, &expect, std::uint32_t{SD_PROBE_GONE}, false, __ATOMIC_ACQ_REL,
+                                      __ATOMIC_ACQUIRE);
+          st = __atomic_load_n(&sl.state, __ATOMIC_ACQUIRE);
+        }
+      }
+      if (st == SD_PROBE_RUNNING || st == SD_PROBE_PREPARING || st == SD_PROBE_INIT) continue;
+      for (std::uint32_t c = 0; c < shm->ncpus; ++c) {
+        std::int32_t h = k;
+        __atomic_compare_exchange_n(&shm->holder[c], &h, std::int32_t{-1}, false, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE);
+      }
+    }
+  }
+
+  ProbeFate fate_of(int k) const {
+    const sd_probe_slot& sl = (*shm_)->slots[k];
+    switch (sl.state) {
+      case SD_PROBE_EXECED:
+        return ProbeFate::kExeced;
+      case SD_PROBE_OVERRUN:
+        return ProbeFate::kOverrun;
+      case SD_PROBE_FAILED:
+        return ProbeFate::kFailed;
+      case SD_PROBE_NO_CPU:
+        return ProbeFate::kNoCpu;
+      case SD_PROBE_GONE:
+        return exited_[k] ? ProbeFate::kExited : ProbeFate::kGone;
+      case SD_PROBE_DONE:
+        if (sl.stop == SD_PROBE_STOP_HANDOVER) return ProbeFate::kHandedOver;
+        return exited_[k] ? ProbeFate::kExited : ProbeFate::kUntilEnd;
+      default:
+        return ProbeFate::kGone;
+    }
   }
 
   const ProbeOpts& o_;
   sys::Topology topo_;
+  std::vector<int> cpus_;
   int cpu_ = -1;
   std::uint64_t capacity_ = 0;
   std::int64_t arena_pages_ = 0;
@@ -366,10 +556,14 @@ class ProbeTool final : public Tool {
   sys::TscPoint first_{}, last_{};
   sys::ChildProcess child_;  // declared after shm_ and tracer_: terminated before they go
   bool child_done_ = false;
+  bool stopping_ = false;
   std::string stop_reason_ = "command exited";
-  std::vector<std::uint64_t> ticks_;  // batch-end TSC values, in order
-  Result r_;
-  Analysis a_;
+  std::array<std::vector<std::uint64_t>, SD_PROBE_SLOTS> ticks_;  // per slot: batch-end TSC values, in order
+  std::array<bool, SD_PROBE_SLOTS> exited_{};
+  std::vector<ProbeProcess> processes_;
+  std::vector<int> slot_of_;
+  Result r_;  // what all processes share (plan, environment, trace until analyze)
+  std::vector<std::pair<Result, Analysis>> results_;
 };
 
 }  // namespace
@@ -377,8 +571,9 @@ class ProbeTool final : public Tool {
 Command add_probe(CLI::App& root) {
   auto o = std::make_shared<ProbeOpts>();  // owned by the returned callback
   CLI::App* app = root.add_subcommand("probe", "Run a victim thread inside another program");
-  app->add_option("--cpu", o->cpu, "CPU for the probe thread (default: the last online CPU)")
-      ->check(CLI::NonNegativeNumber);
+  app->add_option("--cpu", o->cpu,
+                  "CPU(s) for the probe threads, a list such as 3 or 2,3 (default: the last online CPU); one "
+                  "process of the target measured per CPU at a time");
   app->add_option("--duration", o->duration, "Stop after this long (the command gets SIGTERM); default: command exit");
   app->add_option("--out", o->out, "Write result.json, timeline.csv, ... into this directory");
   app->add_flag("--json", o->json, "Print the result JSON instead of the console summary");

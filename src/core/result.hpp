@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/attribution_types.hpp"
@@ -125,6 +126,27 @@ struct EventCount {
   std::int64_t count = 0;
 };
 
+// `shootdown probe`: which process of the target a result measured and how
+// its probe ended (a wrapper's image exec'd, a shell handed its CPU over to
+// the child it started, the process exited, ...).
+enum class ProbeFate { kUntilEnd, kExited, kExeced, kHandedOver, kOverrun, kFailed, kNoCpu, kGone };
+std::string_view probe_fate_name(ProbeFate f);
+std::optional<ProbeFate> parse_probe_fate(std::string_view s);
+
+struct ProbeProcess {
+  int pid = 0;
+  int ppid = 0;
+  std::string comm;   // the program's name in that image (after exec: the new program)
+  int image = 0;      // claim order among the target's images (0 = the command as started)
+  int cpu = -1;       // probe CPU, -1 none
+  ProbeFate fate = ProbeFate::kUntilEnd;
+  int successor_pid = 0;  // kExeced / kHandedOver: who took the probe CPU
+  std::string successor_comm;
+  std::string error;  // kFailed
+  std::int64_t samples = 0;
+  std::int64_t probed_ns = 0;
+};
+
 struct Result {
   int schema_version = kResultSchemaVersion;
   std::string run_id;
@@ -163,6 +185,7 @@ struct Result {
   // partial samples (core/analysis.hpp result_attribution()).
   std::optional<Attribution> saved_attribution;
   bool events_truncated = false;  // trace.events holds only the first kResultMaxEvents (read back)
+  std::optional<ProbeProcess> probe;  // `shootdown probe`: the process this result measured
 };
 
 }  // namespace shootdown

@@ -1,60 +1,103 @@
 /* Shared memory between `shootdown probe` and the preloaded probe library
  * (src/probe/probe.c). Plain C, fixed-size fields: the tool (C++) and the
- * library (C) both include it. The tool creates a memfd, sizes it to
- * sizeof(struct sd_probe_shm) + capacity * 8, fills the config fields and
- * passes the fd number in SHOOTDOWN_PROBE_FD. The library's constructor maps
- * it; the first process to claim it (CAS on `claimed`, i.e. the command the
- * tool started, before its main) starts the probe thread. The ring holds the
- * fenced TSC value at the end of each timed batch; entry i is at
- * ring[i % capacity]. Single producer (probe), single consumer (tool): the
- * probe publishes `count` with release order and never overwrites entries
- * the tool has not consumed (`consumed`); when the ring is full it stops
- * measuring and sets state to SD_PROBE_OVERRUN (gapless or nothing). */
+ * library (C) both include it.
+ *
+ * The tool creates a memfd (mode 0600, size sealed), sizes it to
+ * sizeof(struct sd_probe_shm) + nslots * capacity * 8, fills the config and
+ * passes the fd number in SHOOTDOWN_PROBE_FD (inherited, not close-on-exec).
+ *
+ * Every process image of the target that loads the library claims a slot
+ * (CAS pid 0 -> getpid()): the command itself, each image after an exec (a
+ * wrapper such as env, taskset or nice execs the real program; the new image
+ * loads the library again), each child that execs, and each child of fork()
+ * (pthread_atfork child handler). A probe CPU (cpus[k]) is held by one slot
+ * at a time (holder[k]); a newcomer gets, in order:
+ *   - the CPU of its own previous image (exec: the old slot becomes EXECED),
+ *   - a free CPU of the list,
+ *   - its parent's CPU when the parent runs nothing but its main thread and
+ *     the probe (a shell or a wrapper waiting for its child): the parent's
+ *     probe stops (stop = SD_PROBE_STOP_HANDOVER),
+ *   - none: state SD_PROBE_NO_CPU (counted, reported, not measured).
+ * The tool frees the CPU of a slot whose probe thread is gone (process
+ * exited, killed, exec'd into an image without the library).
+ *
+ * Each slot has its own ring of `capacity` entries: the fenced TSC value at
+ * the end of each timed batch; entry i is at ring[i % capacity]. Single
+ * producer (the slot's probe thread), single consumer (tool): the probe
+ * publishes `count` with release order and never overwrites entries the tool
+ * has not consumed (`consumed`); when the ring is full it stops measuring and
+ * sets SD_PROBE_OVERRUN (gapless or nothing). */
 #ifndef SHOOTDOWN_PROBE_SHM_H
 #define SHOOTDOWN_PROBE_SHM_H
 
 #include <stdint.h>
 
 #define SD_PROBE_MAGIC 0x53445052u /* "SDPR" */
-#define SD_PROBE_VERSION 1u
+#define SD_PROBE_VERSION 2u
 #define SD_PROBE_ENV_FD "SHOOTDOWN_PROBE_FD"
+#define SD_PROBE_SLOTS 16
+#define SD_PROBE_MAX_CPUS 8
 
 enum sd_probe_state {
-  SD_PROBE_INIT = 0, /* written by the tool */
+  SD_PROBE_INIT = 0, /* unclaimed, or claimed and not yet started */
   SD_PROBE_PREPARING = 1,
   SD_PROBE_RUNNING = 2, /* start_tsc valid, samples flowing */
-  SD_PROBE_DONE = 3,    /* stopped on request or at exit */
+  SD_PROBE_DONE = 3,    /* stopped (see stop) or at exit */
   SD_PROBE_OVERRUN = 4, /* ring full: measurement ended early */
-  SD_PROBE_FAILED = 5   /* error[] says why */
+  SD_PROBE_FAILED = 5,  /* error[] says why */
+  SD_PROBE_EXECED = 6,  /* the process exec'd: its next image has its own slot */
+  SD_PROBE_NO_CPU = 7,  /* no probe CPU was free for this process */
+  SD_PROBE_GONE = 8     /* the tool found the probe thread gone (exit, kill, exec) */
+};
+
+enum sd_probe_stop {
+  SD_PROBE_STOP_NONE = 0,
+  SD_PROBE_STOP_TOOL = 1,    /* the tool ends the measurement */
+  SD_PROBE_STOP_HANDOVER = 2 /* a child took this CPU */
+};
+
+struct sd_probe_slot {
+  int32_t pid;   /* claimed by (CAS 0 -> pid) */
+  int32_t ppid;  /* its parent at claim time */
+  uint32_t state;
+  int32_t tid;   /* probe thread id */
+  int32_t cpu;   /* probe CPU, -1 none */
+  uint32_t stop; /* enum sd_probe_stop: tool or a child -> probe */
+  uint32_t mlocked;
+  int32_t error_errno;
+  uint32_t seq;       /* claim order (0 = the command's first image) */
+  int32_t successor;  /* slot that took this slot's CPU (handover, exec), -1 none */
+  uint64_t start_tsc; /* timestamp before the first batch */
+  uint64_t end_tsc;   /* probe thread's last timestamp (0 when it did not stop by itself) */
+  uint64_t count;     /* samples published */
+  uint64_t consumed;  /* tool: samples copied out */
+  char comm[16];      /* PR_GET_NAME at claim: the program's name after exec */
+  char error[128];
 };
 
 struct sd_probe_shm {
   /* config (tool) */
   uint32_t magic;
   uint32_t version;
-  int32_t cpu;          /* pin the probe thread here */
   uint32_t batch_pages; /* 4 KiB pages written per timed batch */
-  uint64_t arena_bytes; /* private arena, mlocked when allowed */
-  uint64_t capacity;    /* ring entries */
-  uint32_t sched_fifo;  /* 1: the probe thread runs SCHED_FIFO 1 (--rt) */
+  uint32_t sched_fifo;  /* 1: probe threads run SCHED_FIFO 1 (--rt) */
+  uint64_t arena_bytes; /* private arena per probe, mlocked when allowed */
+  uint64_t capacity;    /* ring entries per slot */
+  uint32_t ncpus;       /* entries of cpus[] in use (1 .. SD_PROBE_MAX_CPUS) */
+  uint32_t nslots;      /* SD_PROBE_SLOTS */
+  int32_t cpus[SD_PROBE_MAX_CPUS];
+  /* shared state */
+  int32_t holder[SD_PROBE_MAX_CPUS]; /* slot index holding cpus[k], -1 free */
+  uint32_t next_seq;                 /* claim order counter */
+  uint32_t claimed;                  /* processes that claimed a slot */
+  uint32_t unslotted;                /* processes that found every slot taken */
   uint32_t reserved;
-  /* claim and control */
-  int32_t claimed; /* pid of the process that runs the probe (CAS 0 -> pid) */
-  uint32_t stop;   /* tool -> probe: finish */
-  /* status (probe) */
-  uint32_t state;
-  int32_t tid;      /* probe thread id */
-  uint32_t mlocked; /* 1 when arena and ring are mlocked */
-  int32_t error_errno;
-  uint64_t start_tsc; /* timestamp before the first batch */
-  uint64_t count;     /* samples published */
-  uint64_t consumed;  /* tool: samples copied out */
-  char error[160];
-  /* the ring follows: capacity uint64_t entries (sd_probe_ring) */
+  struct sd_probe_slot slots[SD_PROBE_SLOTS];
+  /* the rings follow: nslots x capacity uint64_t entries (sd_probe_ring) */
 };
 
-static inline uint64_t* sd_probe_ring(struct sd_probe_shm* s) {
-  return (uint64_t*)(void*)(s + 1);
+static inline uint64_t* sd_probe_ring(struct sd_probe_shm* s, int slot) {
+  return (uint64_t*)(void*)(s + 1) + (uint64_t)slot * s->capacity;
 }
 
 #endif

@@ -231,12 +231,55 @@ std::string console_summary(const Result& r, const Analysis& a, bool verbose) {
   return out;
 }
 
-std::string probe_summary(const Result& r, const Analysis& a, const std::string& command, int pid) {
+std::string probe_processes(const std::vector<ProbeProcess>& ps, const std::string& command) {
+  int probed = 0;
+  for (const auto& p : ps) probed += p.samples > 0;
+  std::string s = fmt::format("shootdown probe: {}: {} process image{} seen, {} probed\n", command, ps.size(),
+                              ps.size() == 1 ? "" : "s", probed);
+  for (const auto& p : ps) {
+    std::string fate;
+    switch (p.fate) {
+      case ProbeFate::kUntilEnd:
+        fate = "probed until the end";
+        break;
+      case ProbeFate::kExited:
+        fate = "until it exited";
+        break;
+      case ProbeFate::kExeced:
+        fate = p.successor_pid ? fmt::format("then exec'd {}", p.successor_comm) : "then exec'd (no probe slot left)";
+        break;
+      case ProbeFate::kHandedOver:
+        fate = fmt::format("then handed cpu{} to its child pid {} ({})", p.cpu, p.successor_pid, p.successor_comm);
+        break;
+      case ProbeFate::kOverrun:
+        fate = "until its ring filled (raise --ring)";
+        break;
+      case ProbeFate::kFailed:
+        fate = "probe failed: " + p.error;
+        break;
+      case ProbeFate::kNoCpu:
+        fate = "not probed: every probe CPU was held by another process of the target (give more with --cpu)";
+        break;
+      case ProbeFate::kGone:
+        fate = "its probe vanished (exec'd a program that ignores LD_PRELOAD?)";
+        break;
+    }
+    s += fmt::format("  pid {:<7} {:<16}", p.pid, p.comm);
+    if (p.cpu >= 0 && p.fate != ProbeFate::kNoCpu)
+      s += fmt::format(" cpu{} {:>9} samples over {:>9}, ", p.cpu, p.samples, format_duration_ns(p.probed_ns));
+    s += fate + "\n";
+  }
+  return s;
+}
+
+std::string probe_summary(const Result& r, const Analysis& a, const std::string& command) {
   const Attribution& at = a.attribution;
   const std::int64_t span = r.measure_end_ns - r.measure_start_ns;
   const int cpu = r.plan.victim_cpus.empty() ? -1 : r.plan.victim_cpus.front();
-  std::string s = fmt::format("shootdown probe: {} (pid {}), probe thread on cpu{}, {} probed\n", command, pid, cpu,
-                              format_duration_ns(span));
+  std::string s = r.probe ? fmt::format("pid {} ({}), probe thread on cpu{}, {} probed\n", r.probe->pid,
+                                        r.probe->comm, cpu, format_duration_ns(span))
+                          : fmt::format("shootdown probe: {}, probe thread on cpu{}, {} probed\n", command, cpu,
+                                        format_duration_ns(span));
   for (const auto& line : verdict_lines(r, a)) s += line + "\n";
   if (!r.complete) s += fmt::format("INCOMPLETE: {}\n", r.incomplete_reason);
   s += "\n";

@@ -22,7 +22,11 @@ std::string attribution_section(const Result& r, const Analysis& a);
 // probe's own report: header (command, pid, CPU, time probed), the verdict,
 // shootdowns and stall per second and as a share of the time probed, stall
 // per shootdown, the other causes, the kernel's TLB count, warnings.
-std::string probe_summary(const Result& r, const Analysis& a, const std::string& command, int pid);
+// One process of the target (r.probe): header line with pid, program and CPU.
+std::string probe_summary(const Result& r, const Analysis& a, const std::string& command);
+// Every process image of the target the probe saw, in order, with how its
+// probe ended (exec, handed over to a child, exited, no free probe CPU ...).
+std::string probe_processes(const std::vector<ProbeProcess>& ps, const std::string& command);
 std::string summary_table(const std::string& title, const VictimAnalysis& va, bool per_page);
 
 }  // namespace shootdown::sink

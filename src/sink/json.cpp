@@ -281,6 +281,20 @@ json result_json(const Result& r, const Analysis& a) {
   j["command_line"] = r.command_line;
   j["complete"] = r.complete;
   j["incomplete_reason"] = r.incomplete_reason;
+  if (r.probe) {
+    const ProbeProcess& p = *r.probe;
+    j["probe"] = {{"pid", p.pid},
+                  {"ppid", p.ppid},
+                  {"comm", p.comm},
+                  {"image", p.image},
+                  {"cpu", p.cpu},
+                  {"fate", probe_fate_name(p.fate)},
+                  {"successor_pid", p.successor_pid},
+                  {"successor_comm", p.successor_comm},
+                  {"error", p.error},
+                  {"samples", p.samples},
+                  {"probed_ns", p.probed_ns}};
+  }
   j["summary"] = summary_section(r, a);
   j["environment"] = env_json(r.env);
   j["plan"] = plan_json(r.plan);

@@ -474,6 +474,25 @@ LoadedResult result_from_json(std::string_view text) {
   r.command_line = root["command_line"].str();
   r.complete = root["complete"].boolean();
   r.incomplete_reason = root["incomplete_reason"].str();
+  if (root.has("probe")) {  // `shootdown probe` results since 0.3: optional
+    const Node n = root["probe"];
+    ProbeProcess p;
+    p.pid = n["pid"].i32();
+    p.ppid = n["ppid"].i32();
+    p.comm = n["comm"].str();
+    p.image = n["image"].i32();
+    p.cpu = n["cpu"].i32();
+    const std::string fate = n["fate"].str();
+    const auto f = parse_probe_fate(fate);
+    if (!f) fail(n["fate"].path(), fmt::format("unknown probe fate '{}'", fate));
+    p.fate = *f;
+    p.successor_pid = n["successor_pid"].i32();
+    p.successor_comm = n["successor_comm"].str();
+    p.error = n["error"].str();
+    p.samples = n["samples"].i64();
+    p.probed_ns = n["probed_ns"].i64();
+    r.probe = p;
+  }
   r.env = read_env(root["environment"]);
   r.plan = read_plan(root["plan"]);
   r.warnings = root["warnings"].strings();

@@ -1,11 +1,15 @@
 #include "sys/child.hpp"
+#include "sys/fs.hpp"
 
 #include <cerrno>
 #include <csignal>
 #include <cstring>
 #include <spawn.h>
 #include <stdexcept>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <unistd.h>
+#include <string>
 #include <utility>
 
 extern char** environ;
@@ -71,6 +75,20 @@ std::string ChildProcess::describe_exit() const {
     return WEXITSTATUS(status_) == 0 ? "" : "exited with status " + std::to_string(WEXITSTATUS(status_));
   if (WIFSIGNALED(status_)) return "killed by signal " + std::to_string(WTERMSIG(status_));
   return "stopped";
+}
+
+bool process_alive(int pid) {
+  if (pid <= 0 || (::kill(pid, 0) != 0 && errno != EPERM)) return false;
+  const auto stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat) return false;
+  const std::string& line = *stat;
+  const auto close = line.rfind(')');
+  return close == std::string::npos || close + 2 >= line.size() || line[close + 2] != 'Z';
+}
+
+bool thread_alive(int pid, int tid) {
+  if (pid <= 0 || tid <= 0) return false;
+  return ::syscall(SYS_tgkill, pid, tid, 0) == 0 || errno == EPERM;
 }
 
 }  // namespace shootdown::sys

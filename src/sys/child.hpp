@@ -39,4 +39,9 @@ class ChildProcess {
   int status_ = 0;
 };
 
+// Whether process `pid` exists and is not a zombie (/proc/PID/stat).
+bool process_alive(int pid);
+// Whether thread `tid` of process `pid` exists (tgkill with signal 0).
+bool thread_alive(int pid, int tid);
+
 }  // namespace shootdown::sys
