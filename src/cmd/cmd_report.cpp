@@ -72,10 +72,19 @@ class ReportTool final : public Tool {
     } catch (const std::runtime_error& e) {
       throw RuntimeError(std::string("re-rendering: ") + e.what());
     }
+    const Result& r = loaded_.result;
     if (o_.json)
       std::fputs(text_->c_str(), stdout);  // the source, complete
+    else if (r.plan.release == ReleaseStrategy::kProbe)
+      // A probe's result has its own presentation (no culprit, no release).
+    {
+      // The target: what followed " -- " on the probe's command line.
+      const auto dd = r.command_line.find(" -- ");
+      const std::string target = dd == std::string::npos ? r.command_line : r.command_line.substr(dd + 4);
+      std::fputs(sink::probe_summary(r, loaded_.analysis, target).c_str(), stdout);
+    }
     else
-      std::fputs(sink::console_summary(loaded_.result, loaded_.analysis, o_.verbose).c_str(), stdout);
+      std::fputs(sink::console_summary(r, loaded_.analysis, o_.verbose).c_str(), stdout);
     std::fflush(stdout);
     if (influx_) send_to_influx_or_warn(loaded_.result, loaded_.analysis, *influx_, dir_, o_.quiet);
     return kExitOk;

@@ -11,11 +11,15 @@ LIB=$(dirname "$SHOOTDOWN")/probe/libshootdown_probe.so
 LIB=$LIB TMPD=$TMP python3 - <<'PY'
 import fcntl, os, struct, subprocess, sys
 lib, tmp = os.environ["LIB"], os.environ["TMPD"]
-MAGIC, VERSION, CAP = 0x53445052, 1, 1024
-HDR = 248  # sizeof(struct sd_probe_shm)
-size = HDR + CAP * 8
+# src/probe/probe_shm.h, version 2 (probe.c asserts these offsets).
+MAGIC, VERSION, CAP, SLOTS = 0x53445052, 2, 1024, 16
+HDR = 3576  # sizeof(struct sd_probe_shm)
+CLAIMED = 108  # offsetof(struct sd_probe_shm, claimed): processes that claimed a slot
+size = HDR + SLOTS * CAP * 8
 def header():
-    return struct.pack("<IIiIQQII", MAGIC, VERSION, 0, 1, 4 * 4096, CAP, 0, 0)
+    # magic version batch_pages sched_fifo arena_bytes capacity ncpus nslots cpus[8] holder[8]
+    return struct.pack("<IIIIQQII8i8i", MAGIC, VERSION, 1, 0, 4 * 4096, CAP, 1, SLOTS,
+                       *([0] + [-1] * 7), *([-1] * 8))
 def prepare(fd, mode=0o600, seal=True, good=True):
     os.ftruncate(fd, size)
     os.pwrite(fd, header() if good else b"\xff" * 40, 0)
@@ -23,7 +27,7 @@ def prepare(fd, mode=0o600, seal=True, good=True):
     if seal:
         fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
 def claimed(fd):
-    return struct.unpack("<i", os.pread(fd, 4, 40))[0]
+    return struct.unpack("<i", os.pread(fd, 4, CLAIMED))[0]
 def run(fd):
     env = dict(os.environ, LD_PRELOAD=lib, SHOOTDOWN_PROBE_FD=str(fd))
     subprocess.run(["sleep", "0.2"], env=env, pass_fds=(fd,), timeout=30, check=False)

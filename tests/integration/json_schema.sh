@@ -34,6 +34,17 @@ else
   not_ok "real result.json does not validate"; cat "$TMP/v.out"
 fi
 
+# A probe's result (its process, how its probe ended) validates too.
+if [[ -f "$SHOOTDOWN_BUILD/src/probe/libshootdown_probe.so" ]]; then
+  run_cmd "$SHOOTDOWN" probe --duration 300ms --out "$TMP/probe" -- sh -c 'sleep 1'
+  expect_rc 0 "probe --out"
+  if validate "$TMP/probe/result.json" >"$TMP/v.out"; then
+    ok "probe result.json (probe: $(jq -c '.probe | {pid, comm, fate}' "$TMP/probe/result.json")) validates"
+  else
+    not_ok "probe result.json does not validate"; cat "$TMP/v.out"
+  fi
+fi
+
 broken() {  # broken WHAT JQ_FILTER
   jq "$2" "$TMP/run/result.json" >"$TMP/broken.json"
   if validate "$TMP/broken.json" >"$TMP/v.out"; then not_ok "schema accepts $1"; else ok "schema rejects $1 ($(head -1 "$TMP/v.out" | sed 's/^#   //'))"; fi

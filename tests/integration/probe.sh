@@ -11,6 +11,9 @@
 #  - the kernel count (reason-1 on P) equals the matched count (recall 1);
 #  - --out writes the run's files; result.json carries the attribution;
 #  - reuse: N = M = 0 gives no tlb-shootdown sample;
+#  - wrappers (sh -c, env, taskset, timeout) exec or fork the fixture: the
+#    probe follows it and measures the same; a fork child gets its own probe
+#    on a second --cpu; a waiting shell hands its probe CPU to its child;
 #  - the probe changes nothing else: the fixture's output and exit code are
 #    its own; bad input exits 2.
 source "$TEST_LIB"
@@ -53,17 +56,62 @@ expect_rc 0 "probe -- sleep 0.5 (releases nothing)"
 TS0=$(sed -n '/^{/,$p' <<<"$OUT" | jq -r "$A.samples[\"tlb-shootdown\"]")
 if ((TS0 <= 3)); then ok "releases nothing: $TS0 tlb-shootdown samples (<= 3: thread start/exit)"; else not_ok "releases nothing: $TS0 tlb-shootdown samples"; fi
 
-# The command's exit status is reported, not changed (sh stays while sleep
-# runs, so the probe in sh measures).
+# The command's exit status is reported, not changed; sh forks sleep and,
+# being a waiting shell (its main thread and the probe only), hands its probe
+# CPU over to it.
 run_cmd "$SHOOTDOWN" probe --cpu "$P" -- sh -c 'sleep 0.3; exit 3'
 expect_rc 0 "probe -- sh -c 'sleep 0.3; exit 3': the tool succeeded"
 expect_out 'command exited with status 3' "the command's status is in the warnings"
 expect_out '^the probe on cpu[0-9]+ received' "the verdict line (probe phrasing)"
+expect_out "^  pid [0-9]+ +sh .*handed cpu$P to its child pid [0-9]+ \(sleep\)" "sh handed its CPU to its child"
+expect_out '^pid [0-9]+ \(sleep\), probe thread on cpu' "the child (sleep) is measured and reported"
 
-# No sample (a wrapper that execs at once): one line why, exit 1, no tables.
+# Wrappers exec or fork the real program: the probe follows it (the fixture
+# waits 50 ms before its first release: the probe of the exec'd image is
+# still starting, as it is at any program's start). Each run
+# must measure blame_fixture itself, like the direct run above: the same
+# shootdowns (>= 90 % of the releases as stalled samples), >= 95 % of the
+# reason-1 flushes on the probe CPU inside a sample.
+pick='if type == "array" then .[] else . end | select(.probe.comm == "blame_fixture")'
+for wrap in "sh -c" "env" "taskset -c $W" "timeout 60"; do
+  if [[ $wrap == "sh -c" ]]; then
+    run_cmd "$SHOOTDOWN" probe --rt --cpu "$P" --json -- sh -c "$FIX $N $M --worker-cpu $W --helper-cpu none --start-delay-ms 50; true"
+  else
+    # shellcheck disable=SC2086  # the wrapper's words
+    run_cmd "$SHOOTDOWN" probe --rt --cpu "$P" --json -- $wrap "$FIX" "$N" "$M" --worker-cpu "$W" --helper-cpu none --start-delay-ms 50
+  fi
+  expect_rc 0 "probe -- $wrap blame_fixture"
+  JW=$(sed -n '/^[[{]/,$p' <<<"$OUT" | jq -c "$pick" 2>/dev/null | head -1)
+  if [[ -z $JW ]]; then not_ok "$wrap: no result for blame_fixture"; continue; fi
+  WS=$(jq -r '.victims[0].samples // 0' <<<"$JW")
+  WTS=$(jq -r "$A.samples[\"tlb-shootdown\"]" <<<"$JW")
+  WR=$(jq -r "$A.shootdowns.received" <<<"$JW")
+  WM=$(jq -r "$A.shootdowns.matched" <<<"$JW")
+  echo "# $wrap: samples=$WS tlb-shootdown=$WTS received=$WR matched=$WM (direct: $TS)"
+  if ((WS > 0)); then ok "$wrap: $WS samples from blame_fixture"; else not_ok "$wrap: no samples"; fi
+  if ((WTS * 10 >= (N + M) * 9 && WTS <= N + M + 10)); then ok "$wrap: $WTS tlb-shootdown samples (direct: $TS)"; else not_ok "$wrap: $WTS tlb-shootdown samples for $((N + M)) releases"; fi
+  if ((WR > 0 && WM * 100 >= WR * 95)); then ok "$wrap: $WM of $WR reason-1 flushes in a sample (>= 95 %)"; else not_ok "$wrap: matched $WM of $WR"; fi
+done
+
+# fork() without exec: the child gets its own probe (a second --cpu), each
+# process is reported by pid.
+if ((${#CPUS[@]} >= 2)) && [[ -x /usr/bin/python3 ]]; then
+  run_cmd "$SHOOTDOWN" probe --cpu "$W,$P" -- /usr/bin/python3 -c 'import os, time
+pid = os.fork()
+time.sleep(0.3)
+if pid == 0: os._exit(0)
+os.waitpid(pid, 0)'
+  expect_rc 0 "probe --cpu $W,$P -- python3 (forks)"
+  expect_out '2 process images seen, 2 probed' "fork: parent and child probed"
+  NPY=$(grep -cE '^pid [0-9]+ \(python3\), probe thread on cpu' <<<"$OUT")
+  if ((NPY == 2)); then ok "fork: two python3 reports"; else not_ok "fork: $NPY python3 reports"; fi
+fi
+
+# No sample (a wrapper that execs a program that exits at once): one line
+# why, exit 1, no tables.
 run_cmd "$SHOOTDOWN" probe --cpu "$P" -- env true
 expect_rc 1 "probe -- env true: no sample"
-expect_err "no sample arrived: .*does not follow exec yet" "says why in one line"
+expect_err "no sample arrived from 'env true'.*env \(exec\)" "says why in one line, with the processes seen"
 if grep -q "phase" <<<"$OUT"; then not_ok "printed a table without samples"; else ok "no empty tables"; fi
 
 # A running process cannot be probed: say what to do instead.
