@@ -1,5 +1,7 @@
 #include "core/strategy.hpp"
 
+#include "core/units.hpp"
+
 #include <array>
 
 namespace shootdown {
@@ -8,7 +10,7 @@ namespace {
 
 using enum ReleaseStrategy;
 
-constexpr std::array<StrategyInfo, 10> kStrategies{{
+constexpr std::array<StrategyInfo, 12> kStrategies{{
     {kFree, "free", Workload::kMemory, Rearm::kReallocate, true, true, "",
      "glibc free() of a malloc'd block (mmap-backed at this size)"},
     {kMunmap, "munmap", Workload::kMemory, Rearm::kReallocate, true, true, "", "munmap(2) of chunk A"},
@@ -18,6 +20,10 @@ constexpr std::array<StrategyInfo, 10> kStrategies{{
      "madvise(MADV_FREE): pages reclaimable lazily"},
     {kMprotect, "mprotect", Workload::kMemory, Rearm::kRestoreProtection, true, true, "",
      "mprotect(PROT_READ), restored to read-write after the marker"},
+    {kMadviseRanges, "madvise-ranges", Workload::kMemory, Rearm::kRefault, true, true, "",
+     "madvise(MADV_DONTNEED) of every other 64 KiB extent of A, one call per extent"},
+    {kProcessMadvise, "process-madvise", Workload::kMemory, Rearm::kRefault, true, true, "",
+     "the same extents as madvise-ranges in process_madvise(MADV_DONTNEED) vectors of up to 1024"},
     {kReuse, "reuse", Workload::kMemory, Rearm::kNothing, true, true, "control",
      "write chunk A again instead of releasing it: the control arm"},
     {kMembarrier, "membarrier", Workload::kMemory, Rearm::kNothing, true, false, "IPI validation",
@@ -47,6 +53,21 @@ std::string join_names(Pred pred) {
 }
 
 }  // namespace
+
+std::int64_t released_bytes(ReleaseStrategy s, std::int64_t chunk_bytes) {
+  if (s != kMadviseRanges && s != kProcessMadvise) return chunk_bytes;
+  const auto extent = static_cast<std::int64_t>(kExtentBytes);
+  const std::int64_t extents = chunk_bytes / extent;
+  return (extents + 1) / 2 * extent;  // extents 0, 2, 4, ...
+}
+
+std::string released_what(ReleaseStrategy s, std::int64_t chunk_bytes) {
+  const std::int64_t bytes = released_bytes(s, chunk_bytes);
+  if (s != kMadviseRanges && s != kProcessMadvise) return format_size(bytes);
+  const auto extent = static_cast<std::int64_t>(kExtentBytes);
+  return format_size(bytes) + " in " + std::to_string((bytes + extent - 1) / extent) + " extents of " +
+         format_size(extent);
+}
 
 std::span<const StrategyInfo> strategies() {
   return kStrategies;

@@ -4,6 +4,8 @@
 // from it and the sinks print its names.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -17,6 +19,8 @@ enum class ReleaseStrategy {
   kMadviseDontneed,  // madvise(A, MADV_DONTNEED)
   kMadviseFree,      // madvise(A, MADV_FREE)
   kMprotect,         // mprotect(A, PROT_READ), restored to RW after the marker
+  kMadviseRanges,    // madvise(DONTNEED) of every other 64 KiB extent of A, one call per extent
+  kProcessMadvise,   // the same extents in process_madvise(DONTNEED) vectors (up to 1024 per call)
   kReuse,            // write A again instead of releasing it: the control arm
   kMembarrier,       // membarrier(PRIVATE_EXPEDITED): a controlled non-TLB IPI source (validation)
   kJournalUnmap,     // journal writer: munmap + unlink each full segment, map a new one
@@ -49,6 +53,16 @@ struct StrategyInfo {
   std::string_view tag;  // short note shown in --help ("control"), may be empty
   std::string_view description;
 };
+
+// madvise-ranges / process-madvise: A is cut into extents of this size and
+// every other one is released (the ones between stay mapped and written:
+// scattered free extents interleaved with live memory, as an allocator's).
+inline constexpr std::size_t kExtentBytes = 64 << 10;
+// Bytes a release of chunk A (of chunk_bytes) gives back under s.
+std::int64_t released_bytes(ReleaseStrategy s, std::int64_t chunk_bytes);
+// What one release gives back, in words: "256 MiB", or for the extent
+// strategies "128 MiB in 2048 extents of 64 KiB".
+std::string released_what(ReleaseStrategy s, std::int64_t chunk_bytes);
 
 std::span<const StrategyInfo> strategies();
 const StrategyInfo& strategy_info(ReleaseStrategy s);

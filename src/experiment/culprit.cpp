@@ -1,5 +1,6 @@
 #include "experiment/culprit.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <linux/membarrier.h>
@@ -14,7 +15,56 @@ namespace {
 int membarrier(int cmd) {
   return static_cast<int>(syscall(__NR_membarrier, cmd, 0, 0));
 }
+
+// PIDFD_SELF (linux/pidfd.h, Linux 6.14+): this thread group without a pidfd.
+constexpr int kPidfdSelfThreadGroup = -20000;
+constexpr std::size_t kIovMax = 1024;  // UIO_MAXIOV: vectors longer than this are refused
+
+long process_madvise(int pidfd, const struct iovec* iov, std::size_t n, int advice) {
+  return syscall(SYS_process_madvise, pidfd, iov, n, advice, 0U);
+}
 }  // namespace
+
+ReleaseContext::~ReleaseContext() {
+  if (own_fd_ && pidfd_ >= 0) ::close(pidfd_);
+}
+
+bool ReleaseContext::prepare(ReleaseStrategy s, const Chunk& a, std::string* why) {
+  if (s != ReleaseStrategy::kMadviseRanges && s != ReleaseStrategy::kProcessMadvise) return true;
+  extents_.clear();
+  for (std::size_t off = 0; off < a.size(); off += 2 * kExtentBytes)
+    extents_.push_back({a.data() + off, std::min(kExtentBytes, a.size() - off)});
+  if (s != ReleaseStrategy::kProcessMadvise || pidfd_ >= 0 || !pidfd_kind_.empty()) return true;
+  // An empty vector checks the advice without touching memory: a kernel that
+  // refuses MADV_DONTNEED through process_madvise says EINVAL here.
+  if (process_madvise(kPidfdSelfThreadGroup, nullptr, 0, MADV_DONTNEED) == 0) {
+    pidfd_ = kPidfdSelfThreadGroup;
+    pidfd_kind_ = "PIDFD_SELF";
+    return true;
+  }
+  const int self_errno = errno;
+  if (self_errno != EBADF && self_errno != EINVAL) {
+    if (why) *why = std::string("process_madvise(PIDFD_SELF): ") + std::strerror(self_errno);
+    return false;
+  }
+  const int fd = static_cast<int>(syscall(SYS_pidfd_open, ::getpid(), 0U));
+  if (fd < 0) {
+    if (why) *why = std::string("pidfd_open(getpid()): ") + std::strerror(errno);
+    return false;
+  }
+  if (process_madvise(fd, nullptr, 0, MADV_DONTNEED) != 0) {
+    const int e = errno;
+    ::close(fd);
+    if (why)
+      *why = std::string("this kernel refuses process_madvise(MADV_DONTNEED) on the calling process (") +
+             std::strerror(e) + "): the process-madvise path is unavailable here; madvise-ranges is";
+    return false;
+  }
+  pidfd_ = fd;
+  own_fd_ = true;
+  pidfd_kind_ = "pidfd_open(getpid())";
+  return true;
+}
 
 Allocator allocator_for(ReleaseStrategy s) {
   return s == ReleaseStrategy::kFree ? Allocator::kMalloc : Allocator::kMmap;
@@ -29,7 +79,7 @@ bool prepare_strategy(ReleaseStrategy s, std::string* why) {
   return true;
 }
 
-bool release_chunk(ReleaseStrategy s, Chunk& a, std::string* why) {
+bool release_chunk(ReleaseStrategy s, Chunk& a, ReleaseContext& ctx, std::string* why) {
   auto fail = [&](const char* what) {
     if (why) *why = std::string(what) + ": " + std::strerror(errno);
     return false;
@@ -48,6 +98,24 @@ bool release_chunk(ReleaseStrategy s, Chunk& a, std::string* why) {
       return true;
     case ReleaseStrategy::kMprotect:
       if (mprotect(a.data(), a.size(), PROT_READ) != 0) return fail("mprotect(PROT_READ)");
+      return true;
+    case ReleaseStrategy::kMadviseRanges:
+      for (const auto& e : ctx.extents_)
+        if (madvise(e.iov_base, e.iov_len, MADV_DONTNEED) != 0) return fail("madvise(MADV_DONTNEED) of an extent");
+      return true;
+    case ReleaseStrategy::kProcessMadvise:
+      for (std::size_t i = 0; i < ctx.extents_.size();) {
+        const std::size_t n = std::min(kIovMax, ctx.extents_.size() - i);
+        std::size_t want = 0;
+        for (std::size_t k = i; k < i + n; ++k) want += ctx.extents_[k].iov_len;
+        const long done = process_madvise(ctx.pidfd_, &ctx.extents_[i], n, MADV_DONTNEED);
+        if (done < 0) return fail("process_madvise(MADV_DONTNEED)");
+        if (static_cast<std::size_t>(done) != want) {
+          if (why) *why = "process_madvise advised " + std::to_string(done) + " of " + std::to_string(want) + " bytes";
+          return false;
+        }
+        i += n;
+      }
       return true;
     case ReleaseStrategy::kReuse: {
       volatile char* p = a.data();

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <sys/uio.h>
 #include <vector>
 
 #include "core/strategy.hpp"
@@ -11,8 +12,31 @@ namespace shootdown::exp {
 
 Allocator allocator_for(ReleaseStrategy s);
 
+// What a release needs that must not be made inside the timed window (an
+// allocation there would fault, and its later free would flush): the extent
+// vector of madvise-ranges / process-madvise and the pidfd of this process.
+class ReleaseContext {
+ public:
+  ReleaseContext() = default;
+  ~ReleaseContext();
+  ReleaseContext(const ReleaseContext&) = delete;
+  ReleaseContext& operator=(const ReleaseContext&) = delete;
+  // For chunk A (same address across repeats: kRefault). False + why when
+  // the kernel lacks the path (process_madvise(MADV_DONTNEED) on itself).
+  bool prepare(ReleaseStrategy s, const Chunk& a, std::string* why);
+  // "PIDFD_SELF" or "pidfd_open(getpid())" for process-madvise, else "".
+  const std::string& pidfd_kind() const { return pidfd_kind_; }
+
+ private:
+  friend bool release_chunk(ReleaseStrategy, Chunk&, ReleaseContext&, std::string*);
+  std::vector<struct iovec> extents_;
+  int pidfd_ = -1;
+  bool own_fd_ = false;
+  std::string pidfd_kind_;
+};
+
 // Performs the release (the timed part). Returns false and sets why on failure.
-bool release_chunk(ReleaseStrategy s, Chunk& a, std::string* why);
+bool release_chunk(ReleaseStrategy s, Chunk& a, ReleaseContext& ctx, std::string* why);
 // Makes A usable again for the next repeat (outside the timed window):
 // the strategy's Rearm rule (core/strategy.hpp).
 bool rearm_chunk(ReleaseStrategy s, Chunk& a, std::size_t size, PageMode mode, int node, std::string* why);

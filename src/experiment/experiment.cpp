@@ -128,6 +128,12 @@ VictimSamples convert(const Victim& v, const sys::TscClock& clock, std::int64_t 
 
 }  // namespace
 
+namespace {
+std::string plan_strategy_error(const Plan& plan, const std::string& why) {
+  return std::string(strategy_name(plan.release)) + ": " + why;
+}
+}  // namespace
+
 Result run_experiment(const Plan& plan, const Hooks& hooks) {
   Result r;
   r.plan = plan;
@@ -168,6 +174,8 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
     interrupted(std::string("interrupted during preparation"));
     return r;
   }
+  ReleaseContext release_ctx;  // extents and pidfd, made before anything is timed
+  if (!journal && !release_ctx.prepare(strategy, a, &why)) throw std::runtime_error(plan_strategy_error(plan, why));
 
   phase(hooks, "calibrating TSC");
   const sys::TscClock pre = sys::calibrate(50 * kMs);
@@ -287,10 +295,10 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
     Release rel;
     rel.index = i;
     rel.strategy = plan.release;
-    rel.bytes = plan.chunk_size;
+    rel.bytes = released_bytes(plan.release, plan.chunk_size);
     rel.before_ns = sys::mono_now_ns();
     std::string rwhy;
-    const bool released = journal ? journal->append(size, &rwhy) : release_chunk(strategy, a, &rwhy);
+    const bool released = journal ? journal->append(size, &rwhy) : release_chunk(strategy, a, release_ctx, &rwhy);
     rel.after_ns = sys::mono_now_ns();
     r.releases.push_back(rel);
     if (!released) {

@@ -69,9 +69,9 @@ std::string verdict_line(const Result& r, const Verdict& v, const VictimVerdict&
   if (v.releases == 0)
     head = "no release performed" + (r.complete ? std::string() : " (" + r.incomplete_reason + ")");
   else if (v.releases == 1)
-    head = fmt::format("{} of {} ({})", strategy_name(p.release), format_size(p.chunk_size), d(v.release_window_ns));
+    head = fmt::format("{} of {} ({})", strategy_name(p.release), released_what(p.release, p.chunk_size), d(v.release_window_ns));
   else
-    head = fmt::format("{} x {} of {} ({} each, p50)", v.releases, strategy_name(p.release), format_size(p.chunk_size),
+    head = fmt::format("{} x {} of {} ({} each, p50)", v.releases, strategy_name(p.release), released_what(p.release, p.chunk_size),
                        d(v.release_p50_ns));
   const std::string cpu = "cpu" + std::to_string(x.cpu);
   if (p.release == ReleaseStrategy::kProbe) {
@@ -198,12 +198,12 @@ std::string console_summary(const Result& r, const Analysis& a, bool verbose) {
   out += "\n";
   if (!r.releases.empty()) {
     if (r.releases.size() == 1)
-      out += fmt::format("release: {} of {} took {}\n", strategy_name(p.release), format_size(p.chunk_size),
+      out += fmt::format("release: {} of {} took {}\n", strategy_name(p.release), released_what(p.release, p.chunk_size),
                          format_duration_ns(r.releases[0].duration_ns()));
     else
       out +=
           fmt::format("releases: {} x {} of {}: duration p50 {}, max {}\n", r.releases.size(), strategy_name(p.release),
-                      format_size(p.chunk_size), format_duration_ns(static_cast<std::int64_t>(a.release_duration.p50)),
+                      released_what(p.release, p.chunk_size), format_duration_ns(static_cast<std::int64_t>(a.release_duration.p50)),
                       format_duration_ns(static_cast<std::int64_t>(a.release_duration.max)));
   } else {
     out += "release: none performed\n";

@@ -232,11 +232,11 @@ std::string meaning_section(const Result& r, const Analysis& a, const Attributio
   if (r.releases.empty()) {
     s.push_back("No release was performed, so every sample is baseline.");
   } else if (r.releases.size() == 1) {
-    s.push_back(fmt::format("{} of {} on CPU {} took {}.", strategy_name(p.release), format_size(p.chunk_size),
+    s.push_back(fmt::format("{} of {} on CPU {} took {}.", strategy_name(p.release), released_what(p.release, p.chunk_size),
                             p.culprit_cpu, dur(static_cast<double>(r.releases[0].duration_ns()))));
   } else {
     s.push_back(fmt::format("{} releases ({} of {} each) on CPU {} took {} at the median, {} at most.",
-                            r.releases.size(), strategy_name(p.release), format_size(p.chunk_size), p.culprit_cpu,
+                            r.releases.size(), strategy_name(p.release), released_what(p.release, p.chunk_size), p.culprit_cpu,
                             dur(a.release_duration.p50), dur(a.release_duration.max)));
   }
   if (p.release == ReleaseStrategy::kReuse)
