@@ -4,7 +4,8 @@
 #   default             build + unit/CLI test dependencies
 #   --with-integration  also the real parts the integration tier uses
 #                       (HdrHistogram Java reference, InfluxDB, Chromium,
-#                       Prometheus + promtool, lintian for the .deb)
+#                       Prometheus + promtool, lintian for the .deb; xz-utils,
+#                       zstd, binutils and the JDK for blame on real programs)
 #   --with-bench        also the observers bench/observer_overhead.sh compares
 #                       (perf, bpftrace)
 #                       and QEMU and busybox-static for the lab: tests/lab/)
@@ -24,6 +25,7 @@ integration=(
   lintian
   chromium
   curl procps jq python3 python3-jsonschema
+  xz-utils zstd binutils
   qemu-system-x86 busybox-static
 )
 

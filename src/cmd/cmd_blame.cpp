@@ -168,22 +168,18 @@ class BlameTool final : public Tool {
         std::string fn = ksyms.function(ip);
         f.kernel.push_back(fn.empty() ? fmt::format("{:#x}", ip) : fn);
       }
-      for (std::size_t i = 0; i < s.user_ips.size(); ++i) {
-        // A frame-pointer walk through code built without frame pointers
-        // reads data as return addresses: the stack ends at the first
-        // address outside every executable mapping of the target.
-        if (i > 0 && !syms_.executable(s.pid, s.user_ips[i])) {
-          ++cut_stacks;
-          break;
-        }
-        f.user.push_back(frame(s.pid, s.user_ips[i], i > 0));
-        // The frame the syscall stub hides: its return address is at the user sp.
-        if (i == 0 && s.has_sp_word && syms_.executable(s.pid, s.sp_word) &&
-            (s.user_ips.size() < 2 || s.user_ips[1] != s.sp_word)) {
-          UserFrame r = frame(s.pid, s.sp_word, true);
-          r.recovered = true;
-          f.user.push_back(r);
-        }
+      // Frames that are real code addresses (core user_frames: the walk ends
+      // at the first address outside every executable mapping of the target;
+      // the caller a frameless leaf hides comes from the stack copy).
+      bool cut = false;
+      const auto raw = user_frames(
+          s.user_ips, s.has_sp_word ? &s.sp_word : nullptr,
+          [&](std::uint64_t ip) { return syms_.executable(s.pid, ip); }, &cut);
+      if (cut) ++cut_stacks;
+      for (const RawFrame& r : raw) {
+        UserFrame u = frame(s.pid, r.ip, r.return_address);
+        u.recovered = r.recovered;
+        f.user.push_back(std::move(u));
       }
       in_.flushes.push_back(std::move(f));
     }

@@ -13,11 +13,13 @@
 #include "cli/run_options.hpp"
 #include "cmd/commands.hpp"
 #include "cmd/driver.hpp"
+#include "cmd/run_support.hpp"
 #include "cmd/trace_session.hpp"
 #include "core/cpulist.hpp"
 #include "core/event_counts.hpp"
 #include "core/events.hpp"
 #include "core/units.hpp"
+#include "sink/atomic_writer.hpp"
 #include "sys/affinity.hpp"
 #include "sys/child.hpp"
 #include "sys/interrupts.hpp"
@@ -37,6 +39,7 @@ struct TraceOptions {
   bool quiet = false;
   std::string format = "text";
   bool no_callchains = false;
+  std::string output;  // -o FILE: the stream and summary go there, the command keeps stdout
   std::vector<std::string> command;
 };
 
@@ -53,8 +56,8 @@ std::string mask_str(std::int64_t word) {
 
 class Printer {
  public:
-  Printer(const sys::Tracer& t, int culprit, std::int64_t t0, bool all, bool quiet, bool raw)
-      : tracer_(t), culprit_(culprit), t0_(t0), all_(all), quiet_(quiet || raw), raw_(raw) {}
+  Printer(const sys::Tracer& t, std::FILE* out, int culprit, std::int64_t t0, bool all, bool quiet, bool raw)
+      : tracer_(t), out_(out), culprit_(culprit), t0_(t0), all_(all), quiet_(quiet || raw), raw_(raw) {}
 
   void event(const KernelEvent& e) {
     Open& o = open_[e.cpu];
@@ -146,7 +149,7 @@ class Printer {
       fn = tracer_.function_name(static_cast<std::uint64_t>(e.b));
       if (fn.empty()) fn = "-";
     }
-    std::printf("%lld %d %d %s %lld %lld %lld %s\n", static_cast<long long>(e.mono_ns), e.cpu, e.tid,
+    std::fprintf(out_, "%lld %d %d %s %lld %lld %lld %s\n", static_cast<long long>(e.mono_ns), e.cpu, e.tid,
                 event_type_name(e.type), static_cast<long long>(e.a), static_cast<long long>(e.b),
                 static_cast<long long>(e.c), fn.c_str());
   }
@@ -158,17 +161,18 @@ class Printer {
 
   void line(const KernelEvent& e, const std::string& what) {
     if (quiet_) return;
-    std::printf("%s cpu%d %+10.3fms %s [%d]\n", role(e.cpu), e.cpu, static_cast<double>(e.mono_ns - t0_) / 1e6,
+    std::fprintf(out_, "%s cpu%d %+10.3fms %s [%d]\n", role(e.cpu), e.cpu, static_cast<double>(e.mono_ns - t0_) / 1e6,
                 what.c_str(), e.tid);
   }
 
   void backtrace(const KernelEvent& e) {
     if (quiet_ || e.callchain < 0) return;
     const Callchain c = tracer_.callchain(e.callchain);
-    for (auto& s : c.symbols) std::printf("        %s\n", s.c_str());
+    for (auto& s : c.symbols) std::fprintf(out_, "        %s\n", s.c_str());
   }
 
   const sys::Tracer& tracer_;
+  std::FILE* out_;
   int culprit_;
   std::int64_t t0_;
   bool all_, quiet_, raw_;
@@ -188,6 +192,7 @@ class TraceTool final : public Tool {
     } catch (const std::invalid_argument& e) {
       throw UsageError(e.what());
     }
+    check_output_file("-o", o_.output);
   }
 
   void prepare() override {
@@ -196,6 +201,15 @@ class TraceTool final : public Tool {
     std::string why;
     tracer_ = sys::Tracer::open(tracer_options(cpus, culprit_, !o_.no_callchains), &why);
     if (!tracer_) throw RuntimeError("kernel tracing unavailable: " + why);
+    if (!o_.output.empty()) {
+      // Streamed to a temporary next to FILE and renamed over it at the end.
+      try {
+        file_ = std::make_unique<sink::AtomicStream>(o_.output);
+      } catch (const std::runtime_error& e) {
+        throw RuntimeError(fmt::format("-o {}: {}", o_.output, e.what()));
+      }
+      out_ = file_->file();
+    }
     for (auto& m : tracer_->missing()) std::fprintf(stderr, "shootdown trace: missing: %s\n", m.c_str());
     snap0_ = sys::read_interrupts();
     t0_ = snap0_ ? snap0_->mono_ns : tracer_->start_ns();
@@ -207,7 +221,7 @@ class TraceTool final : public Tool {
     // Spawned before we pin ourselves: the command keeps our original affinity.
     if (!o_.command.empty()) child_ = sys::ChildProcess::spawn(o_.command);
     sys::pin_this_thread(culprit_);
-    printer_ = std::make_unique<Printer>(*tracer_, culprit_, t0_, o_.all, o_.quiet, o_.format == "raw");
+    printer_ = std::make_unique<Printer>(*tracer_, out_, culprit_, t0_, o_.all, o_.quiet, o_.format == "raw");
   }
 
   void run() override {
@@ -234,7 +248,7 @@ class TraceTool final : public Tool {
   }
 
   int report() override {
-    std::FILE* sout = o_.format == "raw" ? stderr : stdout;
+    std::FILE* sout = o_.format == "raw" ? stderr : out_;
     // The summary (on stderr with --format raw): tracepoint counts next to /proc/interrupts over [t0, t1].
     std::fprintf(sout, "\nsummary over %s (tracepoint counts inside the /proc/interrupts snapshot span):\n",
                  format_duration_ns(t1_ - t0_).c_str());
@@ -264,6 +278,14 @@ class TraceTool final : public Tool {
     }
     std::fprintf(sout, "lost events: %lld\n", static_cast<long long>(trace_.lost_events));
     std::fflush(sout);
+    if (file_) {
+      try {
+        file_->commit();
+      } catch (const std::runtime_error& e) {
+        throw RuntimeError(fmt::format("-o {}: {}", o_.output, e.what()));
+      }
+      std::fprintf(stderr, "shootdown trace: report in %s\n", o_.output.c_str());
+    }
 
     if (signal_) return sys::exit_code_for_signal(signal_);
     if (child_.valid() && !child_.exited_ok()) {
@@ -292,7 +314,7 @@ class TraceTool final : public Tool {
     f.to_ns = count_to;
     tally_events(std::span<const KernelEvent>(pending_.data(), k), f, tally_);
     pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(k));
-    std::fflush(stdout);
+    std::fflush(out_);
   }
 
   const TraceOptions& o_;
@@ -300,6 +322,8 @@ class TraceTool final : public Tool {
   std::vector<int> victims_;
   std::int64_t duration_ns_ = 0;
   std::unique_ptr<sys::Tracer> tracer_;
+  std::unique_ptr<sink::AtomicStream> file_;  // -o FILE
+  std::FILE* out_ = stdout;                   // the stream and summary: stdout or file_
   sys::ChildProcess child_;
   std::optional<sys::InterruptsSnapshot> snap0_, snap1_;
   std::int64_t t0_ = 0, t1_ = 0;
@@ -327,6 +351,9 @@ Command add_trace(CLI::App& root) {
                   "(mono_ns cpu tid event a b c function) for scripts")
       ->check(CLI::IsMember({"text", "raw"}));
   app->add_flag("--no-callchains", o->no_callchains, "Do not sample kernel backtraces on the culprit CPU");
+  app->add_option("-o,--output", o->output,
+                  "Write the stream and summary to FILE (atomically, at the end) instead of stdout: the command "
+                  "keeps its stdout and stderr");
   app->add_option("command", o->command, "Command to run while tracing (after --)");
   app->footer(
       "Needs root (or CAP_PERFMON and a mounted tracefs). Mounts tracefs for the\n"
@@ -337,6 +364,7 @@ Command add_trace(CLI::App& root) {
       "  shootdown trace --culprit-cpu 0 --victim-cpus 1                 until Ctrl-C\n"
       "  shootdown trace --culprit-cpu 0 --victim-cpus 1 --duration 10s --all\n"
       "  shootdown trace --culprit-cpu 0 --victim-cpus 1 -- taskset -c 0 ./my-app\n"
+      "  shootdown trace -o trace.txt -- ./my-app > app.out     the app keeps stdout\n"
       "  shootdown trace -q --duration 5s                                  summary only\n\n"
       "EXIT STATUS: 0 done, 1 error (tracing unavailable, command failed), 2 bad input, 130/143 interrupted.");
   return tool_command<TraceTool>(app, o);

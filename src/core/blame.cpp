@@ -33,6 +33,7 @@ bool is_libc(const std::string& module) {
 
 // The libc syscall stubs at the top of a user stack say nothing the syscall
 // column does not: drop them so the call site starts at the caller.
+// Consecutive [jit] frames (a JIT's or interpreter's own frames) are one.
 std::vector<const UserFrame*> site_frames(const FlushSample& s, const std::string& sys, int max_frames) {
   std::vector<const UserFrame*> out;
   std::size_t i = 0;
@@ -42,7 +43,10 @@ std::vector<const UserFrame*> site_frames(const FlushSample& s, const std::strin
     ++i;
   }
   if (i == s.user.size()) i = 0;  // only the stub: keep it rather than nothing
-  for (; i < s.user.size() && static_cast<int>(out.size()) < max_frames; ++i) out.push_back(&s.user[i]);
+  for (; i < s.user.size() && static_cast<int>(out.size()) < max_frames; ++i) {
+    if (s.user[i].jit && !out.empty() && out.back()->jit) continue;
+    out.push_back(&s.user[i]);
+  }
   return out;
 }
 
@@ -57,8 +61,33 @@ bool chain_has(const std::vector<std::string>& k, std::initializer_list<const ch
 
 std::string UserFrame::label() const {
   if (!function.empty()) return function;
+  if (jit) return "[jit]";
+  if (!module.empty() && function_start) return "fn@" + module + "+" + hex(function_start);
   if (!module.empty()) return module + "+" + hex(offset);
   return hex(ip);
+}
+
+const char* UserFrame::kind() const {
+  if (!function.empty()) return "symbol";
+  if (jit) return "jit";
+  if (!module.empty() && function_start) return "function-start";
+  if (!module.empty()) return "module-offset";
+  return "raw";
+}
+
+std::vector<RawFrame> user_frames(const std::vector<std::uint64_t>& ips, const std::uint64_t* sp_word,
+                                  const std::function<bool(std::uint64_t)>& executable, bool* cut) {
+  std::vector<RawFrame> out;
+  for (std::size_t i = 0; i < ips.size(); ++i) {
+    if (i > 0 && !executable(ips[i])) {
+      if (cut) *cut = true;
+      break;
+    }
+    out.push_back(RawFrame{ips[i], i > 0, false});
+    if (i == 0 && sp_word && executable(*sp_word) && (ips.size() < 2 || ips[1] != *sp_word))
+      out.push_back(RawFrame{*sp_word, true, true});
+  }
+  return out;
 }
 
 std::string strip_parameters(const std::string& d) {
@@ -89,6 +118,14 @@ std::string syscall_from_kernel(const std::vector<std::string>& k) {
       if (starts_with(f, p)) return f.substr(std::char_traits<char>::length(p));
     }
   }
+  // The syscall wrapper inlined or tail-called away (Linux 6.18:
+  // do_syscall_64 -> vm_mmap_pgoff -> do_mmap -> __mmap_region): its body names it.
+  if (chain_has(k, {"vm_mmap_pgoff", "do_mmap", "mmap_region", "__mmap_region"})) return "mmap";
+  if (chain_has(k, {"__vm_munmap", "vm_munmap", "do_vmi_munmap"}) && !chain_has(k, {"do_mremap", "mremap_to"}))
+    return "munmap";
+  if (chain_has(k, {"do_mremap", "mremap_to", "move_vma"})) return "mremap";
+  if (chain_has(k, {"do_mprotect_pkey", "mprotect_fixup"})) return "mprotect";
+  if (chain_has(k, {"do_madvise", "madvise_vma_behavior", "madvise_dontneed_free"})) return "madvise";
   if (chain_has(k, {"exc_page_fault", "handle_mm_fault", "do_user_addr_fault"})) {
     // Which fault path flushed (mm/memory.c, mm/huge_memory.c, mm/migrate.c).
     if (chain_has(k, {"do_numa_page", "do_huge_pmd_numa_page"})) return "page fault: NUMA hinting";
@@ -120,8 +157,14 @@ std::string advice_for(const std::string& sys, const std::vector<std::string>& f
            "arena";
   if (sys == "madvise" && has({"tcmalloc", "ReleaseToSystem", "SystemRelease", "ReleasePages"}))
     return "tcmalloc releasing pages: lower the release rate (TCMALLOC_RELEASE_RATE / SetBackgroundReleaseRate)";
-  if (sys == "madvise" && has({"malloc_trim", "mtrim", "heap_trim", "shrink_heap"}))
-    return "glibc trimming its heap: raise M_TRIM_THRESHOLD or avoid malloc_trim on the hot path";
+  // _int_free calls madvise only through heap_trim/shrink_heap (inlined in Debian's glibc).
+  if (sys == "madvise" && has({"malloc_trim", "mtrim", "heap_trim", "shrink_heap", "_int_free"}))
+    return "glibc trimming a thread arena's heap on free (MADV_DONTNEED): raise M_TRIM_THRESHOLD "
+           "(GLIBC_TUNABLES=glibc.malloc.trim_threshold) or avoid malloc_trim on the hot path";
+  // glibc's start_thread frees the stack of a thread that is exiting (advise_stack_range).
+  if (sys == "madvise" && !frames.empty() && frames.front() == "start_thread")
+    return "a thread exiting: glibc releases its stack with madvise(MADV_DONTNEED); keep threads (a pool) instead "
+           "of starting one per task";
   if (sys == "madvise")
     return "madvise(DONTNEED/FREE) of memory other threads ran on: release less often, in larger batches, or keep and "
            "reuse it";
@@ -131,10 +174,16 @@ std::string advice_for(const std::string& sys, const std::vector<std::string>& f
   if (sys == "mprotect" || sys == "pkey_mprotect")
     return "mprotect toggling: each permission downgrade needs a shootdown; keep permissions stable or use separate "
            "mappings";
+  if (sys == "mmap" && has({"uncommit"}))
+    return "the JVM uncommitting heap (mmap(MAP_FIXED) over it after GC shrank the heap): set -Xms equal to -Xmx "
+           "(a fixed heap is never uncommitted) or raise -XX:MaxHeapFreeRatio";
+  if (sys == "mmap")
+    return "mmap(MAP_FIXED) over memory in use unmaps it first (how runtimes and allocators uncommit): keep the "
+           "mapping and reuse it";
   if (sys == "mremap") return "mremap moving/shrinking mappings: preallocate capacity instead of growing by remapping";
   if (sys == "page fault: write to a read-only page")
     return "first write to a page mapped read-only (do_wp_page): the shared zero page after a read of fresh memory "
-           "(calloc/mmap read before written) or copy-on-write after fork; pre-fault by writing (memset) or "
+           "(calloc/mmap read before written), a MAP_PRIVATE file mapping written, or copy-on-write after fork; pre-fault by writing (memset) or "
            "MAP_POPULATE before other threads run, and spawn children with posix_spawn instead of fork";
   if (sys == "page fault: NUMA hinting")
     return "NUMA balancing unmaps pages to sample access (do_numa_page): bind threads and memory to one node "
@@ -180,6 +229,8 @@ BlameReport blame(const BlameInput& in, const BlameOptions& opts) {
       c.syscall = sys;
       for (const UserFrame* f : frames) {
         c.frames.push_back(f->label());
+        const bool in_module = !f->module_path.empty() && !f->jit;
+        c.addresses.push_back(FrameAddress{f->kind(), in_module ? f->module_path : "", in_module ? f->offset : f->ip});
         c.stack += (c.stack.empty() ? "" : " ← ") + f->label();
         if (c.location.empty() && !f->file.empty()) c.location = f->file + ":" + std::to_string(f->line);
       }

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -33,11 +34,20 @@ struct UserFrame {
   std::string file;      // source file where debug info exists, else ""
   int line = 0;
   std::string module;        // ELF basename ("libc.so.6"), "" when no mapping covers ip
+  std::string module_path;   // the mapped file ("/usr/lib/x86_64-linux-gnu/libc.so.6"), "" when none
   std::uint64_t offset = 0;  // ELF virtual address (what addr2line takes)
-  bool recovered = false;    // read from the user stack copy (the caller a syscall stub hides)
+  // ELF address of the function holding ip, from the module's call-frame
+  // information (.eh_frame), when it has no symbol; 0 when unknown.
+  std::uint64_t function_start = 0;
+  bool jit = false;        // in anonymous executable memory (a JIT's code cache, a JVM interpreter)
+  bool recovered = false;  // read from the user stack copy (the caller a syscall stub hides)
 
-  // "function", else "module+0xoff", else "0x...".
+  // "function"; else "[jit]"; else "fn@module+0xSTART" (the function that
+  // holds ip, from .eh_frame: every address of one function is one label);
+  // else "module+0xoff"; else "0x..." (no mapping known).
   std::string label() const;
+  // What label() is made of: "symbol", "jit", "function-start", "module-offset", "raw".
+  const char* kind() const;
 };
 
 struct FlushSample {  // one tlb:tlb_flush reason 4 of a target thread
@@ -82,9 +92,16 @@ struct BlameOptions {
   int top = 10;  // formatting hint: how many sites the console shows
 };
 
+struct FrameAddress {  // where a site's frame is, from the first sample of the site
+  std::string kind;       // UserFrame::kind()
+  std::string module;     // mapped file path, "" for jit/raw
+  std::uint64_t offset;   // ELF address in module (the sample's, not the function start); the ip for jit/raw
+};
+
 struct CallSite {
   std::string stack;                           // "leaf ← caller ← ..." (innermost first)
   std::vector<std::string> frames;             // labels, innermost first
+  std::vector<FrameAddress> addresses;         // one per frame
   std::string location;                        // file:line of the innermost frame with debug info
   std::string syscall;                         // munmap, madvise, mprotect, page fault, ...
   std::int64_t flushes = 0;                    // reason-4 flushes
@@ -119,6 +136,24 @@ struct BlameReport {
 };
 
 BlameReport blame(const BlameInput& in, const BlameOptions& opts);
+
+// Which user addresses of a sample are frames (rules in docs/blame-probe.md):
+//  - ips[0] is the interrupted instruction: always kept;
+//  - a frame-pointer walk through code without frame pointers reads data as
+//    return addresses: the stack ends at the first address outside every
+//    executable mapping (`executable`), and *cut is set;
+//  - sp_word (the word at the user stack pointer) is the caller that a
+//    function without a frame of its own hides (a libc syscall stub; memset
+//    or memcpy faulting on fresh memory): kept when it is executable and the
+//    walk did not already find it. A fault in a function that has a frame
+//    can leave a stale code address there (not detected: see CAVEATS).
+struct RawFrame {
+  std::uint64_t ip = 0;
+  bool return_address = false;  // symbolize ip - 1 (the call)
+  bool recovered = false;       // from sp_word
+};
+std::vector<RawFrame> user_frames(const std::vector<std::uint64_t>& ips, const std::uint64_t* sp_word,
+                                  const std::function<bool(std::uint64_t)>& executable, bool* cut);
 
 // "munmap" from "__x64_sys_munmap"/"__do_sys_munmap"/"__se_sys_munmap";
 // "page fault" when the chain holds exc_page_fault/handle_mm_fault; else the

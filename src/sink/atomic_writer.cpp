@@ -77,6 +77,42 @@ void write_file_atomic(const std::string& path, const std::string& content) {
   }
 }
 
+AtomicStream::AtomicStream(std::string path) : path_(std::move(path)) {
+  tmp_ = path_ + ".tmp." + std::to_string(::getpid());
+  const int fd = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw std::runtime_error("cannot create " + tmp_ + ": " + std::strerror(errno));
+  file_ = ::fdopen(fd, "w");
+  if (!file_) {
+    const std::string err = std::strerror(errno);
+    ::close(fd);
+    ::unlink(tmp_.c_str());
+    throw std::runtime_error("cannot open " + tmp_ + ": " + err);
+  }
+}
+
+AtomicStream::~AtomicStream() {
+  if (!file_) return;
+  std::fclose(file_);
+  ::unlink(tmp_.c_str());
+}
+
+void AtomicStream::commit() {
+  if (!file_) throw std::runtime_error(path_ + ": already committed");
+  std::FILE* f = file_;
+  file_ = nullptr;
+  bool written = std::fflush(f) == 0 && !std::ferror(f) && ::fsync(::fileno(f)) == 0;
+  std::string err = written ? "" : std::strerror(errno);
+  if (std::fclose(f) != 0 && written) {
+    written = false;
+    err = std::strerror(errno);
+  }
+  if (!written)
+    throw std::runtime_error("cannot write " + tmp_ + ": " + err + " (what was written is kept there)");
+  if (::rename(tmp_.c_str(), path_.c_str()) != 0)
+    throw std::runtime_error("cannot rename " + tmp_ + " to " + path_ + ": " + std::strerror(errno) +
+                             " (the output is kept in " + tmp_ + ")");
+}
+
 void OutputDir::write(const std::string& name, const std::string& content) {
   write_file_atomic(path_ + "/" + name, content);
   written_.push_back(path_ + "/" + name);

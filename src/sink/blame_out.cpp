@@ -84,9 +84,13 @@ std::string blame_json(const BlameReport& r) {
     return j;
   };
   json sites = json::array();
-  for (const CallSite& c : r.sites)
+  for (const CallSite& c : r.sites) {
+    json addresses = json::array();
+    for (const FrameAddress& a : c.addresses)
+      addresses.push_back(json{{"kind", a.kind}, {"module", a.module}, {"offset", fmt::format("{:#x}", a.offset)}});
     sites.push_back(json{{"stack", c.stack},
                          {"frames", c.frames},
+                         {"addresses", addresses},
                          {"location", c.location},
                          {"syscall", c.syscall},
                          {"flushes", c.flushes},
@@ -95,6 +99,7 @@ std::string blame_json(const BlameReport& r) {
                          {"ipis", c.ipis},
                          {"receiving_cpus", cpumap(c.receiving_cpus)},
                          {"advice", c.advice}});
+  }
   json j{{"schema", "shootdown-blame"},
          {"version", 1},
          {"pid", r.pid},

@@ -2,12 +2,15 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <cxxabi.h>
 #include <elfutils/libdwfl.h>
+#include <gelf.h>
 #include <fmt/core.h>
 #include <sstream>
 #include <sys/mman.h>
 
+#include "core/eh_frame.hpp"
 #include "sys/fs.hpp"
 
 namespace shootdown::sys {
@@ -19,8 +22,12 @@ struct Mapping {
   std::uint32_t maj = 0, min = 0;
   std::uint64_t ino = 0;
   std::string perms;  // "r-xp"
-  std::string path;
+  std::string path;   // kAnonExec for anonymous executable memory
 };
+
+// Anonymous executable memory (perf's name for it in MMAP2 records): JIT
+// code caches, a JVM's interpreter. Real code, no file to symbolize from.
+const std::string kAnonExec = "//anon";
 
 char* g_debuginfo_path = nullptr;
 const Dwfl_Callbacks kCallbacks = {
@@ -51,6 +58,25 @@ std::string printable(std::string s) {
   for (char& c : s)
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
   return s;
+}
+
+// The .eh_frame_hdr and .eh_frame sections of a module's ELF (empty when absent).
+bool eh_sections(Elf* elf, EhSection& hdr, EhSection& eh) {
+  std::size_t shstrndx = 0;
+  if (!elf || elf_getshdrstrndx(elf, &shstrndx) != 0) return false;
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS) continue;
+    const char* name = elf_strptr(elf, shstrndx, sh.sh_name);
+    if (!name) continue;
+    EhSection* into = std::strcmp(name, ".eh_frame_hdr") == 0 ? &hdr : std::strcmp(name, ".eh_frame") == 0 ? &eh : nullptr;
+    if (!into) continue;
+    Elf_Data* d = elf_getdata(scn, nullptr);
+    if (!d || !d->d_buf) continue;
+    into->bytes = std::span<const std::uint8_t>(static_cast<const std::uint8_t*>(d->d_buf), d->d_size);
+    into->addr = sh.sh_addr;
+  }
+  return !hdr.bytes.empty() && !eh.bytes.empty();
 }
 
 std::string basename_of(const std::string& p) {
@@ -102,7 +128,8 @@ struct UserSymbols::Impl {
     p.built = true;
     std::string text;
     for (const auto& [start, m] : p.maps)
-      text += fmt::format("{:x}-{:x} {} {:08x} {:02x}:{:02x} {} {}\n", start, m.end, m.perms, m.pgoff, m.maj, m.min,
+      if (m.path != kAnonExec)
+        text += fmt::format("{:x}-{:x} {} {:08x} {:02x}:{:02x} {} {}\n", start, m.end, m.perms, m.pgoff, m.maj, m.min,
                           m.ino, m.path);
     if (text.empty()) return nullptr;
     p.dwfl = dwfl_begin(&kCallbacks);
@@ -137,6 +164,10 @@ void UserSymbols::add_maps_text(int pid, const std::string& text) {
       continue;
     std::string path =
         n > 0 && static_cast<std::size_t>(n) <= line.size() ? trim(line.substr(static_cast<std::size_t>(n))) : "";
+    if (path.empty() && perms[2] == 'x') {  // anonymous executable memory (JIT code)
+      Impl::insert(p, start, Mapping{end, 0, 0, 0, 0, perms, kAnonExec});
+      continue;
+    }
     if (path.empty() || path[0] != '/' || ino == 0) continue;
     Impl::insert(p, start, Mapping{end, off, maj, min, ino, perms, path});
   }
@@ -169,6 +200,14 @@ bool UserSymbols::executable(int pid, std::uint64_t ip) const {
 UserFrame UserSymbols::symbolize(int pid, std::uint64_t ip, bool return_address) {
   UserFrame f;
   f.ip = ip;
+  if (auto pit = impl_->procs.find(pid); pit != impl_->procs.end()) {
+    auto it = pit->second.maps.upper_bound(ip);
+    if (it != pit->second.maps.begin() && ip < std::prev(it)->second.end && std::prev(it)->second.path == kAnonExec &&
+        std::prev(it)->second.perms.size() > 2 && std::prev(it)->second.perms[2] == 'x') {
+      f.jit = true;
+      return f;
+    }
+  }
   Dwfl* d = impl_->dwfl_for(pid);
   if (!d) return f;
   const Dwarf_Addr lookup = return_address && ip > 0 ? ip - 1 : ip;
@@ -176,12 +215,22 @@ UserFrame UserSymbols::symbolize(int pid, std::uint64_t ip, bool return_address)
   if (!mod) return f;
   const char* mname = dwfl_module_info(mod, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
   f.module = printable(basename_of(mname ? mname : ""));
+  f.module_path = printable(mname ? mname : "");
   Dwarf_Addr bias = 0;
-  if (dwfl_module_getelf(mod, &bias)) f.offset = ip - bias;
+  Elf* elf = dwfl_module_getelf(mod, &bias);
+  if (elf) f.offset = ip - bias;
   GElf_Off off = 0;
   GElf_Sym sym;
   const char* name = dwfl_module_addrinfo(mod, lookup, &off, &sym, nullptr, nullptr, nullptr);
   f.function = printable(demangle(name));
+  if (f.function.empty()) {
+    // No symbol (a static function of a stripped library): the .eh_frame
+    // FDE holding the address gives the function's start, so every
+    // address of one function is one frame, not one call site per instruction.
+    EhSection hdr, eh;
+    if (elf && eh_sections(elf, hdr, eh))
+      if (auto start = eh_frame_function_start(hdr, eh, lookup - bias)) f.function_start = *start;
+  }
   if (Dwfl_Line* line = dwfl_module_getsrc(mod, lookup)) {
     int lineno = 0;
     const char* src = dwfl_lineinfo(line, nullptr, &lineno, nullptr, nullptr, nullptr);

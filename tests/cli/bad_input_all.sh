@@ -96,6 +96,7 @@ trace|--all|FLAG|
 trace|--quiet|FLAG|
 trace|--format|text|json;;TEXT
 trace|--no-callchains|FLAG|
+trace|--output|out.txt|@FILE/sub;;@EMPTY;;@RO/out.txt;;/nonexistent/out.txt
 probe|--cpu|1|99999;;-1;;x
 probe|--duration|1s|5;;x;;-1s
 probe|--out|out|@FILE/sub;;@RO/out;;@FILE

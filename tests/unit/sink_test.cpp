@@ -167,3 +167,44 @@ TEST(Sink, AtomicWriterReplacesAndRejectsUnwritable) {
   std::filesystem::remove_all(dir);
   EXPECT_THROW(sink::OutputDir("/proc/self/no/such"), std::invalid_argument);
 }
+
+TEST(Sink, AtomicStreamPublishesWholeOrNothing) {
+  const auto dir = std::filesystem::temp_directory_path() / ("sd-stream-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "trace.txt").string();
+  {
+    std::ofstream(path) << "old\n";
+  }
+  auto read_all = [](const std::string& p) {
+    std::ifstream in(p);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  auto count = [&] {
+    std::size_t n = 0;
+    for (auto& e : std::filesystem::directory_iterator(dir)) {
+      (void)e;
+      ++n;
+    }
+    return n;
+  };
+  {
+    sink::AtomicStream s(path);
+    std::fputs("line 1\n", s.file());
+    std::fflush(s.file());
+    EXPECT_EQ(read_all(path), "old\n");  // the stream is not visible before commit
+    EXPECT_EQ(count(), 2u);
+    std::fputs("line 2\n", s.file());
+    s.commit();
+    EXPECT_EQ(read_all(path), "line 1\nline 2\n");
+    EXPECT_THROW(s.commit(), std::runtime_error);
+  }
+  EXPECT_EQ(count(), 1u);  // no temporary left
+  {
+    sink::AtomicStream s(path);
+    std::fputs("abandoned\n", s.file());
+  }  // no commit: the temporary is removed, the file untouched
+  EXPECT_EQ(read_all(path), "line 1\nline 2\n");
+  EXPECT_EQ(count(), 1u);
+  std::filesystem::remove_all(dir);
+  EXPECT_THROW(sink::AtomicStream("/proc/self/no/such/file"), std::runtime_error);
+}
