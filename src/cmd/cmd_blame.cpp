@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "cli/run_options.hpp"
+#include "cmd/blame_input.hpp"
 #include "cmd/commands.hpp"
 #include "cmd/driver.hpp"
 #include "cmd/run_support.hpp"
@@ -119,95 +120,7 @@ class BlameTool final : public Tool {
   }
 
   void analyze() override {
-    // The target and its descendants (PERF_RECORD_FORK, in time order).
-    std::set<int> pids{target_};
-    std::set<int> tids;
-    std::stable_sort(data_.forks.begin(), data_.forks.end(), [](auto& a, auto& b) { return a.mono_ns < b.mono_ns; });
-    for (const auto& f : data_.forks) {
-      if (!pids.count(f.ppid)) continue;
-      if (f.pid != f.ppid) pids.insert(f.pid);
-      tids.insert(f.tid);
-    }
-    for (const auto& m : data_.mmaps)
-      if (pids.count(m.pid)) syms_.add_mapping(m);
-    const sys::Kallsyms ksyms = sys::Kallsyms::load();
-
-    in_.pid = target_;
-    in_.command = command_;
-    in_.start_ns = data_.start_ns;
-    in_.end_ns = data_.stop_ns;
-    in_.lost = data_.lost;
-    in_.processes = static_cast<int>(pids.size());
-    in_.has_csd = std::none_of(data_.missing.begin(), data_.missing.end(),
-                               [](const std::string& m) { return m.rfind("csd:csd_queue_cpu", 0) == 0; });
-    for (auto& m : data_.missing) in_.notes.push_back("missing: " + m);
-    if (data_.dropped)
-      in_.notes.push_back(fmt::format("{} flush samples over the in-memory limit were not kept", data_.dropped));
-    if (ksyms.empty()) in_.notes.push_back("kernel symbols unavailable (/proc/kallsyms hidden): syscalls unknown");
-
-    std::map<std::pair<int, std::uint64_t>, UserFrame> cache;
-    auto frame = [&](int pid, std::uint64_t ip, bool ret) {
-      auto key = std::make_pair(pid, ip * 2 + (ret ? 1 : 0));
-      auto it = cache.find(key);
-      if (it != cache.end()) return it->second;
-      UserFrame f = syms_.symbolize(pid, ip, ret);
-      cache.emplace(key, f);
-      return f;
-    };
-    std::int64_t cut_stacks = 0;
-    for (const auto& s : data_.flushes) {
-      if (!pids.count(s.pid)) continue;
-      tids.insert(s.tid);
-      FlushSample f;
-      f.mono_ns = s.mono_ns;
-      f.cpu = s.cpu;
-      f.pid = s.pid;
-      f.tid = s.tid;
-      f.pages = s.pages;
-      for (auto ip : s.kernel_ips) {
-        std::string fn = ksyms.function(ip);
-        f.kernel.push_back(fn.empty() ? fmt::format("{:#x}", ip) : fn);
-      }
-      // Frames that are real code addresses (core user_frames: the walk ends
-      // at the first address outside every executable mapping of the target;
-      // the caller a frameless leaf hides comes from the stack copy).
-      bool cut = false;
-      const auto raw = user_frames(
-          s.user_ips, s.has_sp_word ? &s.sp_word : nullptr,
-          [&](std::uint64_t ip) { return syms_.executable(s.pid, ip); }, &cut);
-      if (cut) ++cut_stacks;
-      for (const RawFrame& r : raw) {
-        UserFrame u = frame(s.pid, r.ip, r.return_address);
-        u.recovered = r.recovered;
-        f.user.push_back(std::move(u));
-      }
-      in_.flushes.push_back(std::move(f));
-    }
-    if (cut_stacks > 0)
-      in_.notes.push_back(fmt::format(
-          "{} of {} user stacks cut at a frame outside every executable mapping of the target (code without frame "
-          "pointers: the walk read data as return addresses); the frames kept are real code addresses",
-          cut_stacks, in_.flushes.size()));
-    for (const auto& ipi : data_.ipis) {
-      if (!pids.count(ipi.pid)) continue;
-      IpiSend s;
-      s.mono_ns = ipi.mono_ns;
-      s.cpu = ipi.cpu;
-      s.tid = ipi.tid;
-      s.targets = ipi.targets;
-      s.callback = ksyms.function(ipi.callback);
-      s.queued = ipi.queued;
-      s.tlb = s.callback == "flush_tlb_func";
-      in_.ipis.push_back(s);
-    }
-    for (const auto& [key, n] : data_.received) {
-      in_.received_all[key.first] += n;
-      if (pids.count(key.second)) in_.received_by_target[key.first] += n;
-    }
-    if (irq0_ && irq1_)
-      for (int cpu : irq1_->cpus) in_.interrupts_tlb[cpu] = sys::interrupts_delta(*irq0_, *irq1_, "TLB", cpu);
-    in_.threads = static_cast<int>(tids.size());
-    if (in_.threads == 0) in_.threads = 1;
+    in_ = blame_input(target_, command_, data_, syms_, irq0_ ? &*irq0_ : nullptr, irq1_ ? &*irq1_ : nullptr);
     bo_.top = o_.top;
     bo_.max_frames = o_.frames;
   }

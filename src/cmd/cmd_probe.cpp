@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "cli/run_options.hpp"
+#include "cmd/blame_input.hpp"
 #include "cmd/commands.hpp"
 #include "cmd/driver.hpp"
 #include "cmd/run_support.hpp"
@@ -36,13 +37,16 @@
 #include "experiment/finish.hpp"
 #include "probe/probe_shm.h"
 #include "sink/atomic_writer.hpp"
+#include "sink/blame_out.hpp"
 #include "sink/console.hpp"
 #include "sink/json.hpp"
 #include "sys/child.hpp"
 #include "sys/cpus.hpp"
 #include "sys/fs.hpp"
 #include "sys/interrupts.hpp"
+#include "sys/perf_sampler.hpp"
 #include "sys/perf_trace.hpp"
+#include "sys/user_symbols.hpp"
 #include "sys/signals.hpp"
 #include "sys/tsc.hpp"
 
@@ -68,6 +72,7 @@ struct ProbeOpts {
   bool rt = false;
   int pid = 0;         // -p: refused with what to do instead
   std::string output;  // -o FILE: the console report
+  bool no_callsites = false;
   std::vector<std::string> command;
 };
 
@@ -233,6 +238,18 @@ class ProbeTool final : public Tool {
         tracer_options(topo_.online.empty() ? std::vector<int>{cpu_} : topo_.online, -1, false, cpu_), &why);
     if (!tracer_) throw RuntimeError("not permitted: kernel tracing unavailable: " + why);
     tracer_->start_reader();
+    if (!o_.no_callsites) {
+      // Who sends them: reason-4 flushes of the target with user stacks
+      // (blame's sampler), so the report names the call sites.
+      sys::SamplerOptions so;
+      so.cpus = topo_.online.empty() ? std::vector<int>{cpu_} : topo_.online;
+      std::string swhy;
+      sampler_ = sys::FlushSampler::open(so, &swhy);
+      if (sampler_)
+        sampler_->start_reader();
+      else
+        r_.warnings.push_back("call sites unavailable (" + swhy + "): shootdown blame -- CMD");
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));  // enabling tracepoints sends IPIs: let them pass
     irq0_ = sys::read_interrupts();
     first_ = sys::tsc_point();
@@ -285,6 +302,7 @@ class ProbeTool final : public Tool {
     last_ = sys::tsc_point();
     irq1_ = sys::read_interrupts();
     r_.trace = tracer_->stop();
+    if (sampler_) sampler_data_ = sampler_->stop();
     child_done_ = child_.done();
     child_.terminate();  // --duration or a signal: do not leave the command behind
     r_.exit_signal = sys::StopSignals::pending();
@@ -400,6 +418,13 @@ class ProbeTool final : public Tool {
       results_.push_back({std::move(r), std::move(a)});
     }
     r_.trace = {};
+    if (sampler_) {
+      BlameInput in = blame_input(child_.pid(), command_, sampler_data_, syms_, irq0_ ? &*irq0_ : nullptr,
+                                  irq1_ ? &*irq1_ : nullptr);
+      blame_opts_.top = 3;
+      callsites_ = blame(in, blame_opts_);
+      sampler_data_ = {};
+    }
     // The main result (console first, result.json in --out): the process
     // probed longest.
     std::stable_sort(results_.begin(), results_.end(), [](const auto& x, const auto& y) {
@@ -426,7 +451,14 @@ class ProbeTool final : public Tool {
         }
         dir = sub.get();
       }
-      const std::string err = write_result_files_or_error(r, a, dir);
+      std::string err = write_result_files_or_error(r, a, dir);
+      if (i == 0 && dir && callsites_) {
+        try {
+          dir->write("blame.json", sink::blame_json(*callsites_));  // the call sites: blame's format
+        } catch (const std::exception& e) {
+          err += std::string(err.empty() ? "" : "; ") + e.what();
+        }
+      }
       if (!err.empty()) file_error += (file_error.empty() ? "" : "; ") + err;
       if (dir) dirs.push_back(dir->path());
     }
@@ -447,6 +479,10 @@ class ProbeTool final : public Tool {
     } else {
       text = sink::probe_processes(processes_, command_);
       for (const auto& [r, a] : results_) text += "\n" + sink::probe_summary(r, a, command_);
+      if (callsites_)
+        text += "\n" + sink::probe_callsites(*callsites_, blame_opts_, command_);
+      else
+        text += "\nwho sent them: shootdown blame -- " + command_ + "\n";
       if (!dirs.empty() && file_error.empty())
         text += "results: " + fmt::format("{}", fmt::join(dirs, "/, ")) + "/\n";
     }
@@ -552,6 +588,11 @@ class ProbeTool final : public Tool {
   std::string command_;
   std::optional<ProbeShm> shm_;
   std::unique_ptr<sys::Tracer> tracer_;
+  std::unique_ptr<sys::FlushSampler> sampler_;
+  sys::SamplerData sampler_data_;
+  sys::UserSymbols syms_;
+  BlameOptions blame_opts_;
+  std::optional<BlameReport> callsites_;
   std::optional<sys::InterruptsSnapshot> irq0_, irq1_;
   sys::TscPoint first_{}, last_{};
   sys::ChildProcess child_;  // declared after shm_ and tracer_: terminated before they go
@@ -587,6 +628,8 @@ Command add_probe(CLI::App& root) {
                   "Refused: a probe cannot join a running process (says what to do instead: blame -p PID)");
   app->add_option("-o,--output", o->output,
                   "Write the report to FILE (atomically) instead of stdout: the command keeps its stdout");
+  app->add_flag("--no-callsites", o->no_callsites,
+                "Do not sample the target's reason-4 flushes with user stacks (its call sites; blame's sampler)");
   app->add_option("command", o->command, "Command to run with the probe (after --)");
   app->footer(
       "Preloads libshootdown_probe.so into CMD (LD_PRELOAD). Its constructor starts\n"

@@ -81,7 +81,10 @@ class ReportTool final : public Tool {
       // The target: what followed " -- " on the probe's command line.
       const auto dd = r.command_line.find(" -- ");
       const std::string target = dd == std::string::npos ? r.command_line : r.command_line.substr(dd + 4);
-      std::fputs(sink::probe_summary(r, loaded_.analysis, target).c_str(), stdout);
+      std::fputs((sink::probe_summary(r, loaded_.analysis, target) + "who sent them: shootdown blame -- " + target +
+                  "\n")
+                     .c_str(),
+                 stdout);
     }
     else
       std::fputs(sink::console_summary(r, loaded_.analysis, o_.verbose).c_str(), stdout);

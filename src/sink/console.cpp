@@ -272,6 +272,25 @@ std::string probe_processes(const std::vector<ProbeProcess>& ps, const std::stri
   return s;
 }
 
+std::string probe_callsites(const BlameReport& r, const BlameOptions& o, const std::string& command) {
+  std::string s = fmt::format("who sent them: {} shootdowns initiated by the target's threads ({} process{}, {} "
+                              "flush IPIs)\n",
+                              r.flushes, r.processes, r.processes == 1 ? "" : "es", r.ipis);
+  const std::size_t n = std::min<std::size_t>(r.sites.size(), static_cast<std::size_t>(std::max(o.top, 1)));
+  for (std::size_t i = 0; i < n; ++i) {
+    const CallSite& c = r.sites[i];
+    s += fmt::format("  {:>2}. {}\n      {} flushes ({:.0f} %), {} IPIs, cause: {}{}\n", i + 1, c.stack, c.flushes,
+                     r.flushes ? 100.0 * static_cast<double>(c.flushes) / static_cast<double>(r.flushes) : 0.0,
+                     c.ipis, c.syscall.empty() ? "unknown" : c.syscall,
+                     c.location.empty() ? "" : " at " + c.location);
+    if (!c.advice.empty()) s += "      advice: " + c.advice + "\n";
+  }
+  if (r.sites.empty()) s += "  none: the target's threads initiated no shootdown while probed\n";
+  if (r.lost) s += fmt::format("  the kernel dropped {} samples: counts are low\n", r.lost);
+  s += "  every call site, stacks and folded output: shootdown blame -- " + command + "\n";
+  return s;
+}
+
 std::string probe_summary(const Result& r, const Analysis& a, const std::string& command) {
   const Attribution& at = a.attribution;
   const std::int64_t span = r.measure_end_ns - r.measure_start_ns;
@@ -320,7 +339,6 @@ std::string probe_summary(const Result& r, const Analysis& a, const std::string&
   } else {
     s += "  kernel evidence: " + (at.note.empty() ? r.trace.status : at.note) + "\n";
   }
-  s += "  who sent them: shootdown blame -- " + command + "\n";
   for (const auto& w : r.warnings) s += "warning: " + w + "\n";
   return s;
 }

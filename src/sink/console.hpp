@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/analysis_types.hpp"
+#include "core/blame.hpp"
 #include "core/result.hpp"
 
 namespace shootdown::sink {
@@ -26,6 +27,8 @@ std::string attribution_section(const Result& r, const Analysis& a);
 std::string probe_summary(const Result& r, const Analysis& a, const std::string& command);
 // Every process image of the target the probe saw, in order, with how its
 // probe ended (exec, handed over to a child, exited, no free probe CPU ...).
+// probe: the target's top call sites (reason-4 flushes its threads sent).
+std::string probe_callsites(const BlameReport& r, const BlameOptions& o, const std::string& command);
 std::string probe_processes(const std::vector<ProbeProcess>& ps, const std::string& command);
 std::string summary_table(const std::string& title, const VictimAnalysis& va, bool per_page);
 

@@ -106,6 +106,7 @@ probe|--batch-pages|512|0;;x;;-1
 probe|--ring|16MiB|1x;;0;;99999999999GiB
 probe|--stall-threshold|10us|10;;x
 probe|--rt|FLAG|
+probe|--no-callsites|FLAG|
 probe|--pid|1|abc;;1;;-1
 probe|--output|out.txt|@FILE/sub;;@EMPTY;;@RO/out.txt
 blame|--pid|1|abc;;0;;-1;;99999999999

@@ -47,6 +47,17 @@ if ((TS * 10 >= (N + M) * 9)); then ok "tlb-shootdown samples $TS >= 90% of $((N
 if ((TS <= N + M + 10)); then ok "tlb-shootdown samples $TS <= $((N + M)) + 10"; else not_ok "tlb-shootdown samples $TS > $((N + M)) + 10"; fi
 if [[ "$RECV" == "$MATCHED" ]]; then ok "every reason-1 flush on cpu$P ($RECV) lies in a probe sample"; else not_ok "received $RECV, matched $MATCHED"; fi
 if ((P50 > 0)); then ok "stall per shootdown p50 ${P50} ns"; else not_ok "no stall per shootdown measured"; fi
+# Who sent them: the target's call sites from blame's sampler, in the report
+# and in DIR/blame.json; the two fixture sites carry the releases the probe saw.
+expect_out '^who sent them: [0-9]+ shootdowns initiated by the target' "report: who sent them"
+expect_out '^ +1\. munmap_often' "report: top call site munmap_often"
+B="$TMP/pout/blame.json"
+expect_file "$B" "--out: blame.json"
+BMU=$(jq '[.sites[] | select(.frames[0] == "munmap_often") | .flushes] | add // 0' "$B")
+BMA=$(jq '[.sites[] | select(.frames[0] == "madvise_often") | .flushes] | add // 0' "$B")
+echo "# call sites: munmap_often $BMU flushes, madvise_often $BMA (the fixture made $N and $M)"
+if ((BMU >= N && BMA >= M)); then ok "call sites hold every release: munmap_often $BMU >= $N, madvise_often $BMA >= $M"; else not_ok "call sites: munmap_often $BMU, madvise_often $BMA for $N/$M releases"; fi
+if ((BMU + BMA >= RECV)); then ok "the sites' flushes ($((BMU + BMA))) cover the $RECV the probe received"; else not_ok "sites $((BMU + BMA)) < received $RECV"; fi
 
 # Control: nothing released, nothing shot down.
 # (A program that releases nothing while the probe samples: blame_fixture 0 0
