@@ -636,10 +636,15 @@ Command add_probe(CLI::App& root) {
       "one thread pinned to --cpu that writes its own small arena and timestamps\n"
       "every batch (fenced TSC) into shared memory; the tool traces kernel events\n"
       "meanwhile and labels each of the probe's stalls (tlb-shootdown, other-ipi,\n"
-      "timer, ...). The probe interposes nothing and takes no signals.\n\n"
+      "timer, ...), and names the target's call sites that sent the shootdowns.\n"
+      "The probe follows wrappers and shells (exec keeps the probe CPU, a waiting\n"
+      "parent hands it to its child) and fork (a child gets a free --cpu). It\n"
+      "interposes nothing and takes no signals.\n\n"
       "EXAMPLES:\n"
       "  shootdown probe -- ./my-app\n"
-      "  shootdown probe --cpu 3 --duration 30s --out probe-run -- ./my-server\n\n"
+      "  shootdown probe --rt -- taskset -c 0-2 ./my-app --threads 3\n"
+      "  shootdown probe --cpu 3 --duration 30s --out probe-run -- sh -c './start-server.sh'\n"
+      "  shootdown probe --cpu 2,3 -- ./forking-server   (parent and one child at a time)\n\n"
       "EXIT STATUS: 0 done, 1 not permitted or error, 2 bad input, 130/143 interrupted.");
   return tool_command<ProbeTool>(app, o);
 }
