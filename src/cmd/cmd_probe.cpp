@@ -389,6 +389,7 @@ class ProbeTool final : public Tool {
       const sd_probe_slot& sl = shm->slots[k];
       Result r = r_;
       r.probe = p;
+      r.probe_seen = processes_;
       r.plan.victim_cpus = {p.cpu};
       if (!sl.mlocked)
         r.warnings.push_back("probe arena/ring not mlocked (RLIMIT_MEMLOCK): page faults may show as stalls");

@@ -186,6 +186,7 @@ struct Result {
   std::optional<Attribution> saved_attribution;
   bool events_truncated = false;  // trace.events holds only the first kResultMaxEvents (read back)
   std::optional<ProbeProcess> probe;  // `shootdown probe`: the process this result measured
+  std::vector<ProbeProcess> probe_seen;  // ... and every process image of the target it saw, in order
 };
 
 }  // namespace shootdown

@@ -282,8 +282,8 @@ json result_json(const Result& r, const Analysis& a) {
   j["complete"] = r.complete;
   j["incomplete_reason"] = r.incomplete_reason;
   if (r.probe) {
-    const ProbeProcess& p = *r.probe;
-    j["probe"] = {{"pid", p.pid},
+    auto one = [](const ProbeProcess& p) {
+      return json{{"pid", p.pid},
                   {"ppid", p.ppid},
                   {"comm", p.comm},
                   {"image", p.image},
@@ -294,6 +294,12 @@ json result_json(const Result& r, const Analysis& a) {
                   {"error", p.error},
                   {"samples", p.samples},
                   {"probed_ns", p.probed_ns}};
+    };
+    json pj = one(*r.probe);
+    json seen = json::array();
+    for (const auto& p : r.probe_seen) seen.push_back(one(p));
+    pj["processes"] = seen;
+    j["probe"] = pj;
   }
   j["summary"] = summary_section(r, a);
   j["environment"] = env_json(r.env);

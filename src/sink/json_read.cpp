@@ -475,23 +475,30 @@ LoadedResult result_from_json(std::string_view text) {
   r.complete = root["complete"].boolean();
   r.incomplete_reason = root["incomplete_reason"].str();
   if (root.has("probe")) {  // `shootdown probe` results since 0.3: optional
+    auto one = [&](const Node& n) {
+      ProbeProcess p;
+      p.pid = n["pid"].i32();
+      p.ppid = n["ppid"].i32();
+      p.comm = n["comm"].str();
+      p.image = n["image"].i32();
+      p.cpu = n["cpu"].i32();
+      const std::string fate = n["fate"].str();
+      const auto f = parse_probe_fate(fate);
+      if (!f) fail(n["fate"].path(), fmt::format("unknown probe fate '{}'", fate));
+      p.fate = *f;
+      p.successor_pid = n["successor_pid"].i32();
+      p.successor_comm = n["successor_comm"].str();
+      p.error = n["error"].str();
+      p.samples = n["samples"].i64();
+      p.probed_ns = n["probed_ns"].i64();
+      return p;
+    };
     const Node n = root["probe"];
-    ProbeProcess p;
-    p.pid = n["pid"].i32();
-    p.ppid = n["ppid"].i32();
-    p.comm = n["comm"].str();
-    p.image = n["image"].i32();
-    p.cpu = n["cpu"].i32();
-    const std::string fate = n["fate"].str();
-    const auto f = parse_probe_fate(fate);
-    if (!f) fail(n["fate"].path(), fmt::format("unknown probe fate '{}'", fate));
-    p.fate = *f;
-    p.successor_pid = n["successor_pid"].i32();
-    p.successor_comm = n["successor_comm"].str();
-    p.error = n["error"].str();
-    p.samples = n["samples"].i64();
-    p.probed_ns = n["probed_ns"].i64();
-    r.probe = p;
+    r.probe = one(n);
+    if (n.has("processes")) {
+      const Node ps = n["processes"];
+      for (std::size_t i = 0; i < ps.array_size(); ++i) r.probe_seen.push_back(one(ps[i]));
+    }
   }
   r.env = read_env(root["environment"]);
   r.plan = read_plan(root["plan"]);
