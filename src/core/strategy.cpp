@@ -2,6 +2,7 @@
 
 #include "core/units.hpp"
 
+#include <algorithm>
 #include <array>
 
 namespace shootdown {
@@ -56,16 +57,18 @@ std::string join_names(Pred pred) {
 
 std::int64_t released_bytes(ReleaseStrategy s, std::int64_t chunk_bytes) {
   if (s != kMadviseRanges && s != kProcessMadvise) return chunk_bytes;
+  // Extents 0, 2, 4, ... (the last one may be partial): ReleaseContext::prepare.
   const auto extent = static_cast<std::int64_t>(kExtentBytes);
-  const std::int64_t extents = chunk_bytes / extent;
-  return (extents + 1) / 2 * extent;  // extents 0, 2, 4, ...
+  std::int64_t bytes = 0;
+  for (std::int64_t off = 0; off < chunk_bytes; off += 2 * extent) bytes += std::min(extent, chunk_bytes - off);
+  return bytes;
 }
 
 std::string released_what(ReleaseStrategy s, std::int64_t chunk_bytes) {
   const std::int64_t bytes = released_bytes(s, chunk_bytes);
   if (s != kMadviseRanges && s != kProcessMadvise) return format_size(bytes);
   const auto extent = static_cast<std::int64_t>(kExtentBytes);
-  return format_size(bytes) + " in " + std::to_string((bytes + extent - 1) / extent) + " extents of " +
+  return format_size(bytes) + " in " + std::to_string((chunk_bytes + 2 * extent - 1) / (2 * extent)) + " extents of " +
          format_size(extent);
 }
 

@@ -154,34 +154,60 @@ std::string header_section(const Result& r, const Analysis& a) {
   const Plan& p = r.plan;
   const Environment& e = r.env;
   std::string o;
-  o += fmt::format("<header>\n<h1>shootdown: {} of {} ({} pages)</h1>\n", escape(strategy_name(p.release)),
-                   escape(format_size(p.chunk_size)), escape(page_mode_name(p.pages)));
-  o += fmt::format("<p class=\"sub\">victim CPU {} measured while culprit CPU {} released memory · {} · run {}</p>\n",
-                   escape(format_cpulist(p.victim_cpus)), p.culprit_cpu,
-                   escape(r.started_at.empty() ? "time unknown" : r.started_at),
-                   escape(r.run_id.empty() ? "-" : r.run_id));
+  const bool probe = p.release == ReleaseStrategy::kProbe;
+  if (probe) {
+    // A probe measured a foreign program: no culprit, no release of ours.
+    const std::string who = r.probe ? fmt::format("pid {} ({})", r.probe->pid, r.probe->comm) : "the target";
+    o += fmt::format("<header>\n<h1>shootdown probe: {}</h1>\n", escape(who));
+    o += fmt::format("<p class=\"sub\">a probe thread on CPU {} inside the program felt its shootdowns · {} · run {}</p>\n",
+                     escape(format_cpulist(p.victim_cpus)), escape(r.started_at.empty() ? "time unknown" : r.started_at),
+                     escape(r.run_id.empty() ? "-" : r.run_id));
+  } else {
+    o += fmt::format("<header>\n<h1>shootdown: {} of {} ({} pages)</h1>\n", escape(strategy_name(p.release)),
+                     escape(format_size(p.chunk_size)), escape(page_mode_name(p.pages)));
+    o += fmt::format("<p class=\"sub\">victim CPU {} measured while culprit CPU {} released memory · {} · run {}</p>\n",
+                     escape(format_cpulist(p.victim_cpus)), p.culprit_cpu,
+                     escape(r.started_at.empty() ? "time unknown" : r.started_at),
+                     escape(r.run_id.empty() ? "-" : r.run_id));
+  }
   if (!r.complete)
     o += fmt::format("<p class=\"banner incomplete\">INCOMPLETE RESULT: {}</p>\n",
                      escape(r.incomplete_reason.empty() ? "the run did not finish" : r.incomplete_reason));
   // The verdict: the console's third line, result.json summary.lines.
   for (const std::string& line : verdict_lines(r, a)) o += "<p class=\"verdict\">" + escape(line) + "</p>\n";
   o += "<div class=\"facts-grid\">\n<table class=\"facts\"><caption>what</caption>\n";
-  o += fact("release strategy", std::string(strategy_name(p.release)));
-  std::string chunk = format_size(p.chunk_size);
-  if (p.chunk_capped) chunk += " (capped from " + format_size(p.chunk_size_requested) + ")";
-  o += fact("chunk size", chunk + " per chunk (A, and one B per victim)");
-  o += fact("pages", fmt::format("{} ({} per page)", page_mode_name(p.pages), format_size(p.page_size)));
-  o += fact("batch", format_size(p.batch) + " of writes per timed sample");
-  o += fact("report interval", p.report_every_ns > 0 ? dur(static_cast<double>(p.report_every_ns)) + " of wall time"
-                                                     : format_size(p.report_every) + " of victim writes");
-  std::string trig = p.trigger == "after" ? "after " + dur(static_cast<double>(p.trigger_after_ns)) : p.trigger;
-  o += fact("trigger", trig);
-  if (p.repeat > 1)
-    o += fact("repeat", fmt::format("{} releases every {}", p.repeat, dur(static_cast<double>(p.every_ns))));
-  o += fact("releases performed", std::to_string(r.releases.size()));
-  o += fact("release window", "from the call to its return + " + dur(static_cast<double>(p.settle_ns)) + " settle");
-  if (r.measure_end_ns > r.measure_start_ns)
-    o += fact("measured", dur(static_cast<double>(r.measure_end_ns - r.measure_start_ns)));
+  if (probe) {
+    if (r.probe) {
+      o += fact("process", fmt::format("pid {} ({}), parent {}", r.probe->pid, r.probe->comm, r.probe->ppid));
+      o += fact("probe ended", std::string(probe_fate_name(r.probe->fate)));
+    }
+    std::string seen;
+    for (const auto& x : r.probe_seen)
+      seen += fmt::format("{}pid {} {} ({}, {} samples)", seen.empty() ? "" : "; ", x.pid, x.comm,
+                          probe_fate_name(x.fate), x.samples);
+    if (!seen.empty()) o += fact("processes seen", seen);
+    o += fact("probe", fmt::format("{} of writes per timed sample, arena {}", format_size(p.batch),
+                                   format_size(p.chunk_size)));
+    if (r.measure_end_ns > r.measure_start_ns)
+      o += fact("probed", dur(static_cast<double>(r.measure_end_ns - r.measure_start_ns)));
+  } else {
+    o += fact("release strategy", std::string(strategy_name(p.release)));
+    std::string chunk = format_size(p.chunk_size);
+    if (p.chunk_capped) chunk += " (capped from " + format_size(p.chunk_size_requested) + ")";
+    o += fact("chunk size", chunk + " per chunk (A, and one B per victim)");
+    o += fact("pages", fmt::format("{} ({} per page)", page_mode_name(p.pages), format_size(p.page_size)));
+    o += fact("batch", format_size(p.batch) + " of writes per timed sample");
+    o += fact("report interval", p.report_every_ns > 0 ? dur(static_cast<double>(p.report_every_ns)) + " of wall time"
+                                                       : format_size(p.report_every) + " of victim writes");
+    std::string trig = p.trigger == "after" ? "after " + dur(static_cast<double>(p.trigger_after_ns)) : p.trigger;
+    o += fact("trigger", trig);
+    if (p.repeat > 1)
+      o += fact("repeat", fmt::format("{} releases every {}", p.repeat, dur(static_cast<double>(p.every_ns))));
+    o += fact("releases performed", std::to_string(r.releases.size()));
+    o += fact("release window", "from the call to its return + " + dur(static_cast<double>(p.settle_ns)) + " settle");
+    if (r.measure_end_ns > r.measure_start_ns)
+      o += fact("measured", dur(static_cast<double>(r.measure_end_ns - r.measure_start_ns)));
+  }
   if (!r.command_line.empty()) o += fact("command", r.command_line);
   o += "</table>\n<table class=\"facts\"><caption>where</caption>\n";
   if (!e.hostname.empty()) o += fact("host", e.hostname);
@@ -190,8 +216,10 @@ std::string header_section(const Result& r, const Analysis& a) {
   o += fact("machine", e.virtualized
                            ? "virtual machine" + (e.hypervisor.empty() ? std::string() : " (" + e.hypervisor + ")")
                            : "bare metal");
-  o += fact("CPUs", fmt::format("{} online, {} NUMA node(s); culprit {}, victim(s) {}", e.online_cpus, e.numa_nodes,
-                                p.culprit_cpu, format_cpulist(p.victim_cpus)));
+  o += fact("CPUs", probe ? fmt::format("{} online, {} NUMA node(s); probe {}", e.online_cpus, e.numa_nodes,
+                                        format_cpulist(p.victim_cpus))
+                          : fmt::format("{} online, {} NUMA node(s); culprit {}, victim(s) {}", e.online_cpus,
+                                        e.numa_nodes, p.culprit_cpu, format_cpulist(p.victim_cpus)));
   if (!p.cpu_choice.empty()) o += fact("CPU choice", p.cpu_choice);
   o += fact("THP", e.thp_enabled.empty() ? "unknown" : e.thp_enabled + " (defrag " + e.thp_defrag + ")");
   o += fact("TLB features", fmt::format("PCID {}, INVPCID {}", e.pcid ? "yes" : "no", e.invpcid ? "yes" : "no"));
@@ -229,7 +257,13 @@ std::string compare_word(double before, double after) {
 std::string meaning_section(const Result& r, const Analysis& a, const Attribution& at) {
   const Plan& p = r.plan;
   std::vector<std::string> s;
-  if (r.releases.empty()) {
+  if (p.release == ReleaseStrategy::kProbe) {
+    s.push_back(fmt::format("A probe thread inside {} measured it for {}: every shootdown below was sent by the "
+                            "program's own threads (their call sites: shootdown blame, or blame.json next to this "
+                            "report); with no release of ours, every sample is in the baseline phase.",
+                            r.probe ? fmt::format("pid {} ({})", r.probe->pid, r.probe->comm) : "the program",
+                            dur(static_cast<double>(r.measure_end_ns - r.measure_start_ns))));
+  } else if (r.releases.empty()) {
     s.push_back("No release was performed, so every sample is baseline.");
   } else if (r.releases.size() == 1) {
     s.push_back(fmt::format("{} of {} on CPU {} took {}.", strategy_name(p.release), released_what(p.release, p.chunk_size),
@@ -997,8 +1031,13 @@ std::string html_report(const Result& r, const Analysis& a, const Timeline& tl) 
   o += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
   // No favicon request: the page must never touch the network or the disk.
   o += "<link rel=\"icon\" href=\"data:,\">\n";
-  o += fmt::format("<title>shootdown report: {} of {} · {}</title>\n", escape(strategy_name(r.plan.release)),
-                   escape(format_size(r.plan.chunk_size)), escape(r.started_at));
+  if (r.plan.release == ReleaseStrategy::kProbe)
+    o += fmt::format("<title>shootdown probe: {} · {}</title>\n",
+                     escape(r.probe ? fmt::format("pid {} ({})", r.probe->pid, r.probe->comm) : "a program"),
+                     escape(r.started_at));
+  else
+    o += fmt::format("<title>shootdown report: {} of {} · {}</title>\n", escape(strategy_name(r.plan.release)),
+                     escape(released_what(r.plan.release, r.plan.chunk_size)), escape(r.started_at));
   o += "<style>" + std::string(kCss) + "</style>\n</head>\n";
   o += fmt::format("<body data-releases=\"{}\" data-victims=\"{}\" data-kernel-evidence=\"{}\">\n", r.releases.size(),
                    a.victims.size(), have_events(r) ? "yes" : "no");

@@ -15,6 +15,19 @@
 
 using namespace shootdown;
 
+TEST(StrategyTable, ExtentStrategiesReleaseEveryOtherExtent) {
+  // 128 MiB = 2048 extents of 64 KiB: extents 0, 2, ..., 2046 are released.
+  EXPECT_EQ(released_bytes(ReleaseStrategy::kMadviseRanges, 128LL << 20), 64LL << 20);
+  EXPECT_EQ(released_bytes(ReleaseStrategy::kProcessMadvise, 128LL << 20), 64LL << 20);
+  // An odd count: the last extent is released too; a partial extent counts whole.
+  EXPECT_EQ(released_bytes(ReleaseStrategy::kMadviseRanges, 3 * 65536), 2 * 65536);
+  EXPECT_EQ(released_bytes(ReleaseStrategy::kMadviseRanges, 4 * 65536 + 32768), 2 * 65536 + 32768);
+  EXPECT_EQ(released_what(ReleaseStrategy::kMadviseRanges, 4 * 65536 + 32768), "160 KiB in 3 extents of 64 KiB");
+  EXPECT_EQ(released_bytes(ReleaseStrategy::kMunmap, 128LL << 20), 128LL << 20);
+  EXPECT_EQ(released_what(ReleaseStrategy::kProcessMadvise, 128LL << 20), "64 MiB in 1024 extents of 64 KiB");
+  EXPECT_EQ(released_what(ReleaseStrategy::kMunmap, 4LL << 30), "4 GiB");
+}
+
 TEST(StrategyTable, NamesRoundTripAndListsComeFromTheTable) {
   for (const auto& s : strategies()) {
     ASSERT_TRUE(find_strategy(s.name).has_value()) << s.name;
@@ -22,10 +35,13 @@ TEST(StrategyTable, NamesRoundTripAndListsComeFromTheTable) {
     EXPECT_EQ(strategy_name(s.id), s.name);
   }
   EXPECT_FALSE(find_strategy("munmapp").has_value());
-  EXPECT_EQ(run_strategy_list(), "free, munmap, madvise-dontneed, madvise-free, mprotect, reuse, membarrier");
+  EXPECT_EQ(run_strategy_list(),
+            "free, munmap, madvise-dontneed, madvise-free, mprotect, madvise-ranges, process-madvise, reuse, membarrier");
   EXPECT_EQ(run_strategy_help(),
-            "free, munmap, madvise-dontneed, madvise-free, mprotect, reuse (control), membarrier (IPI validation)");
-  EXPECT_EQ(compare_arm_list(Workload::kMemory), "free, munmap, madvise-dontneed, madvise-free, mprotect, reuse");
+            "free, munmap, madvise-dontneed, madvise-free, mprotect, madvise-ranges, process-madvise, reuse (control), "
+            "membarrier (IPI validation)");
+  EXPECT_EQ(compare_arm_list(Workload::kMemory),
+            "free, munmap, madvise-dontneed, madvise-free, mprotect, madvise-ranges, process-madvise, reuse");
   EXPECT_EQ(compare_arm_list(Workload::kJournal), "journal-unmap, journal-recycle");
   EXPECT_FALSE(is_compare_arm(ReleaseStrategy::kMembarrier, Workload::kMemory));
   EXPECT_FALSE(is_compare_arm(ReleaseStrategy::kProbe, Workload::kMemory));
