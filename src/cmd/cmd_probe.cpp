@@ -73,6 +73,7 @@ struct ProbeOpts {
   int pid = 0;         // -p: refused with what to do instead
   std::string output;  // -o FILE: the console report
   bool no_callsites = false;
+  std::string only;  // --only PID|PROGRAM,...: which processes to report (default all)
   std::vector<std::string> command;
 };
 
@@ -191,6 +192,19 @@ class ProbeTool final : public Tool {
         out_ = std::make_unique<sink::OutputDir>(o_.out);
       } catch (const std::exception& e) {
         throw UsageError(e.what());
+      }
+    }
+    if (!o_.only.empty()) {
+      std::size_t b = 0;
+      while (b <= o_.only.size()) {
+        const std::size_t e = std::min(o_.only.find(',', b), o_.only.size());
+        const std::string item = o_.only.substr(b, e - b);
+        if (item.empty())
+          throw UsageError(fmt::format("--only '{}': an empty item; accepted: PIDs or program names, comma-separated "
+                                       "(e.g. --only xz or --only 1234,java)",
+                                       o_.only));
+        only_.push_back(item);
+        b = e + 1;
       }
     }
     lib_ = find_library();
@@ -354,8 +368,20 @@ class ProbeTool final : public Tool {
       std::string seen;
       for (const auto& p : processes_)
         seen += fmt::format("{}pid {} {} ({})", seen.empty() ? "" : ", ", p.pid, p.comm, probe_fate_name(p.fate));
-      throw RuntimeError(fmt::format("no sample arrived from '{}' ({}; processes seen: {})", command_, stop_reason_,
-                                     seen.empty() ? "none" : seen));
+      // A probe that ran for a while and completed no batch was kept off its
+      // CPU (another real-time thread spinning there, CPU isolation, ...).
+      std::string starved;
+      for (int k : order) {
+        const sd_probe_slot& sl = shm->slots[k];
+        if (sl.cpu >= 0 && sl.start_tsc != 0 && sl.end_tsc > sl.start_tsc &&
+            clock.to_mono(sl.end_tsc) - clock.to_mono(sl.start_tsc) > 10'000'000)
+          starved = fmt::format("; the probe of pid {} ran {} on cpu{} without completing a batch: is a real-time "
+                                "thread spinning there (ps -eLo cls,rtprio,psr,comm)?",
+                                sl.pid,
+                                format_duration_ns(clock.to_mono(sl.end_tsc) - clock.to_mono(sl.start_tsc)), sl.cpu);
+      }
+      throw RuntimeError(fmt::format("no sample arrived from '{}' ({}; processes seen: {}){}", command_, stop_reason_,
+                                     seen.empty() ? "none" : seen, starved));
     }
     if (!failures.empty()) r_.warnings.push_back("the probe failed in " + failures);
     if (shm->unslotted > 0)
@@ -385,7 +411,7 @@ class ProbeTool final : public Tool {
     for (std::size_t i = 0; i < processes_.size(); ++i) {
       const ProbeProcess& p = processes_[i];
       const int k = slot_of_[i];
-      if (p.samples == 0) continue;
+      if (p.samples == 0 || !selected(p)) continue;
       const sd_probe_slot& sl = shm->slots[k];
       Result r = r_;
       r.probe = p;
@@ -417,6 +443,12 @@ class ProbeTool final : public Tool {
       build_intervals(r);
       Analysis a = shootdown::analyze(r);
       results_.push_back({std::move(r), std::move(a)});
+    }
+    if (results_.empty()) {
+      std::string seen;
+      for (const auto& p : processes_)
+        if (p.samples > 0) seen += fmt::format("{}{} (pid {})", seen.empty() ? "" : ", ", p.comm, p.pid);
+      throw RuntimeError(fmt::format("--only {}: no measured process matches (measured: {})", o_.only, seen));
     }
     r_.trace = {};
     if (sampler_) {
@@ -494,6 +526,13 @@ class ProbeTool final : public Tool {
   }
 
  private:
+  bool selected(const ProbeProcess& p) const {
+    if (only_.empty()) return true;
+    for (const auto& x : only_)
+      if (x == p.comm || x == std::to_string(p.pid)) return true;
+    return false;
+  }
+
   static std::string safe_name(const std::string& s) {
     std::string o;
     for (char c : s) o += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.') ? c : '_';
@@ -579,6 +618,7 @@ class ProbeTool final : public Tool {
   const ProbeOpts& o_;
   sys::Topology topo_;
   std::vector<int> cpus_;
+  std::vector<std::string> only_;
   int cpu_ = -1;
   std::uint64_t capacity_ = 0;
   std::int64_t arena_pages_ = 0;
@@ -631,6 +671,9 @@ Command add_probe(CLI::App& root) {
                   "Write the report to FILE (atomically) instead of stdout: the command keeps its stdout");
   app->add_flag("--no-callsites", o->no_callsites,
                 "Do not sample the target's reason-4 flushes with user stacks (its call sites; blame's sampler)");
+  app->add_option("--only", o->only,
+                  "Report only these processes of the target: PIDs or program names, comma-separated "
+                  "(default: every process that was measured)");
   app->add_option("command", o->command, "Command to run with the probe (after --)");
   app->footer(
       "Preloads libshootdown_probe.so into CMD (LD_PRELOAD). Its constructor starts\n"

@@ -107,6 +107,7 @@ probe|--ring|16MiB|1x;;0;;99999999999GiB
 probe|--stall-threshold|10us|10;;x
 probe|--rt|FLAG|
 probe|--no-callsites|FLAG|
+probe|--only|xz|,;;a,,b
 probe|--pid|1|abc;;1;;-1
 probe|--output|out.txt|@FILE/sub;;@EMPTY;;@RO/out.txt
 blame|--pid|1|abc;;0;;-1;;99999999999

@@ -77,6 +77,17 @@ expect_out '^the probe on cpu[0-9]+ received' "the verdict line (probe phrasing)
 expect_out "^  pid [0-9]+ +sh .*handed cpu$P to its child pid [0-9]+ \(sleep\)" "sh handed its CPU to its child"
 expect_out '^pid [0-9]+ \(sleep\), probe thread on cpu' "the child (sleep) is measured and reported"
 
+# --only: the processes to report (pid or program name); the list still
+# shows every process seen.
+run_cmd "$SHOOTDOWN" probe --cpu "$P" --only sleep -- sh -c 'sleep 0.3; true'
+expect_rc 0 "probe --only sleep -- sh -c 'sleep 0.3; true'"
+NB=$(grep -cE '^pid [0-9]+ \(' <<<"$OUT")
+if ((NB == 1)) && grep -qE '^pid [0-9]+ \(sleep\)' <<<"$OUT"; then ok "--only sleep: one report, sleep's"; else not_ok "--only sleep: $NB reports"; fi
+expect_out '^  pid [0-9]+ +sh ' "--only: sh still listed among the processes seen"
+run_cmd "$SHOOTDOWN" probe --cpu "$P" --only nosuchprogram -- sleep 0.2
+expect_rc 1 "--only with no match"
+expect_err "--only nosuchprogram: no measured process matches \(measured: sleep" "--only: says what was measured"
+
 # Wrappers exec or fork the real program: the probe follows it (the fixture
 # waits 50 ms before its first release: the probe of the exec'd image is
 # still starting, as it is at any program's start). Each run
