@@ -54,4 +54,7 @@ broken "a histogram that is a number" '.intervals[0].histogram = 5'
 broken "an unknown phase" '.intervals[0].phase = "during"'
 broken "a result without intervals" 'del(.intervals)'
 broken "a negative sample count" '.victims[0].samples = -1'
+if jq -e '.attribution.victims[0].tlb_accounting' "$TMP/run/result.json" >/dev/null; then
+  broken "a TLB accounting without its kernel rule" 'del(.attribution.victims[0].tlb_accounting.rule)'
+fi
 finish
