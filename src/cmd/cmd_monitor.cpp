@@ -158,6 +158,8 @@ class Collector {
     totals_.trace = tracer_ != nullptr || counter_ != nullptr;
   }
 
+  // Everything: /proc/interrupts, the kernel-side counters and the traced
+  // events (interval ticks and scrapes).
   MonitorTotals refresh() {
     std::lock_guard<std::mutex> lk(mu_);
     std::string why;
@@ -175,30 +177,41 @@ class Collector {
     }
     if (counter_)
       for (auto& c : totals_.cpus) c.flush = counter_->read(c.cpu);
-    if (tracer_) {
-      EventTally tally;
-      TallyFilter f;
-      f.pid = pid_;
-      const auto events = tracer_->take_events();
-      tally_events(events, f, tally);
-      for (auto& c : totals_.cpus)
-        if (auto it = tally.cpus.find(c.cpu); it != tally.cpus.end())
-          for (int r = 0; r < kTlbFlushReasons; ++r)
-            c.flush[static_cast<std::size_t>(r)] += it->second.tlb_flush[static_cast<std::size_t>(r)];
-      // Per process and cgroup (bounded series), from the same events.
-      for (const auto& ev : events) {
-        if (ev.type != EventType::kTlbFlush || ev.a < 0 || ev.a >= kTlbFlushReasons) continue;
-        if (pid_ > 0 && ev.pid != pid_) continue;
-        attribution_.add_flush(static_cast<int>(ev.a), ev.pid, snap->mono_ns,
-                               [&](int pid) { return tasks_.get(pid, snap->mono_ns); });
-      }
-      attribution_.fill(totals_);
-      totals_.lost_events = tracer_->lost_events();
-    }
+    fold_locked(snap->mono_ns);
     return totals_;
   }
 
+  // Only the traced events, between ticks: a process that exits before the
+  // next tick is still named (its comm and cgroup read while it lives),
+  // without re-reading /proc/interrupts or the counters.
+  void fold_events() {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (totals_.cpus.empty()) return;  // the first refresh() lays out the CPUs
+    fold_locked(sys::mono_now_ns());
+  }
+
  private:
+  void fold_locked(std::int64_t now_ns) {
+    if (!tracer_) return;
+    EventTally tally;
+    TallyFilter f;
+    f.pid = pid_;
+    const auto events = tracer_->take_events();
+    tally_events(events, f, tally);
+    for (auto& c : totals_.cpus)
+      if (auto it = tally.cpus.find(c.cpu); it != tally.cpus.end())
+        for (int r = 0; r < kTlbFlushReasons; ++r)
+          c.flush[static_cast<std::size_t>(r)] += it->second.tlb_flush[static_cast<std::size_t>(r)];
+    // Per process and cgroup (bounded series), from the same events.
+    for (const auto& ev : events) {
+      if (ev.type != EventType::kTlbFlush || ev.a < 0 || ev.a >= kTlbFlushReasons) continue;
+      if (pid_ > 0 && ev.pid != pid_) continue;
+      attribution_.add_flush(static_cast<int>(ev.a), ev.pid, now_ns, [&](int pid) { return tasks_.get(pid, now_ns); });
+    }
+    attribution_.fill(totals_);
+    totals_.lost_events = tracer_->lost_events();
+  }
+
   std::mutex mu_;
   std::vector<int> cpus_;
   sys::Tracer* tracer_;
@@ -274,7 +287,7 @@ class MonitorTool final : public Tool {
         const std::int64_t left = next - now;
         if (left <= 0) break;
         if (tracer_ && now - folded >= 100000000) {
-          collector_->refresh();
+          collector_->fold_events();
           folded = now;
         }
         std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<std::int64_t>(left, 50000000)));
