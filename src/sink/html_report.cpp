@@ -167,6 +167,9 @@ std::string header_section(const Result& r, const Analysis& a) {
   for (const std::string& line : verdict_lines(r, a)) o += "<p class=\"verdict\">" + escape(line) + "</p>\n";
   o += "<div class=\"facts-grid\">\n<table class=\"facts\"><caption>what</caption>\n";
   o += fact("release strategy", std::string(strategy_name(p.release)));
+  if (is_paced(p.release) && p.pace_step > 0)
+    o += fact("pace", fmt::format("madvise(MADV_DONTNEED) steps of {}, {} after each (--pace {})", format_size(p.pace_step),
+                                  format_gap(p.pace_gap_ns), format_pace(p.pace())));
   std::string chunk = format_size(p.chunk_size);
   if (p.chunk_capped) chunk += " (capped from " + format_size(p.chunk_size_requested) + ")";
   o += fact("chunk size", chunk + " per chunk (A, and one B per victim)");
@@ -232,13 +235,17 @@ std::string meaning_section(const Result& r, const Analysis& a, const Attributio
   if (r.releases.empty()) {
     s.push_back("No release was performed, so every sample is baseline.");
   } else if (r.releases.size() == 1) {
-    s.push_back(fmt::format("{} of {} on CPU {} took {}.", strategy_name(p.release), released_what(p.release, p.chunk_size),
+    s.push_back(fmt::format("{} of {} on CPU {} took {}.", strategy_name(p.release), released_what(p.release, p.chunk_size, p.pace()),
                             p.culprit_cpu, dur(static_cast<double>(r.releases[0].duration_ns()))));
   } else {
     s.push_back(fmt::format("{} releases ({} of {} each) on CPU {} took {} at the median, {} at most.",
-                            r.releases.size(), strategy_name(p.release), released_what(p.release, p.chunk_size), p.culprit_cpu,
+                            r.releases.size(), strategy_name(p.release), released_what(p.release, p.chunk_size, p.pace()), p.culprit_cpu,
                             dur(a.release_duration.p50), dur(a.release_duration.max)));
   }
+  for (const auto& rel : r.releases)
+    if (rel.partial)
+      s.push_back(fmt::format("Release {} did not finish: {}.", rel.index + 1,
+                              partial_release_note(rel.bytes, released_bytes(p.release, p.chunk_size))));
   if (p.release == ReleaseStrategy::kReuse)
     s.push_back("This is the control arm (reuse): nothing is unmapped, so no TLB shootdown is expected.");
   for (const auto& va : a.victims) {

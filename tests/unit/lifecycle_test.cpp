@@ -22,10 +22,15 @@ TEST(StrategyTable, NamesRoundTripAndListsComeFromTheTable) {
     EXPECT_EQ(strategy_name(s.id), s.name);
   }
   EXPECT_FALSE(find_strategy("munmapp").has_value());
-  EXPECT_EQ(run_strategy_list(), "free, munmap, madvise-dontneed, madvise-free, mprotect, reuse, membarrier");
+  EXPECT_EQ(run_strategy_list(),
+            "free, munmap, madvise-dontneed, madvise-free, mprotect, madvise-ranges, process-madvise, paced, chunked, "
+            "reuse, membarrier");
   EXPECT_EQ(run_strategy_help(),
-            "free, munmap, madvise-dontneed, madvise-free, mprotect, reuse (control), membarrier (IPI validation)");
-  EXPECT_EQ(compare_arm_list(Workload::kMemory), "free, munmap, madvise-dontneed, madvise-free, mprotect, reuse");
+            "free, munmap, madvise-dontneed, madvise-free, mprotect, madvise-ranges, process-madvise, paced, chunked, "
+            "reuse (control), membarrier (IPI validation)");
+  EXPECT_EQ(compare_arm_list(Workload::kMemory),
+            "free, munmap, madvise-dontneed, madvise-free, mprotect, madvise-ranges, process-madvise, paced, chunked, "
+            "reuse");
   EXPECT_EQ(compare_arm_list(Workload::kJournal), "journal-unmap, journal-recycle");
   EXPECT_FALSE(is_compare_arm(ReleaseStrategy::kMembarrier, Workload::kMemory));
   EXPECT_FALSE(is_compare_arm(ReleaseStrategy::kProbe, Workload::kMemory));
