@@ -46,6 +46,39 @@ int cpu_opt(const char* name, const std::string& v, const MachineFacts& m) {
   return cpu;
 }
 
+// --pace SIZE/DURATION (paced, chunked): the step a multiple of the page
+// size and at most the chunk, the gap from 0 to 1s, the whole spread within 1h.
+Pace pace_opt(const std::string& v, ReleaseStrategy s, std::int64_t chunk, std::int64_t page_size,
+              const std::string& page_name) {
+  const std::string accepted = fmt::format(
+      "accepted: SIZE/DURATION, a step that is a multiple of the page size ({}) up to the chunk ({}) and a pause "
+      "from 0 to 1s after each step, like 64KiB/100us or 64MiB/10ms",
+      format_size(page_size), format_size(chunk));
+  if (v.empty()) {
+    Pace p = default_pace(s);
+    p.step = std::min(std::max(p.step, page_size) / page_size * page_size, chunk);  // whole pages, within A
+    return p;
+  }
+  const auto slash = v.find('/');
+  if (slash == std::string::npos || v.find('/', slash + 1) != std::string::npos)
+    bad(fmt::format("--pace '{}': not SIZE/DURATION ({})", v, accepted));
+  std::string why;
+  const auto step = parse_size(v.substr(0, slash), &why);
+  if (!step) bad(fmt::format("--pace '{}': step '{}': {} ({})", v, v.substr(0, slash), why, accepted));
+  const auto gap = parse_duration_ns(v.substr(slash + 1), &why);
+  if (!gap) bad(fmt::format("--pace '{}': pause '{}': {} ({})", v, v.substr(slash + 1), why, accepted));
+  if (*step <= 0 || *step % page_size != 0)
+    bad(fmt::format("--pace '{}': the step must be a positive multiple of the {} page size with --pages {} ({})", v,
+                    format_size(page_size), page_name, accepted));
+  if (*step > chunk) bad(fmt::format("--pace '{}': the step is larger than the chunk ({})", v, accepted));
+  if (*gap < 0 || *gap > 1000000000LL) bad(fmt::format("--pace '{}': the pause is out of range ({})", v, accepted));
+  const std::int64_t spread = (pace_steps(chunk, *step) - 1) * *gap;
+  if (spread > 3600LL * 1000000000LL)
+    bad(fmt::format("--pace '{}': {} steps with that pause take {} (more than 1h); {}", v, pace_steps(chunk, *step),
+                    format_duration_ns(spread), "use a larger step or a shorter pause (accepted: a release within 1h)"));
+  return {*step, *gap};
+}
+
 }  // namespace
 
 void add_run_options(CLI::App& app, RunOptions& o, bool for_compare) {
@@ -63,6 +96,10 @@ void add_run_options(CLI::App& app, RunOptions& o, bool for_compare) {
   app.add_option("--pages", o.pages, "Page mode: " + page_mode_help() + " (default 4k)");
   if (!for_compare)
     app.add_option("--release", o.release, "Release strategy: " + run_strategy_help() + " (default free)");
+  app.add_option("--pace", o.pace,
+                 std::string(for_compare ? "paced and chunked arms" : "--release paced or chunked") +
+                     ": release A in madvise(MADV_DONTNEED) steps of SIZE with a pause of DURATION after each, "
+                     "e.g. 2MiB/1ms (default: paced 64KiB/100us, chunked 64MiB/10ms)");
   app.add_option("--trigger", o.trigger,
                  for_compare
                      ? "after=DURATION per trial (default after=150ms)"
@@ -212,6 +249,9 @@ Plan validate_run_options(const RunOptions& o, const MachineFacts& m, std::vecto
   if (o.trace != "auto" && o.trace != "on" && o.trace != "off")
     bad(fmt::format("--trace '{}': unknown mode (accepted: auto, on, off)", o.trace));
   p.trace = o.trace;
+  if (!o.pace.empty() && !is_paced(p.release))
+    bad(fmt::format("--pace '{}': the release {} has no pace (accepted with --release paced or chunked)", o.pace,
+                    o.release));
 
   // Trigger.
   std::string trig = o.trigger.empty() ? (m.stdin_is_tty ? "enter" : "after=2s") : o.trigger;
@@ -294,6 +334,11 @@ Plan validate_run_options(const RunOptions& o, const MachineFacts& m, std::vecto
   if (p.report_every_ns == 0 && p.report_every < p.batch)
     bad(fmt::format("--report-every {}: smaller than the batch ({}); use at least one batch", o.report_every,
                     format_size(p.batch)));
+  if (is_paced(p.release)) {
+    const Pace pace = pace_opt(o.pace, p.release, p.chunk_size, p.page_size, o.pages);
+    p.pace_step = pace.step;
+    p.pace_gap_ns = pace.gap_ns;
+  }
   if (p.pages == PageMode::kHugetlb) {
     const std::int64_t need = chunks * ((p.chunk_size + m.hugepage_size - 1) / m.hugepage_size);
     if (m.hugepages_free < need)

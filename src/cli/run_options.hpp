@@ -21,6 +21,7 @@ struct RunOptions {
   std::string report_every = "10ms";  // a duration (wall time) or a size (writes) per interval
   std::string pages = "4k";
   std::string release = "free";
+  std::string pace;  // --pace SIZE/DURATION for paced / chunked ("" = the strategy's default)
   std::string trigger;  // "" = enter on a TTY, else after=2s
   int repeat = 1;
   std::string every = "500ms";

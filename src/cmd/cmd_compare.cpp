@@ -130,6 +130,7 @@ std::vector<Arm> parse_arms(const CompareCommand& c, const cli::MachineFacts& fa
     // Journal strategies are set on the plan below (run --release does not take them).
     ro.release = std::string(strategy_name(workload == Workload::kJournal ? ReleaseStrategy::kReuse : a.strategy));
     ro.pages = pages;
+    if (!is_paced(a.strategy)) ro.pace.clear();  // --pace is for the paced and chunked arms
     try {
       std::vector<std::string> w;
       a.plan = cli::validate_run_options(ro, facts, &w);
@@ -144,6 +145,11 @@ std::vector<Arm> parse_arms(const CompareCommand& c, const cli::MachineFacts& fa
       throw UsageError("--trigger enter: compare runs unattended; use --trigger after=DURATION");
     arms.push_back(std::move(a));
   }
+  if (!c.run.pace.empty() &&
+      std::none_of(arms.begin(), arms.end(), [](const Arm& a) { return is_paced(a.strategy); }))
+    throw UsageError(fmt::format("--pace '{}': no paced or chunked arm in --arms '{}' (accepted with an arm paced or "
+                                 "chunked, e.g. --arms madvise-dontneed,paced)",
+                                 c.run.pace, c.arms));
   std::vector<std::string> plain;
   for (const auto& a : arms) plain.push_back(a.name);
   const auto labels = compare::arm_labels(plain);
@@ -310,6 +316,10 @@ class CompareTool final : public Tool {
         fmt::format("per trial: baseline {}, release window = call + {} settle, after {}; chunk A fresh per trial",
                     format_duration_ns(rep_.plan.baseline_ns), format_duration_ns(rep_.plan.settle_ns),
                     format_duration_ns(rep_.plan.after_ns)));
+    for (const auto& a : arms_)
+      if (is_paced(a.strategy))
+        rep_.notes.push_back(fmt::format("{}: {} (release_us spans the whole spread release)", a.label,
+                                         released_what(a.strategy, a.plan.chunk_size, a.plan.pace())));
     rep_.summary = compare::summarize_arms(rep_.trials, labels_, co);
     for (const auto& g : gates_) rep_.gates.push_back(compare::evaluate_gate(g, rep_.trials, co.bootstrap));
     if (max_reg_ >= 0)
@@ -391,8 +401,9 @@ Command add_compare(CLI::App& root) {
   CLI::App* app = root.add_subcommand("compare", "Compare release strategies over repeated trials with a verdict");
   app->add_option(
       "--arms", cmd->arms,
-      "Comma-separated arms, first = control: reuse, munmap, free, madvise-dontneed, madvise-free, mprotect, "
-      "thp-<strategy>; journal-recycle, journal-unmap with --workload journal (default reuse,munmap)");
+      "Comma-separated arms, first = control: " + compare_arm_list(Workload::kMemory) +
+          ", thp-<strategy>; " + compare_arm_list(Workload::kJournal) +
+          " with --workload journal (default reuse,munmap)");
   app->add_option("--trials", cmd->trials, "Trials per arm, each a fresh experiment (default 20)");
   app->add_option("--seed", cmd->seed, "Seed for the trial order and the bootstrap (default: random, printed)");
   app->add_option("--bootstrap", cmd->bootstrap, "Bootstrap resamples (default 2000)");
@@ -416,6 +427,8 @@ Command add_compare(CLI::App& root) {
       "  shootdown compare --arms reuse,munmap --trials 20 --chunk-size 1GiB\n"
       "  shootdown compare --arms reuse,munmap,madvise-dontneed,thp-munmap --out out/cmp\n"
       "  shootdown compare --arms reuse,reuse --seed 7          A/A: expect no detectable difference\n"
+      "  shootdown compare --arms madvise-dontneed,paced,chunked --pace 2MiB/1ms\n"
+      "                                  the same release at once, spread in 2 MiB steps (1 ms pauses) and chunked\n"
       "  shootdown compare --arms reuse,munmap --fail-if 'munmap.stall_us > reuse.stall_us'\n"
       "  shootdown compare --workload journal --segment-size 16MiB --chunk-size 256MiB\n\n"
       "EXIT STATUS: 0 ok, 1 error, 2 bad input, 3 gate failed, 130/143 interrupted.");

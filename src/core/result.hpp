@@ -63,6 +63,11 @@ struct Plan {
   PageMode pages = PageMode::k4k;
   std::int64_t page_size = 4096;  // bytes
   ReleaseStrategy release = ReleaseStrategy::kFree;
+  // paced / chunked (--pace SIZE/DURATION): bytes per madvise step and the
+  // pause after each step; 0 for every other strategy.
+  std::int64_t pace_step = 0;
+  std::int64_t pace_gap_ns = 0;
+  Pace pace() const { return {pace_step, pace_gap_ns}; }
   std::string trigger = "after";  // enter|after
   std::int64_t trigger_after_ns = 0;
   int repeat = 1;
@@ -88,7 +93,10 @@ struct Release {
   std::int64_t after_ns = 0;   // mono ns just after it returned
   std::int64_t duration_ns() const { return after_ns - before_ns; }
   ReleaseStrategy strategy = ReleaseStrategy::kFree;
-  std::int64_t bytes = 0;
+  std::int64_t bytes = 0;  // what was released (a partial release: the part done)
+  // Stopped before all of it was released (a paced release interrupted by a
+  // signal between steps, or a step that failed): bytes is what was done.
+  bool partial = false;
 };
 
 // One report interval of one victim (--report-every: a duration of wall

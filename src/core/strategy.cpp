@@ -11,7 +11,7 @@ namespace {
 
 using enum ReleaseStrategy;
 
-constexpr std::array<StrategyInfo, 12> kStrategies{{
+constexpr std::array<StrategyInfo, 14> kStrategies{{
     {kFree, "free", Workload::kMemory, Rearm::kReallocate, true, true, "",
      "glibc free() of a malloc'd block (mmap-backed at this size)"},
     {kMunmap, "munmap", Workload::kMemory, Rearm::kReallocate, true, true, "", "munmap(2) of chunk A"},
@@ -25,6 +25,10 @@ constexpr std::array<StrategyInfo, 12> kStrategies{{
      "madvise(MADV_DONTNEED) of every other 64 KiB extent of A, one call per extent"},
     {kProcessMadvise, "process-madvise", Workload::kMemory, Rearm::kRefault, true, true, "",
      "the same extents as madvise-ranges in process_madvise(MADV_DONTNEED) vectors of up to 1024"},
+    {kPaced, "paced", Workload::kMemory, Rearm::kRefault, true, true, "",
+     "madvise(MADV_DONTNEED) of A in small steps with short gaps, like a scavenger (default 64KiB/100us, --pace)"},
+    {kChunked, "chunked", Workload::kMemory, Rearm::kRefault, true, true, "",
+     "madvise(MADV_DONTNEED) of A in large steps with long gaps, like G1's uncommit (default 64MiB/10ms, --pace)"},
     {kReuse, "reuse", Workload::kMemory, Rearm::kNothing, true, true, "control",
      "write chunk A again instead of releasing it: the control arm"},
     {kMembarrier, "membarrier", Workload::kMemory, Rearm::kNothing, true, false, "IPI validation",
@@ -64,8 +68,45 @@ std::int64_t released_bytes(ReleaseStrategy s, std::int64_t chunk_bytes) {
   return bytes;
 }
 
-std::string released_what(ReleaseStrategy s, std::int64_t chunk_bytes) {
+bool is_paced(ReleaseStrategy s) {
+  return s == kPaced || s == kChunked;
+}
+
+Pace default_pace(ReleaseStrategy s) {
+  if (s == kPaced) return {64LL << 10, 100LL * 1000};
+  if (s == kChunked) return {64LL << 20, 10LL * 1000 * 1000};
+  return {};
+}
+
+std::int64_t pace_steps(std::int64_t bytes, std::int64_t step) {
+  if (bytes <= 0 || step <= 0) return 0;
+  return (bytes + step - 1) / step;
+}
+
+std::string format_gap(std::int64_t ns) {
+  if (ns == 0) return "0 ns";
+  if (ns % 1000000000LL == 0) return std::to_string(ns / 1000000000LL) + " s";
+  if (ns % 1000000LL == 0) return std::to_string(ns / 1000000LL) + " ms";
+  if (ns % 1000LL == 0) return std::to_string(ns / 1000LL) + " us";
+  return format_duration_ns(ns);
+}
+
+std::string format_pace(Pace pace) {
+  std::string size = format_size(pace.step), gap = format_gap(pace.gap_ns);
+  std::erase(size, ' ');
+  std::erase(gap, ' ');
+  return size + "/" + gap;
+}
+
+std::string partial_release_note(std::int64_t released, std::int64_t whole) {
+  return "stopped after " + format_size(released) + " of " + format_size(whole);
+}
+
+std::string released_what(ReleaseStrategy s, std::int64_t chunk_bytes, Pace pace) {
   const std::int64_t bytes = released_bytes(s, chunk_bytes);
+  if (is_paced(s) && pace.step > 0)
+    return format_size(bytes) + " in " + std::to_string(pace_steps(bytes, pace.step)) + " steps of " +
+           format_size(std::min(pace.step, bytes)) + " with " + format_gap(pace.gap_ns) + " gaps";
   if (s != kMadviseRanges && s != kProcessMadvise) return format_size(bytes);
   const auto extent = static_cast<std::int64_t>(kExtentBytes);
   return format_size(bytes) + " in " + std::to_string((chunk_bytes + 2 * extent - 1) / (2 * extent)) + " extents of " +

@@ -21,6 +21,8 @@ enum class ReleaseStrategy {
   kMprotect,         // mprotect(A, PROT_READ), restored to RW after the marker
   kMadviseRanges,    // madvise(DONTNEED) of every other 64 KiB extent of A, one call per extent
   kProcessMadvise,   // the same extents in process_madvise(DONTNEED) vectors (up to 1024 per call)
+  kPaced,            // madvise(DONTNEED) of A in small steps with short gaps (a scavenger: Go, tcmalloc)
+  kChunked,          // madvise(DONTNEED) of A in large steps with long gaps (G1's uncommit)
   kReuse,            // write A again instead of releasing it: the control arm
   kMembarrier,       // membarrier(PRIVATE_EXPEDITED): a controlled non-TLB IPI source (validation)
   kJournalUnmap,     // journal writer: munmap + unlink each full segment, map a new one
@@ -60,9 +62,32 @@ struct StrategyInfo {
 inline constexpr std::size_t kExtentBytes = 64 << 10;
 // Bytes a release of chunk A (of chunk_bytes) gives back under s.
 std::int64_t released_bytes(ReleaseStrategy s, std::int64_t chunk_bytes);
-// What one release gives back, in words: "256 MiB", or for the extent
-// strategies "128 MiB in 2048 extents of 64 KiB".
-std::string released_what(ReleaseStrategy s, std::int64_t chunk_bytes);
+
+// paced / chunked: A is released by madvise(MADV_DONTNEED) steps of `step`
+// bytes; after each step the culprit sleeps `gap_ns` (from the end of that
+// step to the start of the next) before the next one. run/compare --pace
+// SIZE/DURATION overrides the defaults.
+struct Pace {
+  std::int64_t step = 0;    // bytes per madvise call
+  std::int64_t gap_ns = 0;  // pause after each step but the last
+};
+bool is_paced(ReleaseStrategy s);
+// paced: 64 KiB every 100 us; chunked: 64 MiB every 10 ms; else {0, 0}.
+Pace default_pace(ReleaseStrategy s);
+// Steps of `step` bytes that release `bytes` (the last one may be shorter).
+std::int64_t pace_steps(std::int64_t bytes, std::int64_t step);
+// "100 us", "10 ms", "1.5 ms": a gap in the unit that prints it shortest.
+std::string format_gap(std::int64_t ns);
+
+// The option's form of a pace: "64KiB/100us".
+std::string format_pace(Pace pace);
+// A release stopped part way (Release::partial): "stopped after 1.25 GiB of 4 GiB".
+std::string partial_release_note(std::int64_t released, std::int64_t whole);
+
+// What one release gives back, in words: "256 MiB", for the extent
+// strategies "128 MiB in 2048 extents of 64 KiB", for the paced ones (pace
+// given) "4 GiB in 65536 steps of 64 KiB with 100 us gaps".
+std::string released_what(ReleaseStrategy s, std::int64_t chunk_bytes, Pace pace = {});
 
 std::span<const StrategyInfo> strategies();
 const StrategyInfo& strategy_info(ReleaseStrategy s);

@@ -6,8 +6,12 @@
 #include <linux/membarrier.h>
 #include <stdexcept>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
+
+#include "sys/signals.hpp"
 
 namespace shootdown::exp {
 
@@ -23,13 +27,45 @@ constexpr std::size_t kIovMax = 1024;  // UIO_MAXIOV: vectors longer than this a
 long process_madvise(int pidfd, const struct iovec* iov, std::size_t n, int advice) {
   return syscall(SYS_process_madvise, pidfd, iov, n, advice, 0U);
 }
+
+// The gap after a paced step: an absolute CLOCK_MONOTONIC deadline (a signal
+// handler's EINTR resumes toward the same instant). False when a stop signal
+// is pending before or after it (*sig = the signal). Allocates nothing.
+bool pace_gap(std::int64_t gap_ns, int* sig) {
+  if ((*sig = sys::StopSignals::pending()) != 0) return false;
+  if (gap_ns > 0) {
+    timespec t{};
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    const std::int64_t ns = static_cast<std::int64_t>(t.tv_nsec) + gap_ns % 1000000000LL;
+    t.tv_sec += static_cast<time_t>(gap_ns / 1000000000LL + ns / 1000000000LL);
+    t.tv_nsec = static_cast<long>(ns % 1000000000LL);
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, nullptr) == EINTR)
+      if ((*sig = sys::StopSignals::pending()) != 0) return false;
+  }
+  return (*sig = sys::StopSignals::pending()) == 0;
+}
 }  // namespace
 
 ReleaseContext::~ReleaseContext() {
   if (own_fd_ && pidfd_ >= 0) ::close(pidfd_);
+  if (old_slack_ns_ > 0) prctl(PR_SET_TIMERSLACK, static_cast<unsigned long>(old_slack_ns_), 0, 0, 0);
 }
 
-bool ReleaseContext::prepare(ReleaseStrategy s, const Chunk& a, std::string* why) {
+bool ReleaseContext::prepare(ReleaseStrategy s, const Chunk& a, Pace pace, std::string* why) {
+  if (is_paced(s)) {
+    if (pace.step <= 0 || pace.gap_ns < 0) {
+      if (why) *why = "no pace (step " + std::to_string(pace.step) + " bytes, gap " + std::to_string(pace.gap_ns) + " ns)";
+      return false;
+    }
+    pace_ = pace;
+    // The gaps are short (100 us by default): without this the kernel may
+    // stretch each sleep by the thread's timer slack (50 us by default).
+    if (old_slack_ns_ == 0) {
+      const int old = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+      if (old > 0 && prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0) == 0) old_slack_ns_ = old;
+    }
+    return true;
+  }
   if (s != ReleaseStrategy::kMadviseRanges && s != ReleaseStrategy::kProcessMadvise) return true;
   extents_.clear();
   for (std::size_t off = 0; off < a.size(); off += 2 * kExtentBytes)
@@ -117,6 +153,27 @@ bool release_chunk(ReleaseStrategy s, Chunk& a, ReleaseContext& ctx, std::string
         i += n;
       }
       return true;
+    case ReleaseStrategy::kPaced:
+    case ReleaseStrategy::kChunked: {
+      // One madvise(MADV_DONTNEED) per step, the gap after each but the
+      // last; stop signals are checked between steps, and what was released
+      // before a stop or a failed step is kept in paced_bytes().
+      ctx.paced_bytes_ = 0;
+      ctx.stopped_by_ = 0;
+      const auto step = static_cast<std::size_t>(ctx.pace_.step);
+      if (step == 0) {
+        if (why) *why = "no pace prepared";
+        return false;
+      }
+      for (std::size_t off = 0; off < a.size();) {
+        const std::size_t n = std::min(step, a.size() - off);
+        if (madvise(a.data() + off, n, MADV_DONTNEED) != 0) return fail("madvise(MADV_DONTNEED) of a step");
+        off += n;
+        ctx.paced_bytes_ = static_cast<std::int64_t>(off);
+        if (off < a.size() && !pace_gap(ctx.pace_.gap_ns, &ctx.stopped_by_)) return false;
+      }
+      return true;
+    }
     case ReleaseStrategy::kReuse: {
       volatile char* p = a.data();
       for (std::size_t off = 0; off < a.size(); off += kTouchStride) p[off] = static_cast<char>(p[off] + 1);

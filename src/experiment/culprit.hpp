@@ -14,7 +14,8 @@ Allocator allocator_for(ReleaseStrategy s);
 
 // What a release needs that must not be made inside the timed window (an
 // allocation there would fault, and its later free would flush): the extent
-// vector of madvise-ranges / process-madvise and the pidfd of this process.
+// vector of madvise-ranges / process-madvise, the pidfd of this process, the
+// pace of paced / chunked. After a paced release it tells what was done.
 class ReleaseContext {
  public:
   ReleaseContext() = default;
@@ -23,9 +24,15 @@ class ReleaseContext {
   ReleaseContext& operator=(const ReleaseContext&) = delete;
   // For chunk A (same address across repeats: kRefault). False + why when
   // the kernel lacks the path (process_madvise(MADV_DONTNEED) on itself).
-  bool prepare(ReleaseStrategy s, const Chunk& a, std::string* why);
+  // pace: paced / chunked only (Plan::pace(); step > 0).
+  bool prepare(ReleaseStrategy s, const Chunk& a, Pace pace, std::string* why);
   // "PIDFD_SELF" or "pidfd_open(getpid())" for process-madvise, else "".
   const std::string& pidfd_kind() const { return pidfd_kind_; }
+  // paced / chunked, after release_chunk: the bytes the steps released (all
+  // of A unless a step failed or a stop signal came between two steps) and
+  // the signal that stopped it (0: none).
+  std::int64_t paced_bytes() const { return paced_bytes_; }
+  int stopped_by() const { return stopped_by_; }
 
  private:
   friend bool release_chunk(ReleaseStrategy, Chunk&, ReleaseContext&, std::string*);
@@ -33,6 +40,10 @@ class ReleaseContext {
   int pidfd_ = -1;
   bool own_fd_ = false;
   std::string pidfd_kind_;
+  Pace pace_;
+  std::int64_t paced_bytes_ = 0;
+  int stopped_by_ = 0;
+  long old_slack_ns_ = 0;  // the culprit thread's timer slack before prepare() set 1 ns (restored)
 };
 
 // Performs the release (the timed part). Returns false and sets why on failure.

@@ -175,7 +175,7 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
     return r;
   }
   ReleaseContext release_ctx;  // extents and pidfd, made before anything is timed
-  if (!journal && !release_ctx.prepare(strategy, a, &why)) throw std::runtime_error(plan_strategy_error(plan, why));
+  if (!journal && !release_ctx.prepare(strategy, a, plan.pace(), &why)) throw std::runtime_error(plan_strategy_error(plan, why));
 
   phase(hooks, "calibrating TSC");
   const sys::TscClock pre = sys::calibrate(50 * kMs);
@@ -183,7 +183,12 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
 
   const std::int64_t trigger_ns = std::max(plan.trigger_after_ns, plan.baseline_ns);
   std::int64_t planned = plan.trigger == "enter" ? kEnterMaxNs : trigger_ns;
-  planned += static_cast<std::int64_t>(std::max(plan.repeat, 1)) * (plan.every_ns + plan.settle_ns + 2000 * kMs) +
+  // A paced release lasts its gaps plus its steps (each a madvise and, on a
+  // VM, a flush IPI of tens of us): allow 200 us per step besides the gap.
+  const std::int64_t spread =
+      is_paced(strategy) ? pace_steps(plan.chunk_size, plan.pace_step) * (plan.pace_gap_ns + 200 * 1000) : 0;
+  planned += static_cast<std::int64_t>(std::max(plan.repeat, 1)) *
+                 (plan.every_ns + plan.settle_ns + 2000 * kMs + spread) +
              plan.after_ns;
 
   // Victims: signals blocked in their threads so no handler runs on a victim CPU.
@@ -300,7 +305,19 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
     std::string rwhy;
     const bool released = journal ? journal->append(size, &rwhy) : release_chunk(strategy, a, release_ctx, &rwhy);
     rel.after_ns = sys::mono_now_ns();
+    if (is_paced(strategy)) {
+      // What the steps released, also when a signal stopped them part way.
+      rel.partial = release_ctx.paced_bytes() < rel.bytes;
+      rel.bytes = release_ctx.paced_bytes();
+    }
     r.releases.push_back(rel);
+    if (const int sig = released ? 0 : release_ctx.stopped_by(); sig != 0) {
+      wait.stop_reason = std::string(sig == SIGINT ? "interrupted by SIGINT" : "interrupted by SIGTERM") +
+                         " during release " + std::to_string(i + 1) + " (" +
+                         partial_release_note(rel.bytes, released_bytes(plan.release, plan.chunk_size)) + ")";
+      ok = false;
+      break;
+    }
     if (!released) {
       r.warnings.push_back("release " + std::to_string(i + 1) + " failed: " + rwhy);
       break;

@@ -69,10 +69,15 @@ std::string verdict_line(const Result& r, const Verdict& v, const VictimVerdict&
   if (v.releases == 0)
     head = "no release performed" + (r.complete ? std::string() : " (" + r.incomplete_reason + ")");
   else if (v.releases == 1)
-    head = fmt::format("{} of {} ({})", strategy_name(p.release), released_what(p.release, p.chunk_size), d(v.release_window_ns));
+    head = fmt::format("{} of {} ({})", strategy_name(p.release), released_what(p.release, p.chunk_size, p.pace()), d(v.release_window_ns));
   else
-    head = fmt::format("{} x {} of {} ({} each, p50)", v.releases, strategy_name(p.release), released_what(p.release, p.chunk_size),
+    head = fmt::format("{} x {} of {} ({} each, p50)", v.releases, strategy_name(p.release), released_what(p.release, p.chunk_size, p.pace()),
                        d(v.release_p50_ns));
+  for (const auto& rel : r.releases)
+    if (rel.partial) {
+      head += " (" + partial_release_note(rel.bytes, released_bytes(p.release, p.chunk_size)) + ")";
+      break;
+    }
   const std::string cpu = "cpu" + std::to_string(x.cpu);
   if (p.release == ReleaseStrategy::kProbe) {
     // probe: no release of ours; what the target's own threads sent the probe.
@@ -198,13 +203,17 @@ std::string console_summary(const Result& r, const Analysis& a, bool verbose) {
   out += "\n";
   if (!r.releases.empty()) {
     if (r.releases.size() == 1)
-      out += fmt::format("release: {} of {} took {}\n", strategy_name(p.release), released_what(p.release, p.chunk_size),
+      out += fmt::format("release: {} of {} took {}\n", strategy_name(p.release), released_what(p.release, p.chunk_size, p.pace()),
                          format_duration_ns(r.releases[0].duration_ns()));
     else
       out +=
           fmt::format("releases: {} x {} of {}: duration p50 {}, max {}\n", r.releases.size(), strategy_name(p.release),
-                      released_what(p.release, p.chunk_size), format_duration_ns(static_cast<std::int64_t>(a.release_duration.p50)),
+                      released_what(p.release, p.chunk_size, p.pace()), format_duration_ns(static_cast<std::int64_t>(a.release_duration.p50)),
                       format_duration_ns(static_cast<std::int64_t>(a.release_duration.max)));
+    for (const auto& rel : r.releases)
+      if (rel.partial)
+        out += fmt::format("release {}: {}\n", rel.index + 1,
+                           partial_release_note(rel.bytes, released_bytes(p.release, p.chunk_size)));
   } else {
     out += "release: none performed\n";
   }

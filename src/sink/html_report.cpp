@@ -176,6 +176,7 @@ std::string header_section(const Result& r, const Analysis& a) {
   // The verdict: the console's third line, result.json summary.lines.
   for (const std::string& line : verdict_lines(r, a)) o += "<p class=\"verdict\">" + escape(line) + "</p>\n";
   o += "<div class=\"facts-grid\">\n<table class=\"facts\"><caption>what</caption>\n";
+<<<<<<< HEAD
   if (probe) {
     if (r.probe) {
       o += fact("process", fmt::format("pid {} ({}), parent {}", r.probe->pid, r.probe->comm, r.probe->ppid));
@@ -208,6 +209,27 @@ std::string header_section(const Result& r, const Analysis& a) {
     if (r.measure_end_ns > r.measure_start_ns)
       o += fact("measured", dur(static_cast<double>(r.measure_end_ns - r.measure_start_ns)));
   }
+=======
+  o += fact("release strategy", std::string(strategy_name(p.release)));
+  if (is_paced(p.release) && p.pace_step > 0)
+    o += fact("pace", fmt::format("madvise(MADV_DONTNEED) steps of {}, {} after each (--pace {})", format_size(p.pace_step),
+                                  format_gap(p.pace_gap_ns), format_pace(p.pace())));
+  std::string chunk = format_size(p.chunk_size);
+  if (p.chunk_capped) chunk += " (capped from " + format_size(p.chunk_size_requested) + ")";
+  o += fact("chunk size", chunk + " per chunk (A, and one B per victim)");
+  o += fact("pages", fmt::format("{} ({} per page)", page_mode_name(p.pages), format_size(p.page_size)));
+  o += fact("batch", format_size(p.batch) + " of writes per timed sample");
+  o += fact("report interval", p.report_every_ns > 0 ? dur(static_cast<double>(p.report_every_ns)) + " of wall time"
+                                                     : format_size(p.report_every) + " of victim writes");
+  std::string trig = p.trigger == "after" ? "after " + dur(static_cast<double>(p.trigger_after_ns)) : p.trigger;
+  o += fact("trigger", trig);
+  if (p.repeat > 1)
+    o += fact("repeat", fmt::format("{} releases every {}", p.repeat, dur(static_cast<double>(p.every_ns))));
+  o += fact("releases performed", std::to_string(r.releases.size()));
+  o += fact("release window", "from the call to its return + " + dur(static_cast<double>(p.settle_ns)) + " settle");
+  if (r.measure_end_ns > r.measure_start_ns)
+    o += fact("measured", dur(static_cast<double>(r.measure_end_ns - r.measure_start_ns)));
+>>>>>>> paced
   if (!r.command_line.empty()) o += fact("command", r.command_line);
   o += "</table>\n<table class=\"facts\"><caption>where</caption>\n";
   if (!e.hostname.empty()) o += fact("host", e.hostname);
@@ -266,13 +288,17 @@ std::string meaning_section(const Result& r, const Analysis& a, const Attributio
   } else if (r.releases.empty()) {
     s.push_back("No release was performed, so every sample is baseline.");
   } else if (r.releases.size() == 1) {
-    s.push_back(fmt::format("{} of {} on CPU {} took {}.", strategy_name(p.release), released_what(p.release, p.chunk_size),
+    s.push_back(fmt::format("{} of {} on CPU {} took {}.", strategy_name(p.release), released_what(p.release, p.chunk_size, p.pace()),
                             p.culprit_cpu, dur(static_cast<double>(r.releases[0].duration_ns()))));
   } else {
     s.push_back(fmt::format("{} releases ({} of {} each) on CPU {} took {} at the median, {} at most.",
-                            r.releases.size(), strategy_name(p.release), released_what(p.release, p.chunk_size), p.culprit_cpu,
+                            r.releases.size(), strategy_name(p.release), released_what(p.release, p.chunk_size, p.pace()), p.culprit_cpu,
                             dur(a.release_duration.p50), dur(a.release_duration.max)));
   }
+  for (const auto& rel : r.releases)
+    if (rel.partial)
+      s.push_back(fmt::format("Release {} did not finish: {}.", rel.index + 1,
+                              partial_release_note(rel.bytes, released_bytes(p.release, p.chunk_size))));
   if (p.release == ReleaseStrategy::kReuse)
     s.push_back("This is the control arm (reuse): nothing is unmapped, so no TLB shootdown is expected.");
   for (const auto& va : a.victims) {

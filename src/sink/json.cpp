@@ -57,6 +57,8 @@ json plan_json(const Plan& p) {
               {"pages", page_mode_name(p.pages)},
               {"touch_stride", 4096},
               {"release", strategy_name(p.release)},
+              {"pace_step", p.pace_step},
+              {"pace_gap_ns", p.pace_gap_ns},
               {"trigger", p.trigger},
               {"trigger_after_ns", p.trigger_after_ns},
               {"repeat", p.repeat},
@@ -322,6 +324,7 @@ json result_json(const Result& r, const Analysis& a) {
     rels.push_back({{"index", rel.index},
                     {"strategy", strategy_name(rel.strategy)},
                     {"bytes", rel.bytes},
+                    {"partial", rel.partial},
                     {"before_ns", rel.before_ns},
                     {"after_ns", rel.after_ns},
                     {"duration_ns", rel.duration_ns()}});

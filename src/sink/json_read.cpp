@@ -186,6 +186,11 @@ Plan read_plan(const Node& n) {
   if (n.has("report_every_ns")) p.report_every_ns = n["report_every_ns"].i64();
   p.pages = read_page_mode(n["pages"]);
   p.release = read_strategy(n["release"]);
+  // Optional: results before the paced strategies have neither.
+  if (n.has("pace_step")) p.pace_step = n["pace_step"].i64();
+  if (n.has("pace_gap_ns")) p.pace_gap_ns = n["pace_gap_ns"].i64();
+  if (p.pace_step < 0) fail(join(n.path(), "pace_step"), "must not be negative");
+  if (p.pace_gap_ns < 0) fail(join(n.path(), "pace_gap_ns"), "must not be negative");
   p.trigger = n["trigger"].str();
   p.trigger_after_ns = n["trigger_after_ns"].i64();
   p.repeat = n["repeat"].i32();
@@ -536,6 +541,7 @@ LoadedResult result_from_json(std::string_view text) {
     rel.index = x["index"].i32();
     rel.strategy = read_strategy(x["strategy"]);
     rel.bytes = x["bytes"].i64();
+    if (x.has("partial")) rel.partial = x["partial"].boolean();  // optional: older results have none
     rel.before_ns = x["before_ns"].i64();
     rel.after_ns = x["after_ns"].i64();
     r.releases.push_back(rel);

@@ -33,6 +33,7 @@ run|--batch|64KiB|64x;;KiB;;1000;;99999999999999999999
 run|--report-every|10ms|32MiBs;;-1MiB;;MiB;;500us;;2h;;-5ms;;10msms;;1KiB
 run|--pages|4k|1g;;4kk
 run|--release|free|frob;;free,munmap
+run|--pace|2MiB/1ms|2MiB/1ms;;!--release paced --pace 2MiB;;!--release paced --pace 2MiB/1ms/1ms;;!--release paced --pace x/1ms;;!--release paced --pace 2MiB/x;;!--release paced --pace 3KiB/1ms;;!--release paced --pace 0/1ms;;!--release paced --pace 2MiB/-1ms;;!--release chunked --pace 2MiB/2s;;!--release chunked --chunk-size 64MiB --pace 128MiB/1ms;;!--release paced --chunk-size 1GiB --pace 4KiB/1s;;!--release chunked --pages thp --chunk-size 64MiB --pace 64KiB/1ms
 run|--trigger|after=1ms|sometimes;;after=;;after=1msms;;after=-1s
 run|--repeat|1|0;;1s;;99999999999999999999;;-1
 run|--every|500ms|500;;ms500;;-1s;;99999999999999999999s
@@ -67,6 +68,7 @@ compare|--chunk-size|64MiB|12abc;;-1GiB
 compare|--batch|64KiB|64x;;1000
 compare|--report-every|10ms|32MiBs;;500us
 compare|--pages|4k|1g
+compare|--pace|2MiB/1ms|2MiB/1ms;;!--arms reuse,paced --pace 2MiB;;!--arms reuse,chunked --pace 3KiB/1ms;;!--arms paced,chunked --pace 2MiB/2s
 compare|--trigger|after=150ms|enter;;after=x
 compare|--repeat|1|0;;x
 compare|--every|500ms|500

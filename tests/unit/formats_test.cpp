@@ -349,3 +349,36 @@ TEST(ResultPoints, SchemaOfTheMeasurements) {
   EXPECT_NE(marker.find(" " + std::to_string(r.releases[0].before_ns + r.realtime_offset_ns) + "\n"),
             std::string::npos);
 }
+
+// paced / chunked: the pace in the plan and a partial release come back;
+// results written before them (no pace_step, pace_gap_ns, partial) still load.
+TEST(ResultFromJson, PaceAndPartialRelease) {
+  Result r = two_victims();
+  r.plan.release = ReleaseStrategy::kPaced;
+  r.plan.chunk_size = 1 << 20;
+  r.plan.pace_step = 64 << 10;
+  r.plan.pace_gap_ns = 100'000;
+  r.releases[0].strategy = ReleaseStrategy::kPaced;
+  r.releases[0].partial = true;
+  r.releases[0].bytes = 640 << 10;
+  const std::string text = sink::result_to_string(r, analyze(r));
+  const sink::LoadedResult back = sink::result_from_json(text);
+  EXPECT_EQ(back.result.plan.pace_step, 64 << 10);
+  EXPECT_EQ(back.result.plan.pace_gap_ns, 100'000);
+  ASSERT_EQ(back.result.releases.size(), 1u);
+  EXPECT_TRUE(back.result.releases[0].partial);
+  EXPECT_EQ(back.result.releases[0].bytes, 640 << 10);
+  EXPECT_EQ(comparable(sink::result_to_string(back.result, back.analysis)), comparable(text));
+  const std::string console = sink::console_summary(back.result, back.analysis);
+  EXPECT_NE(console.find("1 MiB in 16 steps of 64 KiB with 100 us gaps"), std::string::npos) << console;
+  EXPECT_NE(console.find("stopped after 640 KiB of 1 MiB"), std::string::npos) << console;
+
+  auto old = nlohmann::json::parse(text);
+  old["plan"].erase("pace_step");
+  old["plan"].erase("pace_gap_ns");
+  old["releases"][0].erase("partial");
+  const sink::LoadedResult older = sink::result_from_json(old.dump());
+  EXPECT_EQ(older.result.plan.pace_step, 0);
+  EXPECT_EQ(older.result.plan.pace_gap_ns, 0);
+  EXPECT_FALSE(older.result.releases[0].partial);
+}
