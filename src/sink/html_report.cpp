@@ -176,7 +176,6 @@ std::string header_section(const Result& r, const Analysis& a) {
   // The verdict: the console's third line, result.json summary.lines.
   for (const std::string& line : verdict_lines(r, a)) o += "<p class=\"verdict\">" + escape(line) + "</p>\n";
   o += "<div class=\"facts-grid\">\n<table class=\"facts\"><caption>what</caption>\n";
-<<<<<<< HEAD
   if (probe) {
     if (r.probe) {
       o += fact("process", fmt::format("pid {} ({}), parent {}", r.probe->pid, r.probe->comm, r.probe->ppid));
@@ -193,6 +192,9 @@ std::string header_section(const Result& r, const Analysis& a) {
       o += fact("probed", dur(static_cast<double>(r.measure_end_ns - r.measure_start_ns)));
   } else {
     o += fact("release strategy", std::string(strategy_name(p.release)));
+    if (is_paced(p.release) && p.pace_step > 0)
+      o += fact("pace", fmt::format("madvise(MADV_DONTNEED) steps of {}, {} after each (--pace {})",
+                                    format_size(p.pace_step), format_gap(p.pace_gap_ns), format_pace(p.pace())));
     std::string chunk = format_size(p.chunk_size);
     if (p.chunk_capped) chunk += " (capped from " + format_size(p.chunk_size_requested) + ")";
     o += fact("chunk size", chunk + " per chunk (A, and one B per victim)");
@@ -209,27 +211,6 @@ std::string header_section(const Result& r, const Analysis& a) {
     if (r.measure_end_ns > r.measure_start_ns)
       o += fact("measured", dur(static_cast<double>(r.measure_end_ns - r.measure_start_ns)));
   }
-=======
-  o += fact("release strategy", std::string(strategy_name(p.release)));
-  if (is_paced(p.release) && p.pace_step > 0)
-    o += fact("pace", fmt::format("madvise(MADV_DONTNEED) steps of {}, {} after each (--pace {})", format_size(p.pace_step),
-                                  format_gap(p.pace_gap_ns), format_pace(p.pace())));
-  std::string chunk = format_size(p.chunk_size);
-  if (p.chunk_capped) chunk += " (capped from " + format_size(p.chunk_size_requested) + ")";
-  o += fact("chunk size", chunk + " per chunk (A, and one B per victim)");
-  o += fact("pages", fmt::format("{} ({} per page)", page_mode_name(p.pages), format_size(p.page_size)));
-  o += fact("batch", format_size(p.batch) + " of writes per timed sample");
-  o += fact("report interval", p.report_every_ns > 0 ? dur(static_cast<double>(p.report_every_ns)) + " of wall time"
-                                                     : format_size(p.report_every) + " of victim writes");
-  std::string trig = p.trigger == "after" ? "after " + dur(static_cast<double>(p.trigger_after_ns)) : p.trigger;
-  o += fact("trigger", trig);
-  if (p.repeat > 1)
-    o += fact("repeat", fmt::format("{} releases every {}", p.repeat, dur(static_cast<double>(p.every_ns))));
-  o += fact("releases performed", std::to_string(r.releases.size()));
-  o += fact("release window", "from the call to its return + " + dur(static_cast<double>(p.settle_ns)) + " settle");
-  if (r.measure_end_ns > r.measure_start_ns)
-    o += fact("measured", dur(static_cast<double>(r.measure_end_ns - r.measure_start_ns)));
->>>>>>> paced
   if (!r.command_line.empty()) o += fact("command", r.command_line);
   o += "</table>\n<table class=\"facts\"><caption>where</caption>\n";
   if (!e.hostname.empty()) o += fact("host", e.hostname);
