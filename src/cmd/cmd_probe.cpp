@@ -457,6 +457,9 @@ class ProbeTool final : public Tool {
       blame_opts_.top = 3;
       callsites_ = blame(in, blame_opts_);
       sampler_data_ = {};
+      BlameReport top = *callsites_;
+      if (top.sites.size() > 10) top.sites.resize(10);  // result.json keeps the top 10; blame.json has all
+      for (auto& [r, a] : results_) r.probe_callsites = top;
     }
     // The main result (console first, result.json in --out): the process
     // probed longest.

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/attribution_types.hpp"
+#include "core/blame.hpp"
 #include "core/doctor.hpp"
 #include "core/events.hpp"
 #include "core/hdr/histogram.hpp"
@@ -195,6 +196,9 @@ struct Result {
   bool events_truncated = false;  // trace.events holds only the first kResultMaxEvents (read back)
   std::optional<ProbeProcess> probe;  // `shootdown probe`: the process this result measured
   std::vector<ProbeProcess> probe_seen;  // ... and every process image of the target it saw, in order
+  // ... and who sent the shootdowns: the target's call sites (blame's report,
+  // top sites only); result.json `callsites` (read back for report DIR).
+  std::optional<BlameReport> probe_callsites;
 };
 
 }  // namespace shootdown

@@ -249,6 +249,25 @@ std::string header_section(const Result& r, const Analysis& a) {
   return o;
 }
 
+// probe: who sent the shootdowns (the target's call sites, blame's report).
+std::string callsites_section(const BlameReport& b) {
+  std::string o = "<section id=\"callsites\">\n<h2>Who sent them</h2>\n";
+  o += fmt::format("<p>{} shootdowns initiated by the target's threads ({} process{}, {} flush IPIs); the "
+                   "call sites, as <code>shootdown blame</code> names them:</p>\n",
+                   b.flushes, b.processes, b.processes == 1 ? "" : "es", b.ipis);
+  if (b.sites.empty()) return o + "<p>None while probed.</p>\n</section>\n";
+  o += "<table class=\"callsites\"><tr><th>#</th><th>call site</th><th>cause</th><th>flushes</th><th>IPIs</th>"
+       "<th>advice</th></tr>\n";
+  for (std::size_t i = 0; i < b.sites.size(); ++i) {
+    const CallSite& c = b.sites[i];
+    o += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{} ({:.0f} %)</td><td>{}</td><td>{}</td></tr>\n", i + 1,
+                     escape(c.stack), escape(c.syscall.empty() ? "unknown" : c.syscall), c.flushes,
+                     b.flushes ? 100.0 * static_cast<double>(c.flushes) / static_cast<double>(b.flushes) : 0.0,
+                     c.ipis, escape(c.advice));
+  }
+  return o + "</table>\n</section>\n";
+}
+
 std::string compare_word(double before, double after) {
   if (before <= 0 || after <= 0) return "not comparable";
   const double f = after / before;
@@ -1050,6 +1069,7 @@ std::string html_report(const Result& r, const Analysis& a, const Timeline& tl) 
                    a.victims.size(), have_events(r) ? "yes" : "no");
   o += header_section(r, a);
   o += meaning_section(r, a, at);
+  if (r.probe_callsites) o += callsites_section(*r.probe_callsites);
   o += phases_section(r, a);
   o += timeseries_section(r, a, tl);
   o += stall_timeline_section(r, a, at, tl);

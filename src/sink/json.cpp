@@ -1,5 +1,7 @@
 #include "sink/json.hpp"
 
+#include "sink/blame_out.hpp"
+
 #include <algorithm>
 #include <fmt/format.h>
 #include <map>
@@ -302,6 +304,7 @@ json result_json(const Result& r, const Analysis& a) {
     for (const auto& p : r.probe_seen) seen.push_back(one(p));
     pj["processes"] = seen;
     j["probe"] = pj;
+    if (r.probe_callsites) j["callsites"] = json::parse(blame_json(*r.probe_callsites));
   }
   j["summary"] = summary_section(r, a);
   j["environment"] = env_json(r.env);

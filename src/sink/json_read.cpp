@@ -505,6 +505,28 @@ LoadedResult result_from_json(std::string_view text) {
       for (std::size_t i = 0; i < ps.array_size(); ++i) r.probe_seen.push_back(one(ps[i]));
     }
   }
+  if (root.has("callsites")) {  // probe: who sent them (what the report shows of it)
+    const Node c = root["callsites"];
+    BlameReport b;
+    b.pid = c["pid"].i32();
+    b.command = c["command"].str();
+    b.processes = c["processes"].i32();
+    b.flushes = c["flushes"].i64();
+    b.ipis = c["ipis"].i64();
+    const Node sites = c["sites"];
+    for (std::size_t i = 0; i < sites.array_size(); ++i) {
+      const Node x = sites[i];
+      CallSite cs;
+      cs.stack = x["stack"].str();
+      cs.frames = x["frames"].strings();
+      cs.syscall = x["syscall"].str();
+      cs.flushes = x["flushes"].i64();
+      cs.ipis = x["ipis"].i64();
+      cs.advice = x["advice"].str();
+      b.sites.push_back(std::move(cs));
+    }
+    r.probe_callsites = std::move(b);
+  }
   r.env = read_env(root["environment"]);
   r.plan = read_plan(root["plan"]);
   r.warnings = root["warnings"].strings();

@@ -57,6 +57,9 @@ BMU=$(jq '[.sites[] | select(.frames[0] == "munmap_often") | .flushes] | add // 
 BMA=$(jq '[.sites[] | select(.frames[0] == "madvise_often") | .flushes] | add // 0' "$B")
 echo "# call sites: munmap_often $BMU flushes, madvise_often $BMA (the fixture made $N and $M)"
 if ((BMU >= N && BMA >= M)); then ok "call sites hold every release: munmap_often $BMU >= $N, madvise_often $BMA >= $M"; else not_ok "call sites: munmap_often $BMU, madvise_often $BMA for $N/$M releases"; fi
+CTOP=$(jq -r '.callsites.sites[0].frames[0] // ""' "$J")
+if [[ $CTOP == munmap_often ]]; then ok "result.json callsites: top site munmap_often"; else not_ok "result.json callsites top '$CTOP'"; fi
+if grep -q 'id="callsites"' "$TMP/pout/report.html"; then ok "report.html: who sent them"; else not_ok "report.html has no call sites section"; fi
 if ((BMU + BMA >= RECV)); then ok "the sites' flushes ($((BMU + BMA))) cover the $RECV the probe received"; else not_ok "sites $((BMU + BMA)) < received $RECV"; fi
 
 # Control: nothing released, nothing shot down.
