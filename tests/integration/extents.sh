@@ -12,6 +12,10 @@
 #    the kernel: the numbers are printed with its version); where it does
 #    not, the run fails with one line that says the path is unavailable;
 #  - the TLB accounting closes on the victim CPU for both.
+# A madvise-ranges run in which the victim CPU received (almost) nothing is
+# retried, up to 3 attempts: under KVM's paravirtual flush a vCPU the host has
+# preempted is not sent the IPI (its flush is deferred), and a CI rehearsal
+# once saw 0 for the whole 39 ms release (TLB delta 0 = 0 + 0 + 0).
 source "$TEST_LIB"
 need_root "perf tracepoints"
 (( $(nproc) >= 2 )) || skip "needs 2 online CPUs"
@@ -20,7 +24,14 @@ command -v jq >/dev/null || skip "needs jq"
 common=(--chunk-size 128MiB --trigger after=300ms --after 200ms --quiet --trace on --rt)
 declare -A RECV
 for arm in madvise-ranges process-madvise; do
-  run_cmd "$SHOOTDOWN" run --release "$arm" "${common[@]}" --out "$TMP/$arm"
+  for attempt in 1 2 3; do
+    rm -rf "$TMP/$arm"
+    run_cmd "$SHOOTDOWN" run --release "$arm" "${common[@]}" --out "$TMP/$arm"
+    [[ $arm == madvise-ranges && $RC == 0 ]] || break
+    got=$(jq '.attribution.victims[0].shootdowns.received // 0' "$TMP/$arm/result.json" 2>/dev/null || echo 0)
+    ((got >= 256)) && break
+    echo "# madvise-ranges attempt $attempt: the victim received $got shootdowns (vCPU preempted by the host?), retrying"
+  done
   R="$TMP/$arm/result.json"
   if [[ $arm == process-madvise && $RC == 1 ]] && grep -q "unavailable" <<<"$ERR"; then
     ok "process-madvise unavailable on $(uname -r), said in one line: $(tail -1 <<<"$ERR")"
