@@ -1,5 +1,7 @@
 #include "cli/run_options.hpp"
 
+#include "core/churn.hpp"
+
 #include "core/strategy.hpp"
 
 #include <CLI/CLI.hpp>
@@ -100,6 +102,14 @@ void add_run_options(CLI::App& app, RunOptions& o, bool for_compare) {
                  std::string(for_compare ? "paced and chunked arms" : "--release paced or chunked") +
                      ": release A in madvise(MADV_DONTNEED) steps of SIZE with a pause of DURATION after each, "
                      "e.g. 2MiB/1ms (default: paced 64KiB/100us, chunked 64MiB/10ms)");
+  const std::string arms = for_compare ? "allocator arms" : "--release glibc-malloc, jemalloc, tcmalloc or mimalloc";
+  app.add_option("--allocator-conf", o.allocator_conf,
+                 arms + ": the allocator's own settings in its own syntax, e.g. jemalloc dirty_decay_ms:0,"
+                        "background_thread:true; glibc-malloc M_TRIM_THRESHOLD=0; tcmalloc TCMALLOC_RELEASE_RATE=10; "
+                        "mimalloc MIMALLOC_RESET_DELAY=0 (default: the allocator's defaults)");
+  app.add_option("--allocator-purge", o.allocator_purge,
+                 arms + ": end each release with the allocator's give-back-now call (malloc_trim, arena purge, "
+                        "ReleaseFreeMemory, mi_collect): on or off (default on)");
   app.add_option("--trigger", o.trigger,
                  for_compare
                      ? "after=DURATION per trial (default after=150ms)"
@@ -252,6 +262,26 @@ Plan validate_run_options(const RunOptions& o, const MachineFacts& m, std::vecto
   if (!o.pace.empty() && !is_paced(p.release))
     bad(fmt::format("--pace '{}': the release {} has no pace (accepted with --release paced or chunked)", o.pace,
                     o.release));
+
+  if (!is_allocator_arm(p.release)) {
+    if (!o.allocator_conf.empty())
+      bad(fmt::format("--allocator-conf '{}': the release {} uses no allocator (accepted with --release glibc-malloc, "
+                      "jemalloc, tcmalloc or mimalloc)",
+                      o.allocator_conf, o.release));
+    if (!o.allocator_purge.empty())
+      bad(fmt::format("--allocator-purge '{}': the release {} uses no allocator (accepted with --release "
+                      "glibc-malloc, jemalloc, tcmalloc or mimalloc)",
+                      o.allocator_purge, o.release));
+  } else {
+    std::vector<AllocatorSetting> settings;
+    std::string why;
+    if (!parse_allocator_conf(p.release, o.allocator_conf, &settings, &why))
+      bad(fmt::format("--allocator-conf '{}' for {}: {}", o.allocator_conf, o.release, why));
+    p.allocator_conf = o.allocator_conf;
+    if (o.allocator_purge != "" && o.allocator_purge != "on" && o.allocator_purge != "off")
+      bad(fmt::format("--allocator-purge '{}': not on or off (accepted: on, off)", o.allocator_purge));
+    p.allocator_purge = o.allocator_purge != "off";
+  }
 
   // Trigger.
   std::string trig = o.trigger.empty() ? (m.stdin_is_tty ? "enter" : "after=2s") : o.trigger;

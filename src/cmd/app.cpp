@@ -1,13 +1,43 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fmt/core.h>
+#include <string>
+#include <string_view>
 
 #include "cmd/commands.hpp"
 #include "cmd/strict_input.hpp"
+#include "sys/dl.hpp"
 
 namespace shootdown::cmd {
 
+namespace {
+// jemalloc's initial-exec TLS (2.6 KiB in Debian's 5.3.0) does not fit the
+// static TLS surplus glibc reserves at start-up, so dlopen of it fails
+// ("cannot allocate memory in static TLS block") unless the process started
+// with a larger glibc.rtld.optional_static_tls. A command that names the
+// jemalloc arm (--release jemalloc, --arms ...,jemalloc) re-executes itself
+// once with that tunable; nothing else changes.
+constexpr std::size_t kJemallocStaticTls = 8192;
+
+bool names_jemalloc(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string_view a = argv[i];
+    for (std::size_t start = 0; start <= a.size();) {
+      std::size_t end = a.find_first_of(",=", start);
+      if (end == std::string_view::npos) end = a.size();
+      if (a.substr(start, end - start) == "jemalloc") return true;
+      start = end + 1;
+    }
+  }
+  return false;
+}
+}  // namespace
+
 int main_entry(int argc, char** argv) {
+  if (names_jemalloc(argc, argv)) {
+    std::string why;
+    if (!sys::ensure_static_tls(kJemallocStaticTls, argv, &why)) std::fprintf(stderr, "shootdown: %s\n", why.c_str());
+  }
   CLI::App root{
       "shootdown: what does releasing memory in one thread cost the other threads?\n"
       "Measures TLB-shootdown stalls with kernel evidence.",

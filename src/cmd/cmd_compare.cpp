@@ -131,6 +131,10 @@ std::vector<Arm> parse_arms(const CompareCommand& c, const cli::MachineFacts& fa
     ro.release = std::string(strategy_name(workload == Workload::kJournal ? ReleaseStrategy::kReuse : a.strategy));
     ro.pages = pages;
     if (!is_paced(a.strategy)) ro.pace.clear();  // --pace is for the paced and chunked arms
+    if (!is_allocator_arm(a.strategy)) {  // --allocator-* are for the allocator arms
+      ro.allocator_conf.clear();
+      ro.allocator_purge.clear();
+    }
     try {
       std::vector<std::string> w;
       a.plan = cli::validate_run_options(ro, facts, &w);
@@ -150,6 +154,12 @@ std::vector<Arm> parse_arms(const CompareCommand& c, const cli::MachineFacts& fa
     throw UsageError(fmt::format("--pace '{}': no paced or chunked arm in --arms '{}' (accepted with an arm paced or "
                                  "chunked, e.g. --arms madvise-dontneed,paced)",
                                  c.run.pace, c.arms));
+  if ((!c.run.allocator_conf.empty() || !c.run.allocator_purge.empty()) &&
+      std::none_of(arms.begin(), arms.end(), [](const Arm& a) { return is_allocator_arm(a.strategy); }))
+    throw UsageError(fmt::format("--allocator-{} '{}': no allocator arm in --arms '{}' (accepted with an arm "
+                                 "glibc-malloc, jemalloc, tcmalloc or mimalloc)",
+                                 c.run.allocator_conf.empty() ? "purge" : "conf",
+                                 c.run.allocator_conf.empty() ? c.run.allocator_purge : c.run.allocator_conf, c.arms));
   std::vector<std::string> plain;
   for (const auto& a : arms) plain.push_back(a.name);
   const auto labels = compare::arm_labels(plain);

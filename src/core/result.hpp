@@ -69,6 +69,12 @@ struct Plan {
   std::int64_t pace_step = 0;
   std::int64_t pace_gap_ns = 0;
   Pace pace() const { return {pace_step, pace_gap_ns}; }
+  // Allocator arms (glibc-malloc, jemalloc, tcmalloc, mimalloc): the
+  // allocator's own settings (--allocator-conf, core/churn.hpp) and whether
+  // the release ends with its "give free memory back now" call
+  // (--allocator-purge on|off).
+  std::string allocator_conf;
+  bool allocator_purge = true;
   std::string trigger = "after";  // enter|after
   std::int64_t trigger_after_ns = 0;
   int repeat = 1;
@@ -98,6 +104,27 @@ struct Release {
   // Stopped before all of it was released (a paced release interrupted by a
   // signal between steps, or a step that failed): bytes is what was done.
   bool partial = false;
+};
+
+// Allocator arms: which allocator the churn went through, with what, and the
+// memory it kept. Byte counts are -1 when unknown.
+struct AllocatorReport {
+  std::string name;         // "jemalloc"
+  std::string library;      // the loaded file ("" for glibc: the process's own malloc)
+  std::string version;      // the allocator's own report ("5.3.0-0-g54eaed1d...", "2.36")
+  std::string conf;         // --allocator-conf as given ("" = the allocator's defaults)
+  std::string settings;     // release-relevant settings read back from the allocator
+  std::string purge_call;   // the call that ended each release ("" with --allocator-purge off)
+  std::int64_t blocks = 0;  // blocks in the live set
+  std::int64_t live_bytes = 0;
+  std::int64_t freed_bytes = 0;  // per release
+  std::int64_t rss_live = -1;     // process RSS just before the last release (live set built, victims running)
+  std::int64_t rss_settled = -1;  // at the end of the after phase (the last release settled)
+  // Freed by the application but still resident when the release settled:
+  // max(0, freed_bytes - (rss_live - rss_settled)). The price of not stalling.
+  std::int64_t kept_bytes = -1;
+  std::int64_t allocator_free_bytes = -1;  // the allocator's own count of free bytes it holds, at the same moment
+  std::string allocator_free_source;       // which statistic ("stats.resident - stats.allocated", ...)
 };
 
 // One report interval of one victim (--report-every: a duration of wall
@@ -174,6 +201,7 @@ struct Result {
   // StartTime, InfluxDB timestamps, timeline.csv unix times).
   std::int64_t realtime_offset_ns = 0;
   std::vector<Release> releases;
+  std::optional<AllocatorReport> allocator;  // allocator arms only
   std::vector<VictimSamples> victims;  // every sample, in memory; not all serialized
   std::vector<Interval> intervals;     // built from the samples after the run
   std::vector<CpuCounters> counters;

@@ -1,5 +1,6 @@
 #include "core/strategy.hpp"
 
+#include "core/churn.hpp"
 #include "core/units.hpp"
 
 #include <algorithm>
@@ -11,7 +12,7 @@ namespace {
 
 using enum ReleaseStrategy;
 
-constexpr std::array<StrategyInfo, 14> kStrategies{{
+constexpr std::array<StrategyInfo, 18> kStrategies{{
     {kFree, "free", Workload::kMemory, Rearm::kReallocate, true, true, "",
      "glibc free() of a malloc'd block (mmap-backed at this size)"},
     {kMunmap, "munmap", Workload::kMemory, Rearm::kReallocate, true, true, "", "munmap(2) of chunk A"},
@@ -29,6 +30,14 @@ constexpr std::array<StrategyInfo, 14> kStrategies{{
      "madvise(MADV_DONTNEED) of A in small steps with short gaps, like a scavenger (default 64KiB/100us, --pace)"},
     {kChunked, "chunked", Workload::kMemory, Rearm::kRefault, true, true, "",
      "madvise(MADV_DONTNEED) of A in large steps with long gaps, like G1's uncommit (default 64MiB/10ms, --pace)"},
+    {kGlibcMalloc, "glibc-malloc", Workload::kMemory, Rearm::kNothing, true, true, "allocator",
+     "a churn of 16 B..1 MiB blocks through glibc malloc, 7/8 freed in a shuffled order, then malloc_trim(0)"},
+    {kJemalloc, "jemalloc", Workload::kMemory, Rearm::kNothing, true, true, "allocator",
+     "the same churn through jemalloc (libjemalloc.so.2), then arena.<all>.purge"},
+    {kTcmalloc, "tcmalloc", Workload::kMemory, Rearm::kNothing, true, true, "allocator",
+     "the same churn through tcmalloc (libtcmalloc_minimal.so.4), then MallocExtension_ReleaseFreeMemory()"},
+    {kMimalloc, "mimalloc", Workload::kMemory, Rearm::kNothing, true, true, "allocator",
+     "the same churn through mimalloc (libmimalloc.so.2), then mi_collect(true)"},
     {kReuse, "reuse", Workload::kMemory, Rearm::kNothing, true, true, "control",
      "write chunk A again instead of releasing it: the control arm"},
     {kMembarrier, "membarrier", Workload::kMemory, Rearm::kNothing, true, false, "IPI validation",
@@ -59,7 +68,12 @@ std::string join_names(Pred pred) {
 
 }  // namespace
 
+bool is_allocator_arm(ReleaseStrategy s) {
+  return s == kGlibcMalloc || s == kJemalloc || s == kTcmalloc || s == kMimalloc;
+}
+
 std::int64_t released_bytes(ReleaseStrategy s, std::int64_t chunk_bytes) {
+  if (is_allocator_arm(s)) return make_churn(chunk_bytes).freed_bytes;
   if (s != kMadviseRanges && s != kProcessMadvise) return chunk_bytes;
   // Extents 0, 2, 4, ... (the last one may be partial): ReleaseContext::prepare.
   const auto extent = static_cast<std::int64_t>(kExtentBytes);
@@ -107,6 +121,11 @@ std::string released_what(ReleaseStrategy s, std::int64_t chunk_bytes, Pace pace
   if (is_paced(s) && pace.step > 0)
     return format_size(bytes) + " in " + std::to_string(pace_steps(bytes, pace.step)) + " steps of " +
            format_size(std::min(pace.step, bytes)) + " with " + format_gap(pace.gap_ns) + " gaps";
+  if (is_allocator_arm(s)) {
+    const ChurnPlan churn = make_churn(chunk_bytes);
+    return format_size(bytes) + " in " + std::to_string(churn.free_order.size()) + " freed blocks of " +
+           std::to_string(churn.sizes.size());
+  }
   if (s != kMadviseRanges && s != kProcessMadvise) return format_size(bytes);
   const auto extent = static_cast<std::int64_t>(kExtentBytes);
   return format_size(bytes) + " in " + std::to_string((chunk_bytes + 2 * extent - 1) / (2 * extent)) + " extents of " +

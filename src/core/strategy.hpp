@@ -23,6 +23,10 @@ enum class ReleaseStrategy {
   kProcessMadvise,   // the same extents in process_madvise(DONTNEED) vectors (up to 1024 per call)
   kPaced,            // madvise(DONTNEED) of A in small steps with short gaps (a scavenger: Go, tcmalloc)
   kChunked,          // madvise(DONTNEED) of A in large steps with long gaps (G1's uncommit)
+  kGlibcMalloc,      // allocator arm: a churn of mixed-size blocks through glibc malloc, 7/8 freed, malloc_trim
+  kJemalloc,         // ... through jemalloc (dlopen'ed libjemalloc.so.2), arena purge
+  kTcmalloc,         // ... through tcmalloc (libtcmalloc_minimal.so.4), ReleaseFreeMemory
+  kMimalloc,         // ... through mimalloc (libmimalloc.so.2), mi_collect
   kReuse,            // write A again instead of releasing it: the control arm
   kMembarrier,       // membarrier(PRIVATE_EXPEDITED): a controlled non-TLB IPI source (validation)
   kJournalUnmap,     // journal writer: munmap + unlink each full segment, map a new one
@@ -72,6 +76,10 @@ struct Pace {
   std::int64_t gap_ns = 0;  // pause after each step but the last
 };
 bool is_paced(ReleaseStrategy s);
+// glibc-malloc, jemalloc, tcmalloc, mimalloc: the culprit frees blocks of an
+// allocation churn (core/churn.hpp) through that allocator instead of
+// releasing chunk A; chunk_size is the churn's live size.
+bool is_allocator_arm(ReleaseStrategy s);
 // paced: 64 KiB every 100 us; chunked: 64 MiB every 10 ms; else {0, 0}.
 Pace default_pace(ReleaseStrategy s);
 // Steps of `step` bytes that release `bytes` (the last one may be shorter).

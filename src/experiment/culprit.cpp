@@ -184,6 +184,10 @@ bool release_chunk(ReleaseStrategy s, Chunk& a, ReleaseContext& ctx, std::string
       return true;
     case ReleaseStrategy::kJournalUnmap:
     case ReleaseStrategy::kJournalRecycle:
+    case ReleaseStrategy::kGlibcMalloc:
+    case ReleaseStrategy::kJemalloc:
+    case ReleaseStrategy::kTcmalloc:
+    case ReleaseStrategy::kMimalloc:
     case ReleaseStrategy::kProbe:
       if (why) *why = std::string(strategy_name(s)) + " releases no chunk A";
       return false;

@@ -13,6 +13,7 @@
 
 #include "core/analysis.hpp"
 #include "experiment/arena.hpp"
+#include "experiment/churn.hpp"
 #include "experiment/culprit.hpp"
 #include "experiment/journal.hpp"
 #include "experiment/victim.hpp"
@@ -156,7 +157,14 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
   // releasing A; A shrinks to a token (the victims still touch it).
   std::unique_ptr<Journal> journal;
   if (is_journal(strategy)) journal = std::make_unique<Journal>(journal_config(plan, strategy));
-  const std::size_t a_size = journal ? std::min<std::size_t>(size, 2u << 20) : size;
+  // Allocator arms: the culprit frees blocks of an allocation churn through
+  // one allocator; A shrinks to a token as for the journal.
+  std::unique_ptr<AllocatorChurn> churn;
+  if (is_allocator_arm(strategy)) {
+    churn = AllocatorChurn::open(strategy, plan, &why);
+    if (!churn) throw std::runtime_error(why);
+  }
+  const std::size_t a_size = journal || churn ? std::min<std::size_t>(size, 2u << 20) : size;
   phase(hooks, "allocating and pre-faulting chunk A (" + std::to_string(a_size >> 20) + " MiB)");
   // 4k runs: no THP anywhere in our mm for the run, or khugepaged collapses
   // our heap/stacks/buffers mid-run and its flushes hit the victims (the lab's
@@ -174,8 +182,19 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
     interrupted(std::string("interrupted during preparation"));
     return r;
   }
+  if (churn) {
+    phase(hooks, "building the live set through " + churn->report().name + " (" +
+                     churn_description(make_churn(plan.chunk_size)) + ")");
+    if (!churn->build(&why)) {
+      if (sys::StopSignals::pending()) {
+        interrupted(std::string("interrupted during preparation"));
+        return r;
+      }
+      throw std::runtime_error(why);
+    }
+  }
   ReleaseContext release_ctx;  // extents and pidfd, made before anything is timed
-  if (!journal && !release_ctx.prepare(strategy, a, plan.pace(), &why)) throw std::runtime_error(plan_strategy_error(plan, why));
+  if (!journal && !churn && !release_ctx.prepare(strategy, a, plan.pace(), &why)) throw std::runtime_error(plan_strategy_error(plan, why));
 
   phase(hooks, "calibrating TSC");
   const sys::TscClock pre = sys::calibrate(50 * kMs);
@@ -301,9 +320,12 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
     rel.index = i;
     rel.strategy = plan.release;
     rel.bytes = released_bytes(plan.release, plan.chunk_size);
+    if (churn) churn->mark_live();  // RSS with the live set, just before it is freed
     rel.before_ns = sys::mono_now_ns();
     std::string rwhy;
-    const bool released = journal ? journal->append(size, &rwhy) : release_chunk(strategy, a, release_ctx, &rwhy);
+    const bool released = journal ? journal->append(size, &rwhy)
+                          : churn ? churn->release(&rwhy)
+                                  : release_chunk(strategy, a, release_ctx, &rwhy);
     rel.after_ns = sys::mono_now_ns();
     if (is_paced(strategy)) {
       // What the steps released, also when a signal stopped them part way.
@@ -326,7 +348,7 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
     if (i + 1 < repeat) {
       ok = wait.until(rel.after_ns + plan.settle_ns);
       if (!ok) break;
-      if (!rearm_chunk(strategy, a, a_size, mode, plan.numa_node, &rwhy)) {
+      if (churn ? !churn->rearm(&rwhy) : !rearm_chunk(strategy, a, a_size, mode, plan.numa_node, &rwhy)) {
         r.warnings.push_back("re-arming chunk A failed: " + rwhy);
         break;
       }
@@ -343,6 +365,7 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
   // madvises a finished thread's stack) and the teardown send flushes of our
   // own that are not part of the measurement.
   irq_cap_after.capture();
+  if (churn) churn->settle();  // RSS and the allocator's free bytes: the last release has settled
   ctl.stop.store(true, std::memory_order_relaxed);
   join_all();
   r.measure_end_ns = sys::mono_now_ns();
@@ -378,6 +401,7 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
   } else {
     r.warnings.push_back("/proc/interrupts unavailable: " + iwhy);
   }
+  if (churn) r.allocator = churn->report();
   build_intervals(r);
   return r;
 }

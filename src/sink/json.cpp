@@ -1,5 +1,9 @@
 #include "sink/json.hpp"
 
+#include <cmath>
+
+#include "core/churn.hpp"
+
 #include "sink/blame_out.hpp"
 
 #include <algorithm>
@@ -61,6 +65,8 @@ json plan_json(const Plan& p) {
               {"release", strategy_name(p.release)},
               {"pace_step", p.pace_step},
               {"pace_gap_ns", p.pace_gap_ns},
+              {"allocator_conf", p.allocator_conf},
+              {"allocator_purge", p.allocator_purge},
               {"trigger", p.trigger},
               {"trigger_after_ns", p.trigger_after_ns},
               {"repeat", p.repeat},
@@ -305,6 +311,32 @@ json result_json(const Result& r, const Analysis& a) {
     pj["processes"] = seen;
     j["probe"] = pj;
     if (r.probe_callsites) j["callsites"] = json::parse(blame_json(*r.probe_callsites));
+  }
+  if (r.allocator) {
+    const AllocatorReport& al = *r.allocator;
+    json aj{{"name", al.name},
+            {"library", al.library},
+            {"version", al.version},
+            {"conf", al.conf},
+            {"settings", al.settings},
+            {"purge_call", al.purge_call},
+            {"blocks", al.blocks},
+            {"live_bytes", al.live_bytes},
+            {"freed_bytes", al.freed_bytes},
+            {"rss_live", al.rss_live},
+            {"rss_settled", al.rss_settled},
+            {"kept_bytes", al.kept_bytes},
+            {"allocator_free_bytes", al.allocator_free_bytes},
+            {"allocator_free_source", al.allocator_free_source}};
+    if (const auto c = allocator_cost(r, a.verdict)) {
+      auto num = [](double x) { return std::isfinite(x) ? json(x) : json(nullptr); };
+      aj["per_gib"] = json{{"gib_freed", c->gib_freed},
+                           {"shootdowns_per_victim", num(c->shootdowns_per_gib)},
+                           {"stall_ms_per_victim", num(c->stall_ms_per_gib)},
+                           {"release_ms", num(c->release_ms_per_gib)},
+                           {"kept_mib", num(c->kept_mib_per_gib)}};
+    }
+    j["allocator"] = aj;
   }
   j["summary"] = summary_section(r, a);
   j["environment"] = env_json(r.env);

@@ -189,6 +189,8 @@ Plan read_plan(const Node& n) {
   // Optional: results before the paced strategies have neither.
   if (n.has("pace_step")) p.pace_step = n["pace_step"].i64();
   if (n.has("pace_gap_ns")) p.pace_gap_ns = n["pace_gap_ns"].i64();
+  if (n.has("allocator_conf")) p.allocator_conf = n["allocator_conf"].str();
+  if (n.has("allocator_purge")) p.allocator_purge = n["allocator_purge"].boolean();
   if (p.pace_step < 0) fail(join(n.path(), "pace_step"), "must not be negative");
   if (p.pace_gap_ns < 0) fail(join(n.path(), "pace_gap_ns"), "must not be negative");
   p.trigger = n["trigger"].str();
@@ -504,6 +506,25 @@ LoadedResult result_from_json(std::string_view text) {
       const Node ps = n["processes"];
       for (std::size_t i = 0; i < ps.array_size(); ++i) r.probe_seen.push_back(one(ps[i]));
     }
+  }
+  if (root.has("allocator")) {  // allocator arms since 0.3: optional
+    const Node n = root["allocator"];
+    AllocatorReport al;
+    al.name = n["name"].str();
+    al.library = n["library"].str();
+    al.version = n["version"].str();
+    al.conf = n["conf"].str();
+    al.settings = n["settings"].str();
+    al.purge_call = n["purge_call"].str();
+    al.blocks = n["blocks"].i64();
+    al.live_bytes = n["live_bytes"].i64();
+    al.freed_bytes = n["freed_bytes"].i64();
+    al.rss_live = n["rss_live"].i64();
+    al.rss_settled = n["rss_settled"].i64();
+    al.kept_bytes = n["kept_bytes"].i64();
+    al.allocator_free_bytes = n["allocator_free_bytes"].i64();
+    al.allocator_free_source = n["allocator_free_source"].str();
+    r.allocator = std::move(al);
   }
   if (root.has("callsites")) {  // probe: who sent them (what the report shows of it)
     const Node c = root["callsites"];

@@ -34,6 +34,8 @@ run|--report-every|10ms|32MiBs;;-1MiB;;MiB;;500us;;2h;;-5ms;;10msms;;1KiB
 run|--pages|4k|1g;;4kk
 run|--release|free|frob;;free,munmap
 run|--pace|2MiB/1ms|2MiB/1ms;;!--release paced --pace 2MiB;;!--release paced --pace 2MiB/1ms/1ms;;!--release paced --pace x/1ms;;!--release paced --pace 2MiB/x;;!--release paced --pace 3KiB/1ms;;!--release paced --pace 0/1ms;;!--release paced --pace 2MiB/-1ms;;!--release chunked --pace 2MiB/2s;;!--release chunked --chunk-size 64MiB --pace 128MiB/1ms;;!--release paced --chunk-size 1GiB --pace 4KiB/1s;;!--release chunked --pages thp --chunk-size 64MiB --pace 64KiB/1ms
+run|--allocator-conf|M_TRIM_THRESHOLD=0|M_TRIM_THRESHOLD=0;;!--release glibc-malloc --allocator-conf M_FOO=1;;!--release glibc-malloc --allocator-conf M_TRIM_THRESHOLD=x;;!--release glibc-malloc --allocator-conf M_TRIM_THRESHOLD;;!--release jemalloc --allocator-conf dirty_decay_ms=0;;!--release tcmalloc --allocator-conf RELEASE_RATE=1;;!--release mimalloc --allocator-conf TCMALLOC_X=1;;!--release mimalloc --allocator-conf MIMALLOC_X=1,,
+run|--allocator-purge|on|on;;!--release jemalloc --allocator-purge maybe;;!--release tcmalloc --allocator-purge 1
 run|--trigger|after=1ms|sometimes;;after=;;after=1msms;;after=-1s
 run|--repeat|1|0;;1s;;99999999999999999999;;-1
 run|--every|500ms|500;;ms500;;-1s;;99999999999999999999s
@@ -69,6 +71,8 @@ compare|--batch|64KiB|64x;;1000
 compare|--report-every|10ms|32MiBs;;500us
 compare|--pages|4k|1g
 compare|--pace|2MiB/1ms|2MiB/1ms;;!--arms reuse,paced --pace 2MiB;;!--arms reuse,chunked --pace 3KiB/1ms;;!--arms paced,chunked --pace 2MiB/2s
+compare|--allocator-conf|M_TRIM_THRESHOLD=0|!--arms reuse,munmap --allocator-conf M_TRIM_THRESHOLD=0;;!--arms reuse,glibc-malloc --allocator-conf M_FOO=1;;!--arms glibc-malloc,jemalloc --allocator-conf M_TRIM_THRESHOLD=0
+compare|--allocator-purge|on|!--arms reuse,munmap --allocator-purge off;;!--arms reuse,jemalloc --allocator-purge maybe
 compare|--trigger|after=150ms|enter;;after=x
 compare|--repeat|1|0;;x
 compare|--every|500ms|500

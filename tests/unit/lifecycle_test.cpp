@@ -37,13 +37,14 @@ TEST(StrategyTable, NamesRoundTripAndListsComeFromTheTable) {
   EXPECT_FALSE(find_strategy("munmapp").has_value());
   EXPECT_EQ(run_strategy_list(),
             "free, munmap, madvise-dontneed, madvise-free, mprotect, madvise-ranges, process-madvise, paced, chunked, "
-            "reuse, membarrier");
+            "glibc-malloc, jemalloc, tcmalloc, mimalloc, reuse, membarrier");
   EXPECT_EQ(run_strategy_help(),
             "free, munmap, madvise-dontneed, madvise-free, mprotect, madvise-ranges, process-madvise, paced, chunked, "
-            "reuse (control), membarrier (IPI validation)");
+            "glibc-malloc (allocator), jemalloc (allocator), tcmalloc (allocator), mimalloc (allocator), reuse (control), "
+            "membarrier (IPI validation)");
   EXPECT_EQ(compare_arm_list(Workload::kMemory),
             "free, munmap, madvise-dontneed, madvise-free, mprotect, madvise-ranges, process-madvise, paced, chunked, "
-            "reuse");
+            "glibc-malloc, jemalloc, tcmalloc, mimalloc, reuse");
   EXPECT_EQ(compare_arm_list(Workload::kJournal), "journal-unmap, journal-recycle");
   EXPECT_FALSE(is_compare_arm(ReleaseStrategy::kMembarrier, Workload::kMemory));
   EXPECT_FALSE(is_compare_arm(ReleaseStrategy::kProbe, Workload::kMemory));

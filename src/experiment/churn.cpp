@@ -1,0 +1,296 @@
+#include "experiment/churn.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <gnu/libc-version.h>
+#include <malloc.h>
+
+#include "core/units.hpp"
+#include "sys/signals.hpp"
+
+namespace shootdown::exp {
+
+// Entry points of one allocator. glibc: the process's own functions; the
+// others: looked up in the privately loaded library (its malloc is not
+// the process's malloc).
+struct AllocatorChurn::Api {
+  void* (*malloc)(std::size_t) = nullptr;
+  void (*free)(void*) = nullptr;
+  int (*mallctl)(const char*, void*, std::size_t*, void*, std::size_t) = nullptr;  // jemalloc
+  void (*tc_release)() = nullptr;                                                  // tcmalloc
+  int (*tc_property)(const char*, std::size_t*) = nullptr;
+  const char* (*tc_version)(int*, int*, const char**) = nullptr;
+  void (*mi_collect)(bool) = nullptr;  // mimalloc
+  int (*mi_version)() = nullptr;
+};
+
+namespace {
+
+struct Lib {
+  const char* soname;
+  const char* package;  // the Debian package that ships it
+};
+
+Lib library_of(ReleaseStrategy s) {
+  switch (s) {
+    case ReleaseStrategy::kJemalloc:
+      return {"libjemalloc.so.2", "libjemalloc2"};
+    case ReleaseStrategy::kTcmalloc:
+      return {"libtcmalloc_minimal.so.4", "libtcmalloc-minimal4"};
+    case ReleaseStrategy::kMimalloc:
+      return {"libmimalloc.so.2", "libmimalloc2.0"};
+    default:
+      return {"", ""};
+  }
+}
+
+template <typename F>
+bool resolve(const sys::SharedLibrary& lib, const char* name, F* out, std::string* why) {
+  *out = reinterpret_cast<F>(lib.symbol(name));
+  if (*out == nullptr && why) *why = lib.path() + " has no " + name;
+  return *out != nullptr;
+}
+
+int mallopt_param(const std::string& name) {
+  if (name == "M_MMAP_THRESHOLD") return M_MMAP_THRESHOLD;
+  if (name == "M_TRIM_THRESHOLD") return M_TRIM_THRESHOLD;
+  if (name == "M_TOP_PAD") return M_TOP_PAD;
+  if (name == "M_ARENA_MAX") return M_ARENA_MAX;
+  return M_MMAP_MAX;
+}
+
+template <typename T>
+bool jectl(const AllocatorChurn::Api& a, const char* name, T* out) {
+  std::size_t len = sizeof(T);
+  return a.mallctl(name, out, &len, nullptr, 0) == 0;
+}
+
+}  // namespace
+
+AllocatorChurn::AllocatorChurn(ReleaseStrategy s, const Plan& plan)
+    : strategy_(s), purge_(plan.allocator_purge), plan_(make_churn(plan.chunk_size)), api_(std::make_unique<Api>()) {
+  freed_ = plan_.free_order;
+  std::sort(freed_.begin(), freed_.end());
+  blocks_.assign(plan_.sizes.size(), nullptr);
+  report_.name = std::string(strategy_name(s));
+  report_.conf = plan.allocator_conf;
+  report_.blocks = static_cast<std::int64_t>(plan_.sizes.size());
+  report_.live_bytes = plan_.live_bytes;
+  report_.freed_bytes = plan_.freed_bytes;
+}
+
+AllocatorChurn::~AllocatorChurn() {
+  // What is still allocated goes back to its allocator (not to glibc's free).
+  if (api_ && api_->free)
+    for (void* p : blocks_)
+      if (p) api_->free(p);
+}
+
+std::unique_ptr<AllocatorChurn> AllocatorChurn::open(ReleaseStrategy s, const Plan& plan, std::string* why) {
+  std::vector<AllocatorSetting> settings;
+  if (!parse_allocator_conf(s, plan.allocator_conf, &settings, why)) return nullptr;
+  std::unique_ptr<AllocatorChurn> c(new AllocatorChurn(s, plan));
+  Api& a = *c->api_;
+  AllocatorReport& r = c->report_;
+  if (s == ReleaseStrategy::kGlibcMalloc) {
+    for (const auto& set : settings)
+      if (mallopt(mallopt_param(set.name), static_cast<int>(std::stoll(set.value))) != 1) {
+        if (why) *why = "mallopt(" + set.name + ", " + set.value + ") refused";
+        return nullptr;
+      }
+    a.malloc = &::malloc;
+    a.free = &::free;
+    r.version = std::string("glibc ") + gnu_get_libc_version();
+    r.settings = settings.empty() ? "glibc defaults (M_MMAP_THRESHOLD dynamic from 128 KiB, M_TRIM_THRESHOLD 128 KiB)"
+                                  : "mallopt " + plan.allocator_conf;
+    r.purge_call = c->purge_ ? "malloc_trim(0)" : "";
+    return c;
+  }
+
+  // The settings travel the allocator's own way (its environment variables,
+  // read when it initializes): set for the load and the first call, then
+  // restored. Unset ones are unset, so the user's environment does not
+  // change an arm behind its back.
+  const Lib lib = library_of(s);
+  std::vector<std::unique_ptr<sys::ScopedEnv>> env;
+  if (s == ReleaseStrategy::kJemalloc) {
+    env.push_back(std::make_unique<sys::ScopedEnv>(
+        "MALLOC_CONF", plan.allocator_conf.empty() ? std::nullopt : std::optional<std::string>(plan.allocator_conf)));
+  } else {
+    for (const auto& set : settings) env.push_back(std::make_unique<sys::ScopedEnv>(set.name, set.value));
+  }
+  std::string lwhy;
+  c->lib_ = sys::SharedLibrary::open(lib.soname, &lwhy);
+  if (!c->lib_) {
+    if (why) {
+      *why = std::string(strategy_name(s)) + " arm: cannot load " + lib.soname + " (" + lwhy + ")";
+      if (lwhy.find("No such file") != std::string::npos || lwhy.find("cannot open") != std::string::npos)
+        *why += "; install Debian's " + std::string(lib.package) + " (scripts/install-deps.sh does)";
+    }
+    return nullptr;
+  }
+  const sys::SharedLibrary& l = *c->lib_;
+  r.library = l.path();
+  switch (s) {
+    case ReleaseStrategy::kJemalloc:
+      if (!resolve(l, "malloc", &a.malloc, why) || !resolve(l, "free", &a.free, why) ||
+          !resolve(l, "mallctl", &a.mallctl, why))
+        return nullptr;
+      break;
+    case ReleaseStrategy::kTcmalloc:
+      if (!resolve(l, "tc_malloc", &a.malloc, why) || !resolve(l, "tc_free", &a.free, why) ||
+          !resolve(l, "MallocExtension_ReleaseFreeMemory", &a.tc_release, why) ||
+          !resolve(l, "MallocExtension_GetNumericProperty", &a.tc_property, why) ||
+          !resolve(l, "tc_version", &a.tc_version, why))
+        return nullptr;
+      break;
+    default:
+      if (!resolve(l, "mi_malloc", &a.malloc, why) || !resolve(l, "mi_free", &a.free, why) ||
+          !resolve(l, "mi_collect", &a.mi_collect, why) || !resolve(l, "mi_version", &a.mi_version, why))
+        return nullptr;
+      break;
+  }
+  // The first call initializes the allocator while its settings are set.
+  a.free(a.malloc(64));
+  env.clear();
+
+  switch (s) {
+    case ReleaseStrategy::kJemalloc: {
+      const char* v = nullptr;
+      r.version = jectl(a, "version", &v) && v ? std::string("jemalloc ") + v : "jemalloc";
+      ssize_t dirty = 0, muzzy = 0;
+      bool bg = false, retain = false;
+      unsigned narenas = 0;
+      r.settings = "dirty_decay_ms:" + (jectl(a, "opt.dirty_decay_ms", &dirty) ? std::to_string(dirty) : "?") +
+                   ",muzzy_decay_ms:" + (jectl(a, "opt.muzzy_decay_ms", &muzzy) ? std::to_string(muzzy) : "?") +
+                   ",background_thread:" +
+                   (jectl(a, "opt.background_thread", &bg) ? (bg ? "true" : "false") : "?") +
+                   ",retain:" + (jectl(a, "opt.retain", &retain) ? (retain ? "true" : "false") : "?") +
+                   ",narenas:" + (jectl(a, "opt.narenas", &narenas) ? std::to_string(narenas) : "?");
+      r.purge_call = c->purge_ ? "mallctl(\"arena.4096.purge\")" : "";
+      break;
+    }
+    case ReleaseStrategy::kTcmalloc: {
+      int major = 0, minor = 0;
+      const char* patch = nullptr;
+      const char* v = a.tc_version(&major, &minor, &patch);
+      r.version = v ? v : "gperftools " + std::to_string(major) + "." + std::to_string(minor);
+      std::size_t aggressive = 0;
+      r.settings = "tcmalloc.aggressive_memory_decommit=" +
+                   (a.tc_property("tcmalloc.aggressive_memory_decommit", &aggressive) ? std::to_string(aggressive)
+                                                                                       : std::string("?"));
+      r.settings += plan.allocator_conf.empty() ? ", TCMALLOC_RELEASE_RATE default (1.0)" : ", " + plan.allocator_conf;
+      r.purge_call = c->purge_ ? "MallocExtension_ReleaseFreeMemory()" : "";
+      break;
+    }
+    default: {
+      const int v = a.mi_version();
+      r.version = "mimalloc " + std::to_string(v / 100) + "." + std::to_string(v / 10 % 10) + "." +
+                  std::to_string(v % 10);
+      r.settings = plan.allocator_conf.empty() ? "mimalloc defaults" : plan.allocator_conf;
+      r.purge_call = c->purge_ ? "mi_collect(true)" : "";
+      break;
+    }
+  }
+  return c;
+}
+
+bool AllocatorChurn::fill(const std::vector<std::uint32_t>& which, std::string* why) {
+  std::size_t n = 0;
+  for (std::uint32_t i : which) {
+    const std::size_t size = plan_.sizes[i];
+    void* p = api_->malloc(size);
+    if (p == nullptr) {
+      if (why) *why = report_.name + ": malloc(" + std::to_string(size) + ") returned NULL";
+      return false;
+    }
+    std::memset(p, 0x5a, size);  // resident, as a live object's memory is
+    blocks_[i] = p;
+    if (++n % 4096 == 0 && sys::StopSignals::pending()) {
+      if (why) *why = "interrupted while building the live set";
+      return false;
+    }
+  }
+  return true;
+}
+
+bool AllocatorChurn::build(std::string* why) {
+  std::vector<std::uint32_t> all(plan_.sizes.size());
+  for (std::uint32_t i = 0; i < all.size(); ++i) all[i] = i;
+  return fill(all, why);
+}
+
+bool AllocatorChurn::release(std::string* why) {
+  for (std::uint32_t i : plan_.free_order) {
+    api_->free(blocks_[i]);
+    blocks_[i] = nullptr;
+  }
+  if (!purge_) return true;
+  switch (strategy_) {
+    case ReleaseStrategy::kGlibcMalloc:
+      malloc_trim(0);
+      return true;
+    case ReleaseStrategy::kJemalloc:
+      if (api_->mallctl("arena.4096.purge", nullptr, nullptr, nullptr, 0) != 0) {
+        if (why) *why = "mallctl(\"arena.4096.purge\") failed";
+        return false;
+      }
+      return true;
+    case ReleaseStrategy::kTcmalloc:
+      api_->tc_release();
+      return true;
+    default:
+      api_->mi_collect(true);
+      return true;
+  }
+}
+
+bool AllocatorChurn::rearm(std::string* why) {
+  return fill(freed_, why);
+}
+
+void AllocatorChurn::settle() {
+  AllocatorReport& r = report_;
+  r.rss_settled = rss_.bytes();
+  if (r.rss_live >= 0 && r.rss_settled >= 0)
+    r.kept_bytes = std::max<std::int64_t>(0, r.freed_bytes - std::max<std::int64_t>(0, r.rss_live - r.rss_settled));
+  switch (strategy_) {
+    case ReleaseStrategy::kGlibcMalloc: {
+      const struct mallinfo2 mi = mallinfo2();
+      r.allocator_free_bytes = static_cast<std::int64_t>(mi.fordblks);
+      r.allocator_free_source = "mallinfo2().fordblks (free bytes in malloc's arenas, resident or not)";
+      break;
+    }
+    case ReleaseStrategy::kJemalloc: {
+      std::uint64_t epoch = 1;
+      std::size_t len = sizeof epoch;
+      api_->mallctl("epoch", &epoch, &len, &epoch, sizeof epoch);
+      std::size_t resident = 0, allocated = 0;
+      if (jectl(*api_, "stats.resident", &resident) && jectl(*api_, "stats.allocated", &allocated)) {
+        r.allocator_free_bytes = static_cast<std::int64_t>(resident) - static_cast<std::int64_t>(allocated);
+        r.allocator_free_source = "stats.resident - stats.allocated (resident pages not in use: dirty, metadata)";
+      }
+      break;
+    }
+    case ReleaseStrategy::kTcmalloc: {
+      std::int64_t sum = 0;
+      bool ok = true;
+      for (const char* name : {"tcmalloc.pageheap_free_bytes", "tcmalloc.central_cache_free_bytes",
+                               "tcmalloc.transfer_cache_free_bytes", "tcmalloc.thread_cache_free_bytes"}) {
+        std::size_t v = 0;
+        ok = ok && api_->tc_property(name, &v) != 0;
+        sum += static_cast<std::int64_t>(v);
+      }
+      if (ok) {
+        r.allocator_free_bytes = sum;
+        r.allocator_free_source = "tcmalloc pageheap + central + transfer + thread cache free bytes";
+      }
+      break;
+    }
+    default:
+      r.allocator_free_source = "mimalloc's API exposes no per-heap free-bytes count";
+      break;
+  }
+}
+
+}  // namespace shootdown::exp

@@ -1,0 +1,76 @@
+// Thin wrappers for loading a shared library privately (dlopen RTLD_LOCAL:
+// its symbols stay out of the process's global scope, so only code that asks
+// this handle for an entry point uses it) and for setting an environment
+// variable for a moment. They decide nothing: experiment/ chooses what to
+// load and with which settings.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+
+namespace shootdown::sys {
+
+class SharedLibrary {
+ public:
+  // dlopen(soname, RTLD_NOW | RTLD_LOCAL); nullopt + why (dlerror()) on failure.
+  static std::optional<SharedLibrary> open(const std::string& soname, std::string* why);
+  SharedLibrary(SharedLibrary&& o) noexcept : handle_(o.handle_), path_(std::move(o.path_)) { o.handle_ = nullptr; }
+  SharedLibrary& operator=(SharedLibrary&& o) noexcept {
+    std::swap(handle_, o.handle_);
+    std::swap(path_, o.path_);
+    return *this;
+  }
+  SharedLibrary(const SharedLibrary&) = delete;
+  SharedLibrary& operator=(const SharedLibrary&) = delete;
+  // Never dlclose'd: an allocator cannot be unloaded while memory it handed
+  // out or threads it started may still exist.
+  ~SharedLibrary() = default;
+
+  void* symbol(const char* name) const;  // nullptr when the library lacks it
+  const std::string& path() const { return path_; }  // the file the loader chose (realpath)
+
+ private:
+  SharedLibrary(void* h, std::string path) : handle_(h), path_(std::move(path)) {}
+  void* handle_ = nullptr;
+  std::string path_;
+};
+
+// Sets (value) or unsets (nullopt) one environment variable until destroyed,
+// then restores what was there. Not thread-safe (setenv): the experiment's
+// set-up runs it before any thread reads the environment.
+class ScopedEnv {
+ public:
+  ScopedEnv(std::string name, const std::optional<std::string>& value);
+  ~ScopedEnv();
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_;
+  std::optional<std::string> old_;
+};
+
+// The process's resident set, from /proc/self/statm read into a buffer made
+// up front (no allocation: safe inside a measured span). -1 when unreadable.
+class ResidentSet {
+ public:
+  ResidentSet();
+  ~ResidentSet();
+  ResidentSet(const ResidentSet&) = delete;
+  ResidentSet& operator=(const ResidentSet&) = delete;
+  long long bytes();
+
+ private:
+  int fd_ = -1;
+  long page_ = 4096;
+};
+
+// glibc fixes its optional static TLS surplus at process start; a library
+// with initial-exec TLS larger than it (jemalloc) cannot be dlopen'ed later.
+// True when GLIBC_TUNABLES already asks for at least `bytes`; otherwise
+// re-executes /proc/self/exe with argv and the tunable added (returns false
+// only when the exec failed, why set).
+bool ensure_static_tls(std::size_t bytes, char** argv, std::string* why);
+
+}  // namespace shootdown::sys
