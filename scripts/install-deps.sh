@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Idempotent: installs only the Debian packages that are missing.
 # Usage: scripts/install-deps.sh [--with-integration | --with-bench]
-#   default             build + unit/CLI test dependencies
+#   default             build + unit/CLI test dependencies, and the allocators
+#                       of the allocator arms (jemalloc, tcmalloc, mimalloc)
 #   --with-integration  also the real parts the integration tier uses
 #                       (HdrHistogram Java reference, InfluxDB, Chromium,
 #                       Prometheus + promtool, lintian for the .deb; xz-utils,
@@ -17,6 +18,7 @@ base=(
   libcpp-httplib-dev libtraceevent-dev libdw-dev libelf-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev ccache jq
+  libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0
 )
 integration=(
   default-jre-headless default-jdk-headless libhdrhistogram-java
