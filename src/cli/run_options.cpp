@@ -161,6 +161,11 @@ MachineFacts read_machine_facts() {
   }
   const sys::MemInfo mi = sys::read_meminfo();
   m.mem_available = mi.mem_available();
+  if (const auto cg = sys::read_cgroup_memory(); cg && cg->limit >= 0) {
+    m.cgroup_limit = cg->limit;
+    m.cgroup_usage = cg->usage;
+    m.cgroup_path = cg->path;
+  }
   m.hugepages_free = mi.hugepages_free();
   m.hugepage_size = mi.hugepage_size();
   m.stdin_is_tty = ::isatty(STDIN_FILENO) == 1;
@@ -334,25 +339,41 @@ Plan validate_run_options(const RunOptions& o, const MachineFacts& m, std::vecto
   if (p.chunk_size_requested < 4096)
     bad(fmt::format("--chunk-size {}: must be at least 4KiB (accepted: a size like 512MiB, 4GiB)", o.chunk_size));
   const std::int64_t chunks = 1 + static_cast<std::int64_t>(p.victim_cpus.size());
-  const std::int64_t margin = std::max<std::int64_t>(1LL << 30, m.mem_available / 10);
-  const std::int64_t usable = m.mem_available - margin;
+  std::int64_t margin = std::max<std::int64_t>(1LL << 30, m.mem_available / 10);
+  std::int64_t usable = m.mem_available - margin;
+  // In a memory cgroup (a container, a systemd slice) the kernel OOM-kills
+  // the run (SIGKILL, no result) once the chunks, the victims' sample rings
+  // and the rest of the process exceed its limit: the headroom under the
+  // limit bounds the chunks too.
+  std::string memory_name = fmt::format("MemAvailable is {}", format_size(m.mem_available));
+  if (m.cgroup_limit >= 0) {
+    const std::int64_t headroom = std::max<std::int64_t>(0, m.cgroup_limit - m.cgroup_usage);
+    // A third of the headroom (at least 128 MiB) for the rest: the victims'
+    // sample rings (~70 MiB for a 2 s run here; experiment/ caps them to what
+    // the limit leaves), the trace buffers and the analysis.
+    const std::int64_t cg_margin = std::max<std::int64_t>(128LL << 20, headroom / 3);
+    if (headroom - cg_margin < usable) {
+      usable = headroom - cg_margin;
+      margin = cg_margin;
+      memory_name = fmt::format("the memory cgroup {} allows {} more (limit {}, {} in use)", m.cgroup_path,
+                                format_size(headroom), format_size(m.cgroup_limit), format_size(m.cgroup_usage));
+    }
+  }
   std::int64_t chunk = p.chunk_size_requested;
   if (p.pages != PageMode::k4k) chunk = (chunk + (2LL << 20) - 1) / (2LL << 20) * (2LL << 20);  // whole huge pages
   if (chunk > usable / chunks) {
     const std::int64_t fit = std::max<std::int64_t>(0, usable / chunks) / (2LL << 20) * (2LL << 20);
     if (o.chunk_size_given)
       bad(fmt::format(
-          "--chunk-size {}: {} chunks (A + one B per victim) need {} but MemAvailable is {} (keep {} free); "
+          "--chunk-size {}: {} chunks (A + one B per victim) need {} but {} (keep {} free); "
           "use at most {}",
-          o.chunk_size, chunks, format_size(chunk * chunks), format_size(m.mem_available), format_size(margin),
-          format_size(fit)));
+          o.chunk_size, chunks, format_size(chunk * chunks), memory_name, format_size(margin), format_size(fit)));
     if (fit < (64LL << 20))
-      bad(
-          fmt::format("--chunk-size: not enough memory for the default chunks (MemAvailable {}); free memory or give a "
+      bad(fmt::format("--chunk-size: not enough memory for the default chunks ({}); free memory or give a "
                       "smaller size",
-                      format_size(m.mem_available)));
-    warn(fmt::format("chunk size capped from {} to {} so {} chunks fit in MemAvailable ({}) with {} to spare",
-                     format_size(chunk), format_size(fit), chunks, format_size(m.mem_available), format_size(margin)));
+                      memory_name));
+    warn(fmt::format("chunk size capped from {} to {} so {} chunks fit: {} (keep {} free)", format_size(chunk),
+                     format_size(fit), chunks, memory_name, format_size(margin)));
     chunk = fit;
     p.chunk_capped = true;
   }

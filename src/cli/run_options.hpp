@@ -56,6 +56,10 @@ struct MachineFacts {
   std::vector<int> isolated;
   std::vector<int> cpu_node;  // node of each CPU, indexed by CPU number
   std::int64_t mem_available = 0;
+  // The memory cgroup's limit and usage (sys::read_cgroup_memory): -1 = no limit.
+  std::int64_t cgroup_limit = -1;
+  std::int64_t cgroup_usage = 0;
+  std::string cgroup_path;
   std::int64_t hugepages_free = 0;
   std::int64_t hugepage_size = 2 << 20;
   bool stdin_is_tty = false;

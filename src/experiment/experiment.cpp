@@ -3,6 +3,7 @@
 #include "experiment/finish.hpp"
 
 #include <algorithm>
+#include <fmt/format.h>
 #include <csignal>
 #include <poll.h>
 #include <pthread.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "core/analysis.hpp"
+#include "core/units.hpp"
 #include "experiment/arena.hpp"
 #include "experiment/churn.hpp"
 #include "experiment/culprit.hpp"
@@ -19,6 +21,7 @@
 #include "experiment/victim.hpp"
 #include "sys/affinity.hpp"
 #include "sys/interrupts.hpp"
+#include "sys/meminfo.hpp"
 #include "sys/signals.hpp"
 #include "sys/tsc.hpp"
 
@@ -210,6 +213,24 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
                  (plan.every_ns + plan.settle_ns + 2000 * kMs + spread) +
              plan.after_ns;
 
+  // Under a memory cgroup's limit, what is left after chunk A (and the
+  // churn) is shared by the victims' chunks B and their sample rings, and
+  // after the run by the analysis: each sample's 4 ring bytes become 16 in
+  // VictimSamples while the ring is still held, and the phase statistics
+  // copy them again (~32 bytes per sample in all). So each ring gets at most
+  // an eighth of its share, less 32 MiB for the rest of the process: a long
+  // run ends early with its samples instead of being OOM-killed. (A budget by
+  // configuration rather than by the limit is issue 19's streaming analysis.)
+  std::size_t ring_budget = 0;
+  std::string ring_budget_why;
+  if (const auto cg = sys::read_cgroup_memory(); cg && cg->limit >= 0 && !plan.victim_cpus.empty()) {
+    const auto n = static_cast<std::int64_t>(plan.victim_cpus.size());
+    const std::int64_t left = cg->limit - cg->usage - n * static_cast<std::int64_t>(size) - (32LL << 20);
+    ring_budget = static_cast<std::size_t>(std::max<std::int64_t>(left / n / 8, 1LL << 20));
+    ring_budget_why = fmt::format("the memory cgroup {} (limit {}) leaves room for {} of ring per victim", cg->path,
+                                  format_size(cg->limit), format_size(static_cast<std::int64_t>(ring_budget)));
+  }
+
   // Victims: signals blocked in their threads so no handler runs on a victim CPU.
   std::vector<std::unique_ptr<Victim>> victims;
   std::vector<std::thread> threads;
@@ -224,6 +245,8 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
     vc.chunk_a = &a;
     vc.chunk_b = hooks.victim_chunk ? hooks.victim_chunk(cpu, size, mode, plan.numa_node) : nullptr;
     vc.planned_ns = planned;
+    vc.ring_budget_bytes = ring_budget;
+    vc.ring_budget_why = ring_budget_why;
     vc.ns_per_tick = pre.ns_per_tick;
     vc.rt = plan.rt;
     victims.push_back(std::make_unique<Victim>(vc, ctl));

@@ -1,9 +1,12 @@
 #include "experiment/victim.hpp"
 
+#include "core/units.hpp"
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <fmt/format.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -90,6 +93,16 @@ bool Victim::prepare() {
   // Ring: the planned duration at the fastest batch rate, +25%, +64k.
   const double expected = static_cast<double>(cfg_.planned_ns) / fastest_ns * 1.25 + 65536.0;
   ring_cap_ = static_cast<std::size_t>(std::min(expected, static_cast<double>(cfg_.max_ring_samples)));
+  if (const std::size_t budget = cfg_.ring_budget_bytes / sizeof(std::uint32_t);
+      cfg_.ring_budget_bytes > 0 && budget < ring_cap_) {
+    out_.warnings.push_back(fmt::format(
+        "sample ring capped to {} ({} of samples at the fastest batch rate instead of the planned {}): {}; a longer "
+        "run ends early when it is full",
+        format_size(static_cast<std::int64_t>(budget * sizeof(std::uint32_t))),
+        format_duration_ns(static_cast<std::int64_t>(static_cast<double>(budget) * fastest_ns)),
+        format_duration_ns(cfg_.planned_ns), cfg_.ring_budget_why));
+    ring_cap_ = std::max<std::size_t>(budget, 4096);
+  }
   try {
     ring_ = Chunk(ring_cap_ * sizeof(std::uint32_t), PageMode::k4k, Allocator::kMmap, cfg_.numa_node);
   } catch (const std::exception& e) {

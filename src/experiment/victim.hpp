@@ -36,6 +36,11 @@ struct VictimConfig {
   Chunk* chunk_b = nullptr;        // borrowed B (Hooks::victim_chunk); nullptr = own a fresh one
   std::int64_t planned_ns = 0;     // measurement length, sizes the ring
   std::size_t max_ring_samples = 256u << 20;
+  // Under a memory cgroup's limit: the most the sample ring may take (0 = no
+  // limit). A ring capped by it ends the measurement early when full rather
+  // than the kernel OOM-killing the run; the victim says so in a warning.
+  std::size_t ring_budget_bytes = 0;
+  std::string ring_budget_why;  // "the memory cgroup /x allows 80 MiB more"
   double ns_per_tick = 0;  // pre-run TSC calibration (sizes the ring)
   bool rt = false;         // SCHED_FIFO: the victim keeps its CPU (and so gets its IPIs)
 };

@@ -195,6 +195,16 @@ std::string header_section(const Result& r, const Analysis& a) {
     if (is_paced(p.release) && p.pace_step > 0)
       o += fact("pace", fmt::format("madvise(MADV_DONTNEED) steps of {}, {} after each (--pace {})",
                                     format_size(p.pace_step), format_gap(p.pace_gap_ns), format_pace(p.pace())));
+    // Allocator arms: the console's lines ("allocator: ...", "memory kept:
+    // ...", "per GiB freed: ...") as facts.
+    const std::string alloc = allocator_lines(r, a);
+    for (std::size_t at = 0; at < alloc.size();) {
+      const std::size_t nl = alloc.find('\n', at);
+      const std::string line = alloc.substr(at, nl - at);
+      at = nl == std::string::npos ? alloc.size() : nl + 1;
+      if (const std::size_t colon = line.find(": "); colon != std::string::npos)
+        o += fact(line.substr(0, colon), line.substr(colon + 2));
+    }
     std::string chunk = format_size(p.chunk_size);
     if (p.chunk_capped) chunk += " (capped from " + format_size(p.chunk_size_requested) + ")";
     o += fact("chunk size", chunk + " per chunk (A, and one B per victim)");

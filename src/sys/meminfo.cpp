@@ -1,6 +1,8 @@
 #include "sys/meminfo.hpp"
 
+#include <algorithm>
 #include <sstream>
+#include <vector>
 
 #include "sys/fs.hpp"
 
@@ -37,6 +39,119 @@ std::string parse_bracketed(const std::string& text) {
 std::string read_thp_mode(const std::string& file) {
   auto t = read_file("/sys/kernel/mm/transparent_hugepage/" + file);
   return t ? parse_bracketed(*t) : "unavailable";
+}
+
+}  // namespace shootdown::sys
+
+namespace shootdown::sys {
+
+namespace {
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s) {
+    if (c == sep) {
+      out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  out.push_back(cur);
+  return out;
+}
+
+std::optional<std::int64_t> number(const std::optional<std::string>& text) {
+  if (!text) return std::nullopt;
+  const std::string t = trim(*text);
+  if (t.empty() || t.find_first_not_of("0123456789") != std::string::npos || t.size() > 19) return std::nullopt;
+  return std::stoll(t);
+}
+
+// "/a/b" under a mount whose root is "/a": "b"; nullopt when outside it.
+std::optional<std::string> relative(const std::string& path, const std::string& root) {
+  if (root == "/") return path.size() > 1 ? path.substr(1) : std::string();
+  if (path == root) return std::string();
+  if (path.rfind(root + "/", 0) == 0) return path.substr(root.size() + 1);
+  return std::nullopt;
+}
+}  // namespace
+
+std::optional<CgroupMemory> parse_cgroup_memory(
+    const std::string& proc_cgroup, const std::string& mountinfo,
+    const std::function<std::optional<std::string>(const std::string&)>& read) {
+  std::string v1_path, v2_path;
+  bool have_v2 = false;
+  std::istringstream in(proc_cgroup);
+  for (std::string line; std::getline(in, line);) {
+    const auto f1 = line.find(':');
+    const auto f2 = f1 == std::string::npos ? f1 : line.find(':', f1 + 1);
+    if (f2 == std::string::npos) continue;
+    const std::string ctl = line.substr(f1 + 1, f2 - f1 - 1), path = line.substr(f2 + 1);
+    if (line.compare(0, f1, "0") == 0 && ctl.empty()) {
+      v2_path = path;
+      have_v2 = true;
+    }
+    for (const auto& c : split(ctl, ','))
+      if (c == "memory") v1_path = path;
+  }
+  // Mounts: "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS ... - FSTYPE SOURCE SUPEROPTS".
+  std::istringstream mi(mountinfo);
+  for (std::string line; std::getline(mi, line);) {
+    std::istringstream f(line);
+    std::string id, parent, dev, root, mnt;
+    f >> id >> parent >> dev >> root >> mnt;
+    const auto dash = line.find(" - ");
+    if (dash == std::string::npos) continue;
+    std::istringstream tail(line.substr(dash + 3));
+    std::string fstype, source, superopts;
+    tail >> fstype >> source >> superopts;
+    CgroupMemory c;
+    std::optional<std::string> rel;
+    if (fstype == "cgroup" && !v1_path.empty()) {
+      const auto opts = split(superopts, ',');
+      if (std::find(opts.begin(), opts.end(), "memory") == opts.end()) continue;
+      if (!(rel = relative(v1_path, root))) continue;
+      const std::string dir = mnt + (rel->empty() ? "" : "/" + *rel);
+      c.path = v1_path;
+      c.version = 1;
+      std::optional<std::int64_t> lim;
+      if (const auto stat = read(dir + "/memory.stat")) {
+        std::istringstream st(*stat);
+        for (std::string k, v; st >> k >> v;)
+          if (k == "hierarchical_memory_limit") lim = number(v);
+      }
+      if (!lim) lim = number(read(dir + "/memory.limit_in_bytes"));
+      if (!lim) continue;
+      c.limit = *lim >= (1LL << 62) ? -1 : *lim;
+      c.usage = number(read(dir + "/memory.usage_in_bytes")).value_or(0);
+      return c;
+    }
+    if (fstype == "cgroup2" && have_v2 && v1_path.empty()) {
+      if (!(rel = relative(v2_path, root))) continue;
+      std::string r = *rel;
+      const auto current = number(read(mnt + (r.empty() ? "" : "/" + r) + "/memory.current"));
+      if (!current) continue;  // the memory controller is not enabled here
+      c.path = v2_path;
+      c.version = 2;
+      c.usage = *current;
+      // The effective limit is the lowest memory.max on the way up.
+      for (;;) {
+        const auto max = read(mnt + (r.empty() ? "" : "/" + r) + "/memory.max");
+        if (const auto n = number(max); n && (c.limit < 0 || *n < c.limit)) c.limit = *n;
+        if (r.empty()) break;
+        const auto slash = r.rfind('/');
+        r = slash == std::string::npos ? std::string() : r.substr(0, slash);
+      }
+      return c;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<CgroupMemory> read_cgroup_memory() {
+  return parse_cgroup_memory(read_file_or("/proc/self/cgroup", ""), read_file_or("/proc/self/mountinfo", ""),
+                             [](const std::string& p) { return read_file(p); });
 }
 
 }  // namespace shootdown::sys

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -20,6 +21,22 @@ struct MemInfo {
 };
 
 MemInfo parse_meminfo(const std::string& text);
+
+// The memory limit of this process's cgroup (a container, a systemd slice):
+// MemAvailable says what the machine has, but the kernel OOM-kills a process
+// whose cgroup exceeds its limit long before that.
+struct CgroupMemory {
+  std::string path;         // the cgroup, as /proc/self/cgroup names it ("/docker/abc")
+  int version = 0;          // 1 (memory controller) or 2 (unified)
+  std::int64_t limit = -1;  // effective limit in bytes (the lowest on the way to the root); -1 = none
+  std::int64_t usage = 0;   // bytes charged to the cgroup now
+};
+// From /proc/self/cgroup and /proc/self/mountinfo text and a reader of files
+// under the cgroup mount (relative path -> content): testable on fixtures.
+// nullopt when no memory cgroup is mounted or found.
+std::optional<CgroupMemory> parse_cgroup_memory(const std::string& proc_cgroup, const std::string& mountinfo,
+                                                const std::function<std::optional<std::string>(const std::string&)>& read);
+std::optional<CgroupMemory> read_cgroup_memory();
 MemInfo read_meminfo();
 // "always", "madvise" or "never": the bracketed word of the THP sysfs file.
 std::string read_thp_mode(const std::string& file = "enabled");

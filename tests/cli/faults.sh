@@ -34,6 +34,51 @@ expect_err "error: .*(mmap|malloc|memory|allocat)" "mmap failing: says so"
 expect_no_file "$TMP/as/result.json" "mmap failing: no result.json"
 fi
 
+# 2b. A memory-limited cgroup (a container, a systemd slice with MemoryMax):
+#     MemAvailable alone let the default chunks exceed the limit and the kernel
+#     OOM-killed the run (SIGKILL, nothing written: measured in a 300 MiB v1
+#     cgroup, rc=137). Now the default chunks are capped under the limit and
+#     the run completes; an explicit --chunk-size beyond it is refused in one
+#     line naming the cgroup (exit 2, no files).
+CG=""
+read -r cgv cgpath < <(awk -F: '$2 ~ /(^|,)memory(,|$)/ {print 1, $3; exit} $1 == "0" && $2 == "" {v2=$3} END {if (v2 != "") print 2, v2}' /proc/self/cgroup | head -1)
+if [[ ${cgv:-} == 1 ]]; then
+  cgmnt=$(awk '$0 ~ / - cgroup / && $NF ~ /(^|,)memory(,|$)/ {print $5; exit}' /proc/self/mountinfo)
+  cgroot=$(awk '$0 ~ / - cgroup / && $NF ~ /(^|,)memory(,|$)/ {print $4; exit}' /proc/self/mountinfo)
+  limit_file=memory.limit_in_bytes
+else
+  cgmnt=$(awk '$0 ~ / - cgroup2 / {print $5; exit}' /proc/self/mountinfo)
+  cgroot=$(awk '$0 ~ / - cgroup2 / {print $4; exit}' /proc/self/mountinfo)
+  limit_file=memory.max
+fi
+if [[ -n ${cgmnt:-} && -n ${cgpath:-} ]]; then
+  rel=${cgpath#"$cgroot"}
+  CG="$cgmnt/${rel#/}/shootdown-test-$$"
+  CG=${CG//\/\//\/}
+  if ! mkdir "$CG" 2>/dev/null || [[ ! -e $CG/$limit_file ]] || ! echo $((300 << 20)) >"$CG/$limit_file" 2>/dev/null; then
+    rmdir "$CG" 2>/dev/null
+    CG=""
+  fi
+fi
+if [[ -z $CG ]]; then
+  ok "# skip memory cgroup: no writable memory cgroup under this process's (cgroup v${cgv:-?} at ${cgmnt:-nowhere})"
+elif "$SHOOTDOWN" --version | grep -qE '\+(address|thread)'; then
+  ok "# skip memory cgroup: sanitizer build (shadow memory is charged to the cgroup)"
+  rmdir "$CG"
+else
+  in_cg() { sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$CG" "$@"; }
+  run_cmd in_cg "$SHOOTDOWN" run --trigger after=100ms --baseline 100ms --after 100ms --trace off --json
+  no_crash "memory cgroup of 300 MiB, default chunks"
+  expect_rc 0 "memory cgroup, default chunks: run completes"
+  if grep -q "capped .* memory cgroup .*limit 300 MiB" <<<"$OUT$ERR"; then ok "memory cgroup: the chunks were capped under its limit, said"; else not_ok "memory cgroup: no capping warning naming the cgroup"; fi
+  run_cmd in_cg "$SHOOTDOWN" run --chunk-size 1GiB --trigger after=100ms --out "$TMP/cg1g"
+  expect_rc 2 "memory cgroup, --chunk-size 1GiB: refused"
+  expect_err_lines 1 "memory cgroup, --chunk-size 1GiB: one line"
+  expect_err "--chunk-size 1GiB: .*memory cgroup .*limit 300 MiB.*use at most" "memory cgroup: names the cgroup and what fits"
+  expect_no_file "$TMP/cg1g" "memory cgroup, refused: no files"
+  rmdir "$CG" 2>/dev/null || true
+fi
+
 # 3. perf_event_open refused (unprivileged, perf_event_paranoid > -1).
 run_cmd "${NOBODY[@]}" "$SHOOTDOWN" run "${A[@]}" --trace on
 expect_rc 1 "perf refused, --trace on: exit 1"

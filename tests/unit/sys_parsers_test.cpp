@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <functional>
+#include <map>
+#include <optional>
 #include <sstream>
 
 #include "sys/cpus.hpp"
@@ -89,4 +92,62 @@ TEST(MemInfo, Parses) {
   EXPECT_EQ(m.hugepages_free(), 7);
   EXPECT_EQ(m.hugepage_size(), 2048 * 1024);
   EXPECT_EQ(parse_bracketed("always [madvise] never\n"), "madvise");
+}
+
+namespace {
+// A reader of cgroup files from a map (absolute path -> content).
+std::function<std::optional<std::string>(const std::string&)> files(std::map<std::string, std::string> m) {
+  return [m](const std::string& p) -> std::optional<std::string> {
+    auto it = m.find(p);
+    if (it == m.end()) return std::nullopt;
+    return it->second;
+  };
+}
+}  // namespace
+
+TEST(CgroupMemory, V1MemoryControllerUsesTheHierarchicalLimit) {
+  // This machine's layout: hybrid, the memory controller on v1, the process
+  // in /process_api/X; hierarchical_memory_limit is the lowest on the way up.
+  const std::string cg = "9:name=systemd:/\n4:memory:/process_api/x/sd\n0::/\n";
+  const std::string mi =
+      "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
+      "35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n"
+      "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
+  const auto c = parse_cgroup_memory(
+      cg, mi,
+      files({{"/sys/fs/cgroup/memory/process_api/x/sd/memory.stat", "cache 0\nhierarchical_memory_limit 314572800\n"},
+             {"/sys/fs/cgroup/memory/process_api/x/sd/memory.limit_in_bytes", "9223372036854771712\n"},
+             {"/sys/fs/cgroup/memory/process_api/x/sd/memory.usage_in_bytes", "1708032\n"}}));
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->version, 1);
+  EXPECT_EQ(c->path, "/process_api/x/sd");
+  EXPECT_EQ(c->limit, 314572800);
+  EXPECT_EQ(c->usage, 1708032);
+  // Unlimited (the kernel's "no limit" is a page-rounded LLONG_MAX): -1.
+  const auto u = parse_cgroup_memory(
+      cg, mi,
+      files({{"/sys/fs/cgroup/memory/process_api/x/sd/memory.limit_in_bytes", "9223372036854771712\n"},
+             {"/sys/fs/cgroup/memory/process_api/x/sd/memory.usage_in_bytes", "5\n"}}));
+  ASSERT_TRUE(u.has_value());
+  EXPECT_EQ(u->limit, -1);
+}
+
+TEST(CgroupMemory, V2TakesTheLowestMaxUpToTheMountRoot) {
+  // A container: its cgroup namespace root is /docker/c, mounted at /sys/fs/cgroup.
+  const std::string cg = "0::/docker/c/app\n";
+  const std::string mi = "50 40 0:40 /docker/c /sys/fs/cgroup rw - cgroup2 cgroup2 rw,nsdelegate\n";
+  const auto c = parse_cgroup_memory(cg, mi,
+                                     files({{"/sys/fs/cgroup/app/memory.current", "1048576\n"},
+                                            {"/sys/fs/cgroup/app/memory.max", "max\n"},
+                                            {"/sys/fs/cgroup/memory.max", "536870912\n"}}));
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->version, 2);
+  EXPECT_EQ(c->limit, 536870912);
+  EXPECT_EQ(c->usage, 1048576);
+  // No memory controller enabled (no memory.current): nothing to say.
+  EXPECT_FALSE(parse_cgroup_memory(cg, mi, files({})).has_value());
+  // A cgroup outside the mount's root (another namespace): not ours to read.
+  EXPECT_FALSE(parse_cgroup_memory("0::/elsewhere\n", mi, files({{"/sys/fs/cgroup/memory.current", "1\n"}})).has_value());
+  // Nothing mounted.
+  EXPECT_FALSE(parse_cgroup_memory(cg, "", files({})).has_value());
 }
