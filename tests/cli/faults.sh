@@ -194,6 +194,29 @@ for sub in blame probe; do
   no_crash "$sub target killed"
   if [[ $RC == 0 || $RC == 1 ]]; then ok "$sub target killed: exit $RC"; else not_ok "$sub target killed: rc=$RC: $ERR"; fi
 done
+# 8b. The target exiting at every phase of the session: before the probe
+#     library has set up (0 s), while it sets up its ring (20 ms), during the
+#     measurement (300 ms); and blame -p of a process that exits before the
+#     --duration ends. Outcome: exit 0 with a report, or exit 1 with one line
+#     saying why (never a crash, a hang or empty tables).
+for d in 0 0.02 0.3; do
+  for sub in blame probe; do
+    run_cmd timeout 60 "$SHOOTDOWN" "$sub" -- sh -c "sleep $d"
+    no_crash "$sub -- sh -c 'sleep $d'"
+    case $RC in
+      0) if grep -Eq "^shootdown blame: pid [0-9]+ |^the probe on cpu[0-9]+ " <<<"$OUT"; then ok "$sub, target exits after ${d}s: a report (rc=0)"; else not_ok "$sub, target exits after ${d}s: rc=0 without a report: $(head -3 <<<"$OUT")"; fi ;;
+      1) if [[ $(grep -c "error:" <<<"$ERR") == 1 ]] && grep -q "no sample arrived\|exited" <<<"$ERR"; then ok "$sub, target exits after ${d}s: one line why (rc=1)"; else not_ok "$sub, target exits after ${d}s: rc=1: $ERR"; fi ;;
+      *) not_ok "$sub, target exits after ${d}s: rc=$RC: $ERR" ;;
+    esac
+  done
+done
+sleep 0.2 &
+GONE=$!
+run_cmd timeout 30 "$SHOOTDOWN" blame -p "$GONE" --duration 2s
+no_crash "blame -p of a process that exits after 0.2 s"
+expect_rc 0 "blame -p, the target exits before --duration: the report of what it saw"
+expect_out "^shootdown blame: pid $GONE sleep, [0-9.]+ ms" "blame -p: the report says the time it saw (under 2 s)"
+
 # Kernel state restored: no tracefs mount of ours left behind.
 if grep -q "tracefs" /proc/mounts && ! grep -q tracefs <<<"$TRACEFS_BEFORE"; then not_ok "a tracefs mount was left"; else ok "no tracefs mount left"; fi
 finish
