@@ -1,5 +1,7 @@
 #include "core/analysis.hpp"
 
+#include <cmath>
+
 #include <algorithm>
 #include <array>
 #include <limits>
@@ -239,6 +241,41 @@ VictimAnalysis analyze_victim(const Result& r, const VictimSamples& v, const std
   }
   if (!mask) mark_beyond_spread(v, phases, a);
   return a;
+}
+
+std::int64_t memory_kept_bytes(std::int64_t released, std::int64_t rss_before, std::int64_t rss_settled) {
+  if (rss_before < 0 || rss_settled < 0 || released < 0) return -1;
+  return std::max<std::int64_t>(0, released - std::max<std::int64_t>(0, rss_before - rss_settled));
+}
+
+std::optional<ReleaseCost> release_cost(const Result& r, const Verdict& v) {
+  if (!r.memory || r.releases.empty()) return std::nullopt;
+  const double nan = std::nan("");
+  ReleaseCost c;
+  std::int64_t released = 0, release_ns = 0;
+  for (const auto& rel : r.releases) {
+    released += rel.bytes;
+    release_ns += rel.duration_ns();
+  }
+  c.gib_released = static_cast<double>(released) / static_cast<double>(1LL << 30);
+  if (c.gib_released <= 0) return std::nullopt;
+  double shootdowns = 0, stall_ns = 0;
+  int with = 0;
+  for (const auto& x : v.victims)
+    if (x.evidence) {
+      shootdowns += static_cast<double>(x.shootdowns);
+      stall_ns += static_cast<double>(x.stall_ns);
+      ++with;
+    }
+  c.shootdowns_per_gib = with > 0 ? shootdowns / with / c.gib_released : nan;
+  c.stall_ms_per_gib = with > 0 ? stall_ns / with / 1e6 / c.gib_released : nan;
+  c.release_ms_per_gib = static_cast<double>(release_ns) / 1e6 / c.gib_released;
+  const MemoryKept& m = *r.memory;
+  c.kept_mib_per_gib = m.kept_bytes >= 0 && m.released_bytes > 0
+                           ? static_cast<double>(m.kept_bytes) / static_cast<double>(1 << 20) /
+                                 (static_cast<double>(m.released_bytes) / static_cast<double>(1LL << 30))
+                           : nan;
+  return c;
 }
 
 Verdict make_verdict(const Result& r, const Analysis& a) {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "core/attribution_types.hpp"
@@ -75,6 +76,21 @@ struct Verdict {
   std::int64_t release_p50_ns = 0;       // per release
   std::vector<VictimVerdict> victims;
 };
+
+// The price list of a memory-workload release, per GiB released (over all
+// releases; reuse: rewritten): shootdown IPIs and stall lost per victim (mean
+// over the victims with kernel evidence), the culprit's release time, and
+// the memory kept (MemoryKept of the last release, per GiB it released).
+// NaN when unknown.
+struct ReleaseCost {
+  double gib_released = 0;
+  double shootdowns_per_gib = 0;
+  double stall_ms_per_gib = 0;
+  double release_ms_per_gib = 0;
+  double kept_mib_per_gib = 0;
+};
+// nullopt without a release or a MemoryKept (journal, probe, older results).
+std::optional<ReleaseCost> release_cost(const Result& r, const Verdict& v);
 
 struct Analysis {
   std::vector<VictimAnalysis> victims;

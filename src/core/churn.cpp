@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/analysis_types.hpp"
-#include "core/result.hpp"
 #include "core/strategy.hpp"
 #include "core/units.hpp"
 
@@ -136,36 +134,3 @@ bool parse_allocator_conf(ReleaseStrategy s, const std::string& conf, std::vecto
 
 }  // namespace shootdown
 
-namespace shootdown {
-
-std::optional<AllocatorCost> allocator_cost(const Result& r, const Verdict& v) {
-  if (!r.allocator || r.releases.empty()) return std::nullopt;
-  const AllocatorReport& a = *r.allocator;
-  const double nan = std::nan("");
-  AllocatorCost c;
-  std::int64_t freed = 0, release_ns = 0;
-  for (const auto& rel : r.releases) {
-    freed += rel.bytes;
-    release_ns += rel.duration_ns();
-  }
-  c.gib_freed = static_cast<double>(freed) / static_cast<double>(1LL << 30);
-  if (c.gib_freed <= 0) return std::nullopt;
-  double shootdowns = 0, stall_ns = 0;
-  int with = 0;
-  for (const auto& x : v.victims)
-    if (x.evidence) {
-      shootdowns += static_cast<double>(x.shootdowns);
-      stall_ns += static_cast<double>(x.stall_ns);
-      ++with;
-    }
-  c.shootdowns_per_gib = with > 0 ? shootdowns / with / c.gib_freed : nan;
-  c.stall_ms_per_gib = with > 0 ? stall_ns / with / 1e6 / c.gib_freed : nan;
-  c.release_ms_per_gib = static_cast<double>(release_ns) / 1e6 / c.gib_freed;
-  c.kept_mib_per_gib = a.kept_bytes >= 0 && a.freed_bytes > 0
-                           ? static_cast<double>(a.kept_bytes) / static_cast<double>(1 << 20) /
-                                 (static_cast<double>(a.freed_bytes) / static_cast<double>(1LL << 30))
-                           : nan;
-  return c;
-}
-
-}  // namespace shootdown

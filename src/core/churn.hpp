@@ -36,23 +36,7 @@ std::string churn_description(const ChurnPlan& plan);
 namespace shootdown {
 
 enum class ReleaseStrategy;
-struct Result;
-struct Verdict;
 
-// The allocator arm's price list, per GiB the application freed (all
-// releases): shootdown IPIs and stall lost per victim (mean over the victims
-// with kernel evidence), the culprit's release time, and the memory kept
-// (freed but still resident when the last release settled, per GiB freed in
-// that release). NaN when unknown.
-struct AllocatorCost {
-  double gib_freed = 0;  // over all releases
-  double shootdowns_per_gib = 0;
-  double stall_ms_per_gib = 0;
-  double release_ms_per_gib = 0;
-  double kept_mib_per_gib = 0;
-};
-// nullopt unless r is an allocator arm's result (r.allocator set).
-std::optional<AllocatorCost> allocator_cost(const Result& r, const Verdict& v);
 
 // --allocator-conf: the allocator's own settings, in its own syntax, passed
 // through its own mechanism:

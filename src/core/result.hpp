@@ -118,14 +118,22 @@ struct AllocatorReport {
   std::int64_t blocks = 0;  // blocks in the live set
   std::int64_t live_bytes = 0;
   std::int64_t freed_bytes = 0;  // per release
-  std::int64_t rss_live = -1;     // process RSS just before the last release (live set built, victims running)
-  std::int64_t rss_settled = -1;  // at the end of the after phase (the last release settled)
-  // Freed by the application but still resident when the release settled:
-  // max(0, freed_bytes - (rss_live - rss_settled)). The price of not stalling.
-  std::int64_t kept_bytes = -1;
-  std::int64_t allocator_free_bytes = -1;  // the allocator's own count of free bytes it holds, at the same moment
+  std::int64_t allocator_free_bytes = -1;  // the allocator's own count of free bytes it holds when the release settled
   std::string allocator_free_source;       // which statistic ("stats.resident - stats.allocated", ...)
 };
+
+// What a release left resident (memory workload): the process's RSS just
+// before the last release and when it had settled (end of the after phase).
+// kept_bytes = max(0, released - (rss_before - rss_settled)): released (or,
+// for reuse, rewritten) but still resident — the price of not stalling.
+// -1 = unknown.
+struct MemoryKept {
+  std::int64_t released_bytes = 0;  // by the last release
+  std::int64_t rss_before = -1;
+  std::int64_t rss_settled = -1;
+  std::int64_t kept_bytes = -1;
+};
+std::int64_t memory_kept_bytes(std::int64_t released, std::int64_t rss_before, std::int64_t rss_settled);
 
 // One report interval of one victim (--report-every: a duration of wall
 // time, or a size of writes).
@@ -202,6 +210,7 @@ struct Result {
   std::int64_t realtime_offset_ns = 0;
   std::vector<Release> releases;
   std::optional<AllocatorReport> allocator;  // allocator arms only
+  std::optional<MemoryKept> memory;          // memory workload with a release
   std::vector<VictimSamples> victims;  // every sample, in memory; not all serialized
   std::vector<Interval> intervals;     // built from the samples after the run
   std::vector<CpuCounters> counters;

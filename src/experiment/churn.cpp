@@ -251,9 +251,6 @@ bool AllocatorChurn::rearm(std::string* why) {
 
 void AllocatorChurn::settle() {
   AllocatorReport& r = report_;
-  r.rss_settled = rss_.bytes();
-  if (r.rss_live >= 0 && r.rss_settled >= 0)
-    r.kept_bytes = std::max<std::int64_t>(0, r.freed_bytes - std::max<std::int64_t>(0, r.rss_live - r.rss_settled));
   switch (strategy_) {
     case ReleaseStrategy::kGlibcMalloc: {
       const struct mallinfo2 mi = mallinfo2();

@@ -35,11 +35,7 @@ class AllocatorChurn {
   bool release(std::string* why);
   // Allocates and writes the freed blocks again (between repeats).
   bool rearm(std::string* why);
-  // Reads RSS now: the live set is built and everything else of the run
-  // (victims' chunks, rings) is resident. Called just before each release;
-  // no allocation (a pread into a stack buffer).
-  void mark_live() { report_.rss_live = rss_.bytes(); }
-  // Reads RSS and the allocator's own free bytes now (the release settled).
+  // Reads the allocator's own free bytes now (the release settled).
   void settle();
   const AllocatorReport& report() const { return report_; }
 
@@ -56,7 +52,6 @@ class AllocatorChurn {
   std::vector<std::uint32_t> freed_;  // free_order sorted: what rearm allocates again
   std::optional<sys::SharedLibrary> lib_;
   std::unique_ptr<Api> api_;
-  sys::ResidentSet rss_;
   AllocatorReport report_;
 };
 

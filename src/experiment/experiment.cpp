@@ -16,6 +16,7 @@
 #include "core/units.hpp"
 #include "experiment/arena.hpp"
 #include "experiment/churn.hpp"
+#include "sys/dl.hpp"
 #include "experiment/culprit.hpp"
 #include "experiment/journal.hpp"
 #include "experiment/victim.hpp"
@@ -197,6 +198,8 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
     }
   }
   ReleaseContext release_ctx;  // extents and pidfd, made before anything is timed
+  sys::ResidentSet rss;        // /proc/self/statm, opened now: read around the releases without allocating
+  long long rss_before = -1;
   if (!journal && !churn && !release_ctx.prepare(strategy, a, plan.pace(), &why)) throw std::runtime_error(plan_strategy_error(plan, why));
 
   phase(hooks, "calibrating TSC");
@@ -343,7 +346,7 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
     rel.index = i;
     rel.strategy = plan.release;
     rel.bytes = released_bytes(plan.release, plan.chunk_size);
-    if (churn) churn->mark_live();  // RSS with the live set, just before it is freed
+    rss_before = rss.bytes();  // with everything of the run resident, just before the release (no allocation)
     rel.before_ns = sys::mono_now_ns();
     std::string rwhy;
     const bool released = journal ? journal->append(size, &rwhy)
@@ -388,7 +391,9 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
   // madvises a finished thread's stack) and the teardown send flushes of our
   // own that are not part of the measurement.
   irq_cap_after.capture();
-  if (churn) churn->settle();  // RSS and the allocator's free bytes: the last release has settled
+  // What the last release left resident, now that it has settled.
+  const long long rss_settled = rss.bytes();
+  if (churn) churn->settle();  // the allocator's own free bytes, at the same moment
   ctl.stop.store(true, std::memory_order_relaxed);
   join_all();
   r.measure_end_ns = sys::mono_now_ns();
@@ -425,6 +430,14 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
     r.warnings.push_back("/proc/interrupts unavailable: " + iwhy);
   }
   if (churn) r.allocator = churn->report();
+  if (!journal && !r.releases.empty()) {
+    MemoryKept m;
+    m.released_bytes = r.releases.back().bytes;
+    m.rss_before = rss_before;
+    m.rss_settled = rss_settled;
+    m.kept_bytes = memory_kept_bytes(m.released_bytes, m.rss_before, m.rss_settled);
+    r.memory = m;
+  }
   build_intervals(r);
   return r;
 }

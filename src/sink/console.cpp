@@ -1,7 +1,6 @@
 #include "sink/console.hpp"
 
 #include <cmath>
-#include "core/churn.hpp"
 
 #include <fmt/format.h>
 
@@ -128,24 +127,31 @@ std::vector<std::string> verdict_lines(const Result& r, const Analysis& a) {
   return out;
 }
 
-std::string allocator_lines(const Result& r, const Analysis& a) {
-  if (!r.allocator) return "";
-  const AllocatorReport& al = *r.allocator;
+std::string release_cost_lines(const Result& r, const Analysis& a) {
+  std::string out;
   auto size = [](std::int64_t b) { return b < 0 ? std::string("unknown") : format_size(b); };
-  std::string out = fmt::format("allocator: {}{}; {}; {}\n", al.version, al.library.empty() ? "" : " (" + al.library + ")",
-                                al.settings,
-                                al.purge_call.empty() ? "no give-back call (--allocator-purge off)"
-                                                      : "each release ended with " + al.purge_call);
-  out += fmt::format("memory kept: {} of the {} freed still resident when the release settled (RSS {} with the live "
-                     "set, {} settled)",
-                     size(al.kept_bytes), format_size(al.freed_bytes), size(al.rss_live), size(al.rss_settled));
-  if (al.allocator_free_bytes >= 0)
-    out += fmt::format("; {}'s own count: {} free ({})", al.name, format_size(al.allocator_free_bytes),
-                       al.allocator_free_source);
-  out += "\n";
-  if (const auto c = allocator_cost(r, a.verdict)) {
+  if (r.allocator) {
+    const AllocatorReport& al = *r.allocator;
+    out += fmt::format("allocator: {}{}; {}; {}\n", al.version, al.library.empty() ? "" : " (" + al.library + ")",
+                       al.settings,
+                       al.purge_call.empty() ? "no give-back call (--allocator-purge off)"
+                                             : "each release ended with " + al.purge_call);
+  }
+  if (r.memory) {
+    const MemoryKept& m = *r.memory;
+    out += fmt::format("memory kept: {} of the {} {} still resident when the release settled (RSS {} before it, {} "
+                       "settled)",
+                       size(m.kept_bytes), format_size(m.released_bytes),
+                       r.plan.release == ReleaseStrategy::kReuse ? "rewritten" : "released", size(m.rss_before),
+                       size(m.rss_settled));
+    if (r.allocator && r.allocator->allocator_free_bytes >= 0)
+      out += fmt::format("; {}'s own count: {} free ({})", r.allocator->name, format_size(r.allocator->allocator_free_bytes),
+                         r.allocator->allocator_free_source);
+    out += "\n";
+  }
+  if (const auto c = release_cost(r, a.verdict)) {
     auto num = [](double x, const char* f) { return std::isfinite(x) ? fmt::format(fmt::runtime(f), x) : std::string("?"); };
-    out += fmt::format("per GiB freed: {} shootdown IPIs and {} ms stall per victim, {} ms release, {} MiB kept\n",
+    out += fmt::format("per GiB released: {} shootdown IPIs and {} ms stall per victim, {} ms release, {} MiB kept\n",
                        num(c->shootdowns_per_gib, "{:.0f}"), num(c->stall_ms_per_gib, "{:.1f}"),
                        num(c->release_ms_per_gib, "{:.1f}"), num(c->kept_mib_per_gib, "{:.1f}"));
   }
@@ -244,7 +250,7 @@ std::string console_summary(const Result& r, const Analysis& a, bool verbose) {
   } else {
     out += "release: none performed\n";
   }
-  out += allocator_lines(r, a);
+  out += release_cost_lines(r, a);
   if (!r.counters.empty()) {
     out += fmt::format("/proc/interrupts deltas over {}:\n", format_duration_ns(r.interrupts_span_ns));
     out += fmt::format("  {:<8}{:<9}{:>10}{:>10}{:>10}{:>10}\n", "cpu", "role", "TLB", "CAL", "LOC", "RES");

@@ -20,9 +20,10 @@ std::string verdict_line(const Result& r, const Verdict& v, const VictimVerdict&
 std::vector<std::string> verdict_lines(const Result& r, const Analysis& a);
 // Kernel trace facts and the stall attribution per victim (empty when off).
 std::string attribution_section(const Result& r, const Analysis& a);
-// Allocator arms: the allocator, its settings, the memory it kept and the
-// price per GiB freed (core::allocator_cost); "" for other results.
-std::string allocator_lines(const Result& r, const Analysis& a);
+// Memory workload: the memory the release kept and its price per GiB
+// released (core::release_cost); allocator arms first name the allocator and
+// its settings. "" for other results.
+std::string release_cost_lines(const Result& r, const Analysis& a);
 // probe's own report: header (command, pid, CPU, time probed), the verdict,
 // shootdowns and stall per second and as a share of the time probed, stall
 // per shootdown, the other causes, the kernel's TLB count, warnings.

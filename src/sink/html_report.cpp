@@ -195,9 +195,9 @@ std::string header_section(const Result& r, const Analysis& a) {
     if (is_paced(p.release) && p.pace_step > 0)
       o += fact("pace", fmt::format("madvise(MADV_DONTNEED) steps of {}, {} after each (--pace {})",
                                     format_size(p.pace_step), format_gap(p.pace_gap_ns), format_pace(p.pace())));
-    // Allocator arms: the console's lines ("allocator: ...", "memory kept:
-    // ...", "per GiB freed: ...") as facts.
-    const std::string alloc = allocator_lines(r, a);
+    // The console's lines ("allocator: ...", "memory kept: ...", "per GiB
+    // released: ...") as facts.
+    const std::string alloc = release_cost_lines(r, a);
     for (std::size_t at = 0; at < alloc.size();) {
       const std::size_t nl = alloc.find('\n', at);
       const std::string line = alloc.substr(at, nl - at);

@@ -2,7 +2,6 @@
 
 #include <cmath>
 
-#include "core/churn.hpp"
 
 #include "sink/blame_out.hpp"
 
@@ -323,20 +322,25 @@ json result_json(const Result& r, const Analysis& a) {
             {"blocks", al.blocks},
             {"live_bytes", al.live_bytes},
             {"freed_bytes", al.freed_bytes},
-            {"rss_live", al.rss_live},
-            {"rss_settled", al.rss_settled},
-            {"kept_bytes", al.kept_bytes},
             {"allocator_free_bytes", al.allocator_free_bytes},
             {"allocator_free_source", al.allocator_free_source}};
-    if (const auto c = allocator_cost(r, a.verdict)) {
+    j["allocator"] = aj;
+  }
+  if (r.memory) {
+    const MemoryKept& m = *r.memory;
+    json mj{{"released_bytes", m.released_bytes},
+            {"rss_before", m.rss_before},
+            {"rss_settled", m.rss_settled},
+            {"kept_bytes", m.kept_bytes}};
+    if (const auto c = release_cost(r, a.verdict)) {
       auto num = [](double x) { return std::isfinite(x) ? json(x) : json(nullptr); };
-      aj["per_gib"] = json{{"gib_freed", c->gib_freed},
+      mj["per_gib"] = json{{"gib_released", c->gib_released},
                            {"shootdowns_per_victim", num(c->shootdowns_per_gib)},
                            {"stall_ms_per_victim", num(c->stall_ms_per_gib)},
                            {"release_ms", num(c->release_ms_per_gib)},
                            {"kept_mib", num(c->kept_mib_per_gib)}};
     }
-    j["allocator"] = aj;
+    j["memory"] = mj;
   }
   j["summary"] = summary_section(r, a);
   j["environment"] = env_json(r.env);

@@ -519,12 +519,18 @@ LoadedResult result_from_json(std::string_view text) {
     al.blocks = n["blocks"].i64();
     al.live_bytes = n["live_bytes"].i64();
     al.freed_bytes = n["freed_bytes"].i64();
-    al.rss_live = n["rss_live"].i64();
-    al.rss_settled = n["rss_settled"].i64();
-    al.kept_bytes = n["kept_bytes"].i64();
     al.allocator_free_bytes = n["allocator_free_bytes"].i64();
     al.allocator_free_source = n["allocator_free_source"].str();
     r.allocator = std::move(al);
+  }
+  if (root.has("memory")) {  // memory kept, since 0.3: optional
+    const Node n = root["memory"];
+    MemoryKept m;
+    m.released_bytes = n["released_bytes"].i64();
+    m.rss_before = n["rss_before"].i64();
+    m.rss_settled = n["rss_settled"].i64();
+    m.kept_bytes = n["kept_bytes"].i64();
+    r.memory = m;
   }
   if (root.has("callsites")) {  // probe: who sent them (what the report shows of it)
     const Node c = root["callsites"];

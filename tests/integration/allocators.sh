@@ -4,7 +4,8 @@
 # each loaded from Debian's package so that only the workload uses it.
 # Checked, for each arm with its give-back call (--allocator-purge on):
 #  - the result names the allocator, its version, its library and its
-#    settings read back; the memory kept lies between 0 and what was freed;
+#    settings read back; the memory kept (result.memory) lies between 0 and
+#    what was freed;
 #    the per-GiB prices are there; the TLB accounting closes on the victim;
 # and the trade-off the arms exist to show, with the kernel's own counts:
 #  - jemalloc: its purge gives the memory back (kept <= 25 % of freed) and the
@@ -27,7 +28,7 @@ for arm in glibc-malloc jemalloc tcmalloc mimalloc; do
   run_cmd "$SHOOTDOWN" run --release "$arm" "${common[@]}" --out "$TMP/$arm"
   expect_rc 0 "run --release $arm"
   [[ -s $R ]] || { not_ok "$arm: no result.json"; continue; }
-  IFS='|' read -r name version lib freed kept rl rs < <(jq -r '.allocator | "\(.name)|\(.version)|\(.library)|\(.freed_bytes)|\(.kept_bytes)|\(.rss_live)|\(.rss_settled)"' "$R")
+  IFS='|' read -r name version lib freed kept rl rs < <(jq -r '"\(.allocator.name)|\(.allocator.version)|\(.allocator.library)|\(.allocator.freed_bytes)|\(.memory.kept_bytes)|\(.memory.rss_before)|\(.memory.rss_settled)"' "$R")
   RECV[$arm]=$(jq '.attribution.victims[0].shootdowns.received' "$R")
   KEPT[$arm]=$kept
   echo "# $arm: $version, freed $freed, kept $kept (RSS $rl -> $rs), ${RECV[$arm]} shootdowns received by the victim"
@@ -38,10 +39,10 @@ for arm in glibc-malloc jemalloc tcmalloc mimalloc; do
   fi
   jq -e '.allocator.settings | length > 0' "$R" >/dev/null && ok "$arm: settings recorded" || not_ok "$arm: no settings"
   if ((kept >= 0 && kept <= freed && rl > 0 && rs > 0)); then ok "$arm: kept $kept within [0, $freed]"; else not_ok "$arm: kept $kept, freed $freed, RSS $rl -> $rs"; fi
-  jq -e '.allocator.per_gib | (.gib_freed > 0) and (.kept_mib != null) and (.shootdowns_per_victim != null)' "$R" >/dev/null &&
-    ok "$arm: per-GiB prices" || not_ok "$arm: per_gib missing: $(jq -c .allocator.per_gib "$R")"
-  expect_out "^memory kept: .* of the .* freed still resident" "$arm: console says the memory kept"
-  expect_out "^per GiB freed: [0-9]+ shootdown IPIs and " "$arm: console per-GiB line"
+  jq -e '(.memory.released_bytes == .allocator.freed_bytes) and (.memory.per_gib | (.gib_released > 0) and (.kept_mib != null) and (.shootdowns_per_victim != null))' "$R" >/dev/null &&
+    ok "$arm: per-GiB prices" || not_ok "$arm: memory.per_gib missing: $(jq -c .memory "$R")"
+  expect_out "^memory kept: .* of the .* released still resident" "$arm: console says the memory kept"
+  expect_out "^per GiB released: [0-9]+ shootdown IPIs and " "$arm: console per-GiB line"
   read -r counted tr tw untraced < <(jq -r '.attribution.victims[0].tlb_accounting |
       "\(.counted) \(.traced_remote) \(.traced_wrong_cpu) \(.counted_not_traced)"' "$R")
   if ((tr + tw + untraced == counted)); then ok "$arm: TLB accounting closes ($counted)"; else not_ok "$arm: TLB $counted != $tr + $tw + $untraced"; fi
@@ -57,7 +58,7 @@ if [[ -s $J ]]; then
   expect_rc 0 "run --release jemalloc --allocator-purge off"
   O="$TMP/je-off/result.json"
   if [[ -s $O ]]; then
-    kept=$(jq .allocator.kept_bytes "$O")
+    kept=$(jq .memory.kept_bytes "$O")
     recv=$(jq '.attribution.victims[0].shootdowns.received' "$O")
     echo "# jemalloc --allocator-purge off: kept $kept of $freed, $recv shootdowns (purge on: ${RECV[jemalloc]})"
     if ((kept * 4 >= freed * 3)); then ok "jemalloc no purge: kept $kept >= 75 % of $freed"; else not_ok "jemalloc no purge: kept only $kept of $freed"; fi

@@ -76,18 +76,23 @@ TEST(Churn, ConfParsing) {
   EXPECT_FALSE(is_allocator_arm(ReleaseStrategy::kReuse));
 }
 
-TEST(Churn, CostPerGib) {
+TEST(ReleaseCost, PerGib) {
   Result r;
   Verdict v;
-  EXPECT_FALSE(allocator_cost(r, v).has_value());  // not an allocator arm
-  AllocatorReport a;
-  a.freed_bytes = 512LL << 20;
-  a.kept_bytes = 64LL << 20;
-  r.allocator = a;
-  EXPECT_FALSE(allocator_cost(r, v).has_value());  // no release
+  EXPECT_FALSE(release_cost(r, v).has_value());  // no memory record (journal, probe, older results)
+  MemoryKept m;
+  m.released_bytes = 512LL << 20;
+  m.rss_before = 900LL << 20;
+  m.rss_settled = (900LL << 20) - (448LL << 20);
+  m.kept_bytes = memory_kept_bytes(m.released_bytes, m.rss_before, m.rss_settled);
+  EXPECT_EQ(m.kept_bytes, 64LL << 20);  // 512 MiB released, RSS fell by 448 MiB
+  EXPECT_EQ(memory_kept_bytes(100, 500, 300), 0);  // RSS fell by more (other memory went too): 0, not negative
+  EXPECT_EQ(memory_kept_bytes(100, -1, 300), -1);
+  r.memory = m;
+  EXPECT_FALSE(release_cost(r, v).has_value());  // no release
   for (int i = 0; i < 2; ++i) {
     Release rel;
-    rel.bytes = a.freed_bytes;
+    rel.bytes = m.released_bytes;
     rel.before_ns = 0;
     rel.after_ns = 50'000'000;  // 50 ms each
     r.releases.push_back(rel);
@@ -101,15 +106,15 @@ TEST(Churn, CostPerGib) {
   y.stall_ns = 3'000'000;
   VictimVerdict none;  // no evidence: not in the mean
   v.victims = {x, y, none};
-  const auto c = allocator_cost(r, v);
+  const auto c = release_cost(r, v);
   ASSERT_TRUE(c.has_value());
-  EXPECT_DOUBLE_EQ(c->gib_freed, 1.0);
+  EXPECT_DOUBLE_EQ(c->gib_released, 1.0);
   EXPECT_DOUBLE_EQ(c->shootdowns_per_gib, 200.0);
   EXPECT_DOUBLE_EQ(c->stall_ms_per_gib, 6.0);
   EXPECT_DOUBLE_EQ(c->release_ms_per_gib, 100.0);
   EXPECT_DOUBLE_EQ(c->kept_mib_per_gib, 128.0);  // 64 MiB kept of 0.5 GiB freed in the last release
   v.victims = {none};
-  EXPECT_TRUE(std::isnan(allocator_cost(r, v)->shootdowns_per_gib));
+  EXPECT_TRUE(std::isnan(release_cost(r, v)->shootdowns_per_gib));
 }
 
 }  // namespace
