@@ -4,8 +4,8 @@
 //
 // Hand checks of the first look (no integration involved): c_1 =
 // z_{1 - alpha(t_1)/2}.
-//   Pocock-type, t_1 = 1/4: alpha(t) = 0.05 ln(1 + (e-1)/4) = 0.05 ln 1.429570
-//     = 0.0178700; c_1 = z_{0.9910650} = 2.3683.
+//   Pocock-type, t_1 = 1/4: alpha(t) = 0.05 ln(1 + (e-1)/4) = 0.05 ln 1.429570 (= 0.05 x 0.357374)
+//     = 0.0178687; c_1 = z_{0.9910656} = 2.3683.
 //   Pocock-type, t_1 = 1/5: 0.05 ln 1.343656 = 0.0147698; c_1 = 2.4380.
 //   OBF-type, t_1 = 1/5: 4 - 4 Phi(z_{0.9875} / sqrt(0.2)) = 4 - 4 Phi(2.241403
 //     * 2.236068) = 4 Q(5.011942) = 1.0785e-6; c_1 = z_{1 - 5.39e-7} = 4.8769.
@@ -50,13 +50,13 @@ TEST(Sequential, NormalQuantileAndCdf) {
   EXPECT_NEAR(normal_quantile(0.975), 1.959964, 1e-6);
   EXPECT_NEAR(normal_quantile(0.025), -1.959964, 1e-6);
   EXPECT_NEAR(normal_cdf(1.959964), 0.975, 1e-7);
-  EXPECT_NEAR(normal_quantile(1 - 0.0178700 / 2), 2.3683, 1e-4);
+  EXPECT_NEAR(normal_quantile(1 - 0.0178687 / 2), 2.3683, 1e-4);
 }
 
 TEST(Sequential, SpendingFunctions) {
   EXPECT_DOUBLE_EQ(alpha_spent(Spending::kPocock, 0.05, 0), 0);
   EXPECT_NEAR(alpha_spent(Spending::kPocock, 0.05, 1), 0.05, 1e-15);
-  EXPECT_NEAR(alpha_spent(Spending::kPocock, 0.05, 0.25), 0.0178700, 1e-7);
+  EXPECT_NEAR(alpha_spent(Spending::kPocock, 0.05, 0.25), 0.0178687, 1e-7);
   EXPECT_NEAR(alpha_spent(Spending::kPocock, 0.05, 0.2), 0.0147698, 1e-7);
   EXPECT_NEAR(alpha_spent(Spending::kOBrienFleming, 0.05, 1), 0.05, 1e-12);
   EXPECT_NEAR(alpha_spent(Spending::kOBrienFleming, 0.05, 0.2), 1.0785e-6, 2e-9);
@@ -67,7 +67,9 @@ TEST(Sequential, SpendingFunctions) {
     const double p = alpha_spent(Spending::kPocock, 0.05, t);
     EXPECT_GT(p, prev);
     prev = p;
-    if (i < 20) EXPECT_LT(alpha_spent(Spending::kOBrienFleming, 0.05, t), p);
+    if (i < 20) {
+      EXPECT_LT(alpha_spent(Spending::kOBrienFleming, 0.05, t), p);
+    }
   }
   EXPECT_EQ(parse_spending("pocock"), Spending::kPocock);
   EXPECT_EQ(parse_spending("obf"), Spending::kOBrienFleming);
@@ -94,7 +96,7 @@ TEST(Sequential, BoundariesMatchPublishedTables) {
   const Design d = make_design(Spending::kPocock, 0.05, 5, 20);
   EXPECT_EQ(d.looks, (std::vector<int>{5, 10, 15, 20}));
   EXPECT_NEAR(d.boundaries[0], 2.3683, 1e-4);
-  EXPECT_NEAR(d.spent[0], 0.0178700, 1e-7);
+  EXPECT_NEAR(d.spent[0], 0.0178687, 1e-7);
   EXPECT_NEAR(d.spent[3], 0.05, 1e-15);
   // Pocock-type boundaries decrease slowly; all above the fixed 1.96.
   for (std::size_t k = 1; k < d.boundaries.size(); ++k) {
@@ -131,7 +133,7 @@ TEST(Sequential, DecisionAtLooks) {
   EXPECT_EQ(st.direction, 1);
   EXPECT_EQ(st.history.size(), 1u);
   EXPECT_EQ(st.last()->n, 5);
-  EXPECT_NEAR(st.last()->alpha_spent, 0.0178700, 1e-7);
+  EXPECT_NEAR(st.last()->alpha_spent, 0.0178687, 1e-7);
   EXPECT_FALSE(st.active(d));
   // U = 24 of 25 at look 1: z = (24 - 12.5 - 0.5) / 4.78714 = 2.2978 < 2.3683: go on.
   PairState st2;
