@@ -379,8 +379,8 @@ class CompareTool final : public Tool {
       std::string looks;
       for (int n : design_.looks) looks += fmt::format("{}{}", looks.empty() ? "" : ",", n);
       rep_.notes.push_back(fmt::format(
-          "sequential: Mann-Whitney on stall_us, {}-type alpha spending (0.05), looks at {} trials per arm, "
-          "|z| boundaries {}; CIs and p-values are fixed-sample (naive after an early stop)",
+          "sequential: {}-type spending of alpha 0.05, looks at {} trials/arm, |z| >= {}; "
+          "CIs and p are naive after an early stop",
           sequential::spending_name(design_.spending), looks, b));
     }
     rep_.summary = compare::summarize_arms(rep_.trials, labels_, co);

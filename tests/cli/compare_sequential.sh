@@ -11,6 +11,7 @@ source "$TEST_LIB"
 command -v jq >/dev/null || skip "needs jq (scripts/install-deps.sh installs it)"
 
 common=(--chunk-size 64MiB --quiet)
+big=(--chunk-size 256MiB --quiet)  # the early-stop part: a larger release, a clearer difference on a busy machine
 
 # Bad input: exit 2, one line naming the option and what is accepted.
 run_cmd "$SHOOTDOWN" compare --arms reuse,munmap --sequential maybe "${common[@]}" --out "$TMP/bad"
@@ -25,14 +26,14 @@ run_cmd "$SHOOTDOWN" compare --arms reuse,munmap --spending linear "${common[@]}
 expect_rc 2 "--spending linear"
 expect_err "--spending 'linear'.*accepted: pocock, obf" "names --spending"
 
-# A clear difference stops early. munmap of 64 MiB shoots down the victim
+# A clear difference stops early. munmap of 256 MiB shoots down the victim
 # many times and its release window is longer; a Pocock look after 5 trials
 # per arm stops when the 5 munmap trials all exceed the 5 reuse ones. Up to
 # 3 seeds: on a loaded machine one seed may need a later look, but a pair
 # decided at the maximum in every seed means the early stop does not work.
 early=0
 for s in 21 22 23; do
-  run_cmd "$SHOOTDOWN" compare --arms reuse,munmap --trials 20 --seed "$s" "${common[@]}" --out "$TMP/early$s"
+  run_cmd "$SHOOTDOWN" compare --arms reuse,munmap --trials 20 --seed "$s" "${big[@]}" --out "$TMP/early$s"
   echo "$OUT" | head -8 | sed 's/^/# /'
   [[ "$RC" == 0 ]] || { not_ok "reuse,munmap seed $s: rc=$RC: $ERR"; continue; }
   j=$TMP/early$s/compare.json
