@@ -56,10 +56,15 @@ struct Design {
 };
 Design make_design(Spending s, double alpha, int look_every, int max_n);
 
-// Standardized Mann–Whitney U of x against y: (U - mn/2 ∓ 1/2) / sd with the
-// tie-corrected variance and a continuity correction toward 0; positive when
-// x tends to be larger. NaNs are ignored; 0 when either side is empty or
-// every value ties (no information).
+// The two-sided Mann–Whitney test of x against y as a z: the normal quantile
+// with the same two-sided p, signed (positive when x tends to be larger), so
+// |z| >= c_k is "p <= 2 (1 - Phi(c_k))", the look's nominal level. The p is
+// compare::mann_whitney's: the exact permutation distribution when both sides
+// have <= 20 values and none tie (small looks are where the normal
+// approximation, with its continuity correction, is most conservative: 5 vs 5
+// with one inversion is p = 0.016 exact but 0.022 approximated), else the
+// normal approximation with tie and continuity corrections. NaNs are ignored;
+// 0 when either side is empty or every value ties (no information).
 double rank_sum_z(const std::vector<double>& x, const std::vector<double>& y);
 
 // One look of one arm against the control.

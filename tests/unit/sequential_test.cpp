@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <random>
 
 #include "core/compare.hpp"
@@ -106,13 +107,16 @@ TEST(Sequential, BoundariesMatchPublishedTables) {
 }
 
 TEST(Sequential, RankSumZByHand) {
-  // Complete separation, 5 vs 5: U = 0, mean 12.5, var 5*5*11/12 = 22.9167,
-  // z = (0 - 12.5 + 0.5) / 4.78714 = -2.50672.
-  EXPECT_NEAR(rank_sum_z({1, 2, 3, 4, 5}, {6, 7, 8, 9, 10}), -2.50672, 1e-5);
-  EXPECT_NEAR(rank_sum_z({6, 7, 8, 9, 10}, {1, 2, 3, 4, 5}), 2.50672, 1e-5);
-  // 4 vs 4 complete separation: (16 - 8 - 0.5) / sqrt(12) = 2.16506 < 2.3683:
+  // No ties, <= 20 a side: the exact permutation p, as a z with the same p.
+  // Complete separation, 5 vs 5: U = 0, P = 1 / C(10, 5) = 1/252 a side, two-
+  // sided p = 2/252 = 0.0079365, z = z_{1 - 1/252} = 2.65476 (the normal
+  // approximation with continuity correction would give (12.5 - 0.5) /
+  // sqrt(22.9167) = 2.50672: conservative).
+  EXPECT_NEAR(rank_sum_z({1, 2, 3, 4, 5}, {6, 7, 8, 9, 10}), -2.65476, 1e-5);
+  EXPECT_NEAR(rank_sum_z({6, 7, 8, 9, 10}, {1, 2, 3, 4, 5}), 2.65476, 1e-5);
+  // 4 vs 4 complete separation: p = 2/70 = 0.0285714, z = 2.18935 < 2.3683:
   // a look after 4 trials per arm could never stop (why look_every defaults to 5).
-  EXPECT_NEAR(rank_sum_z({5, 6, 7, 8}, {1, 2, 3, 4}), 2.16506, 1e-5);
+  EXPECT_NEAR(rank_sum_z({5, 6, 7, 8}, {1, 2, 3, 4}), 2.18935, 1e-5);
   // Ties: x = {1, 1, 2}, y = {1, 3}: midranks 1,1,1 -> 2; U_x = (2+2+4) - 6 = 2
   // = mean 3 - 1; tie term 3^3 - 3 = 24; var = 6/12 * (6 - 24/20) = 2.4;
   // z = (-1 + 0.5) / sqrt(2.4) = -0.322749.
@@ -135,10 +139,17 @@ TEST(Sequential, DecisionAtLooks) {
   EXPECT_EQ(st.last()->n, 5);
   EXPECT_NEAR(st.last()->alpha_spent, 0.0178687, 1e-7);
   EXPECT_FALSE(st.active(d));
-  // U = 24 of 25 at look 1: z = (24 - 12.5 - 0.5) / 4.78714 = 2.2978 < 2.3683: go on.
+  // One inversion at look 1 (U = 24 of 25): P(U >= 24) = 2/252, two-sided
+  // p = 4/252 = 0.015873 <= 0.0178687, z = 2.41182 >= 2.3683: stops.
+  PairState st1;
+  const Look& l1 = evaluate_look(d, 0, {2, 3, 4, 5, 6}, {0.5, 1.0, 1.2, 1.5, 2.5}, &st1);
+  EXPECT_NEAR(l1.z, 2.41182, 1e-5);
+  EXPECT_TRUE(l1.stop);
+  // Two inversions (U = 23): P(U >= 23) = 4/252, p = 8/252 = 0.031746, z =
+  // 2.14759 < 2.3683: go on.
   PairState st2;
-  const Look& l = evaluate_look(d, 0, {2, 3, 4, 5, 6}, {0.5, 1.0, 1.2, 1.5, 2.5}, &st2);
-  EXPECT_NEAR(l.z, (24 - 12.5 - 0.5) / std::sqrt(25.0 * 11 / 12), 1e-9);
+  const Look& l = evaluate_look(d, 0, {2, 3, 4, 5, 6}, {0.5, 1.0, 1.2, 2.5, 2.7}, &st2);
+  EXPECT_NEAR(l.z, 2.14759, 1e-5);
   EXPECT_FALSE(l.stop);
   EXPECT_TRUE(st2.active(d));
   // Identical arms never stop; after the last look all of alpha is spent.
@@ -177,6 +188,8 @@ TEST(Sequential, AaErrorRateHoldsUnderOptionalStopping) {
           if (run_pair(d, a, b, &st) != 0) ++false_verdicts;
         }
         const double rate = static_cast<double>(false_verdicts) / reps;
+        std::printf("A/A %s every %d %s: %.4f false verdicts\n", spending_name(s), every, ties ? "ties" : "continuous",
+                    rate);
         EXPECT_LE(rate, 0.05 + 3 * 0.0034) << spending_name(s) << " every " << every << (ties ? " ties" : "");
         EXPECT_GE(rate, 0.005) << "absurdly conservative: " << spending_name(s) << " every " << every;
       }
