@@ -178,8 +178,8 @@ class CompareTool final : public Tool {
     if (c.sequential != "on" && c.sequential != "off")
       throw UsageError(fmt::format("--sequential '{}': unknown value (accepted: on, off)", c.sequential));
     if (c.look_every < 1 || c.look_every > 1000)
-      throw UsageError(fmt::format("--look-every {}: out of range [1, 1000] (trials per arm between looks)",
-                                   c.look_every));
+      throw UsageError(
+          fmt::format("--look-every {}: out of range [1, 1000] (trials per arm between looks)", c.look_every));
     const auto spending = sequential::parse_spending(c.spending);
     if (!spending)
       throw UsageError(fmt::format("--spending '{}': unknown spending function (accepted: pocock, obf)", c.spending));
@@ -299,10 +299,10 @@ class CompareTool final : public Tool {
       const auto control = compare::arm_values(rep_.trials, labels_[0], compare::Metric::kStallUs);
       for (int idx : running)
         if (idx > 0)
-          sequential::evaluate_look(design_, static_cast<std::size_t>(look),
-                                    compare::arm_values(rep_.trials, labels_[static_cast<std::size_t>(idx)],
-                                                        compare::Metric::kStallUs),
-                                    control, &pairs_[static_cast<std::size_t>(idx)]);
+          sequential::evaluate_look(
+              design_, static_cast<std::size_t>(look),
+              compare::arm_values(rep_.trials, labels_[static_cast<std::size_t>(idx)], compare::Metric::kStallUs),
+              control, &pairs_[static_cast<std::size_t>(idx)]);
     }
     if (tty_ && !c_.run.quiet) std::fputs("\r\033[K", stderr);
   }
@@ -378,10 +378,10 @@ class CompareTool final : public Tool {
       for (double x : design_.boundaries) b += fmt::format("{}{:.2f}", b.empty() ? "" : " ", x);
       std::string looks;
       for (int n : design_.looks) looks += fmt::format("{}{}", looks.empty() ? "" : ",", n);
-      rep_.notes.push_back(fmt::format(
-          "sequential: {}-type spending of alpha 0.05, looks at {} trials/arm, |z| >= {}; "
-          "CIs and p are naive after an early stop",
-          sequential::spending_name(design_.spending), looks, b));
+      rep_.notes.push_back(
+          fmt::format("sequential: {}-type spending of alpha 0.05, looks at {} trials/arm, |z| >= {}; "
+                      "CIs and p are naive after an early stop",
+                      sequential::spending_name(design_.spending), looks, b));
     }
     rep_.summary = compare::summarize_arms(rep_.trials, labels_, co);
     for (const auto& g : gates_) rep_.gates.push_back(compare::evaluate_gate(g, rep_.trials, co.bootstrap));

@@ -436,8 +436,7 @@ std::vector<ArmSummary> summarize_arms(const std::vector<TrialMetrics>& trials, 
         s.vs_control[i] = compare_metric(v, ctl, m, b);
       }
     }
-    if (k > 0)
-      s.decision = seq ? s.seq.direction : s.vs_control[static_cast<std::size_t>(Metric::kStallUs)].direction;
+    if (k > 0) s.decision = seq ? s.seq.direction : s.vs_control[static_cast<std::size_t>(Metric::kStallUs)].direction;
     out.push_back(std::move(s));
   }
   for (std::size_t k = 1; k < out.size(); ++k) out[k].verdict = verdict_line(out[k], out[0]);
@@ -476,13 +475,15 @@ std::string sequential_line(const ArmSummary& arm, const sequential::Design& d) 
     return buf;
   }
   if (arm.seq.stopped)
-    std::snprintf(buf, sizeof buf, "%s stopped at look %d of %d (%d of %d trials per arm): |z| %.2f >= %.2f, alpha spent %.3f",
+    std::snprintf(buf, sizeof buf,
+                  "%s stopped at look %d of %d (%d of %d trials per arm): |z| %.2f >= %.2f, alpha spent %.3f",
                   arm.arm.c_str(), l->look, looks, l->n, d.max_n, std::fabs(l->z), l->boundary, l->alpha_spent);
   else if (l->look == looks)
     std::snprintf(buf, sizeof buf, "%s ran all %d looks (%d of %d trials per arm): |z| %.2f < %.2f, alpha spent %.3f",
                   arm.arm.c_str(), looks, l->n, d.max_n, std::fabs(l->z), l->boundary, l->alpha_spent);
   else
-    std::snprintf(buf, sizeof buf, "%s interrupted after look %d of %d (%d of %d trials per arm): |z| %.2f < %.2f, alpha spent %.3f",
+    std::snprintf(buf, sizeof buf,
+                  "%s interrupted after look %d of %d (%d of %d trials per arm): |z| %.2f < %.2f, alpha spent %.3f",
                   arm.arm.c_str(), l->look, looks, l->n, d.max_n, std::fabs(l->z), l->boundary, l->alpha_spent);
   return buf;
 }

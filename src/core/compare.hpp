@@ -153,9 +153,9 @@ struct ArmSummary {
   // sequential stopping it is the group-sequential test's decision on the
   // headline metric; without, the bootstrap CI's (vs_control[stall_us].direction).
   int decision = 0;
-  bool sequential = false;          // decided by the group-sequential test
-  sequential::PairState seq;        // its looks (empty for the control)
-  std::size_t control_trials = 0;   // control trials the comparison used
+  bool sequential = false;         // decided by the group-sequential test
+  sequential::PairState seq;       // its looks (empty for the control)
+  std::size_t control_trials = 0;  // control trials the comparison used
 };
 
 struct CompareOptions {
@@ -184,7 +184,7 @@ std::vector<ArmSummary> summarize_arms(const std::vector<TrialMetrics>& trials, 
 // "munmap: +210 µs stall per release [CI 180, 240], 30 shootdowns/release vs
 // 0 — worse than reuse" or "...: no detectable difference from reuse".
 std::string verdict_line(const ArmSummary& arm, const ArmSummary& control);
-// "munmap stopped at look 1 of 4 (5 of 20 trials per arm): |z| 2.51 >= 2.37,
+// "munmap stopped at look 1 of 4 (5 of 20 trials per arm): |z| 2.65 >= 2.37,
 // alpha spent 0.018" or "reuse#2 ran all 4 looks (...): |z| 0.52 < 2.35, ...".
 std::string sequential_line(const ArmSummary& arm, const sequential::Design& d);
 

@@ -69,12 +69,12 @@ double rank_sum_z(const std::vector<double>& x, const std::vector<double>& y);
 
 // One look of one arm against the control.
 struct Look {
-  int look = 0;           // 1-based
-  int n = 0;              // trials per arm used (the first n of each side)
-  double z = 0;           // rank_sum_z(arm, control)
-  double boundary = 0;    // critical |z|
-  double alpha_spent = 0; // cumulative alpha spent at this look
-  bool stop = false;      // |z| >= boundary: a difference is declared
+  int look = 0;            // 1-based
+  int n = 0;               // trials per arm used (the first n of each side)
+  double z = 0;            // rank_sum_z(arm, control)
+  double boundary = 0;     // critical |z|
+  double alpha_spent = 0;  // cumulative alpha spent at this look
+  bool stop = false;       // |z| >= boundary: a difference is declared
 };
 
 // The state of one arm pair over the looks.

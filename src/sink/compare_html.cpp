@@ -177,7 +177,8 @@ std::string compare_html(const CompareReport& r) {
   if (r.sequential)
     for (std::size_t k = 1; k < r.summary.size(); ++k)
       if (r.summary[k].sequential)
-        o += "<li class=\"sequential\">sequential: " + esc(compare::sequential_line(r.summary[k], r.design)) + "</li>\n";
+        o +=
+            "<li class=\"sequential\">sequential: " + esc(compare::sequential_line(r.summary[k], r.design)) + "</li>\n";
   for (const auto& g : r.gates)
     o += fmt::format("<li class=\"gate\">gate {}: {} ({})</li>\n", g.failed ? "FAILED" : "passed", esc(g.text),
                      esc(g.detail));
