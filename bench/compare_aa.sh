@@ -2,7 +2,8 @@
 # A/A validity of compare's sequential stopping (issue 16): compare an arm
 # with itself over SEEDS seeds and count false verdicts (a difference declared
 # on the headline metric, stall_us). Must stay <= 5 %.
-#   [ARM=reuse] [TRIALS=20] [CHUNK=64MiB] bench/compare_aa.sh [SEEDS=40] [extra compare options...]
+#   [ARM=reuse] [TRIALS=20] [CHUNK=64MiB] [FIRST=1] bench/compare_aa.sh [SEEDS=40] [extra compare options...]
+# Seeds FIRST..FIRST+SEEDS-1 (FIRST=21 extends an earlier 20-seed run).
 # Default is early stopping on (compare's default); pass --sequential off to
 # measure the fixed design instead. Prints one line per seed and a summary:
 # false verdicts, trials run per seed (mean), wall time. Counts, not timings:
@@ -13,12 +14,13 @@ SEEDS=${1:-40}
 ARM=${ARM:-reuse}
 TRIALS=${TRIALS:-20}
 CHUNK=${CHUNK:-64MiB}
+FIRST=${FIRST:-1}
 shift || true
 [[ -x "$SHOOTDOWN" ]] || { echo "compare_aa: $SHOOTDOWN not found (make build, or set SHOOTDOWN)" >&2; exit 1; }
 command -v jq >/dev/null || { echo "compare_aa: needs jq" >&2; exit 1; }
 false_verdicts=0 trials=0
 t0=$(date +%s.%N)
-for ((s = 1; s <= SEEDS; s++)); do
+for ((s = FIRST; s < FIRST + SEEDS; s++)); do
   out=$("$SHOOTDOWN" compare --arms "$ARM,$ARM" --trials "$TRIALS" --chunk-size "$CHUNK" --seed "$s" --quiet --json "$@") || {
     echo "compare_aa: seed $s: compare failed (rc=$?)" >&2; exit 1; }
   d=$(jq '.arms[1].decision' <<<"$out")
