@@ -428,9 +428,10 @@ std::vector<ArmSummary> summarize_arms(const std::vector<TrialMetrics>& trials, 
         BootstrapOptions b = o.bootstrap;
         b.seed = mix_seed(o.bootstrap.seed, k, i + 1);
         std::vector<double> ctl = arm_values(trials, arms[0], m);
-        // A stopped arm: the control's trials up to its last look (arm_values
-        // is in trial order), so the interval describes the decision's data.
-        if (seq && s.seq.last() && ctl.size() > static_cast<std::size_t>(s.seq.last()->n))
+        // A stopped arm: the control's trials up to its stopping look
+        // (arm_values is in trial order), so the interval describes the
+        // decision's data; the control may have run on for other arms.
+        if (seq && s.seq.stopped && ctl.size() > static_cast<std::size_t>(s.seq.last()->n))
           ctl.resize(static_cast<std::size_t>(s.seq.last()->n));
         if (m == Metric::kStallUs) s.control_trials = ctl.size();
         s.vs_control[i] = compare_metric(v, ctl, m, b);

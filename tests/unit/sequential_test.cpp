@@ -211,3 +211,47 @@ TEST(Sequential, NaiveRepeatedLooksInflateTheErrorRate) {
   }
   EXPECT_GT(static_cast<double>(false_verdicts) / reps, 0.10);
 }
+
+// compare's summary with sequential pairs: a stopped arm is compared with the
+// control's first n trials and its verdict is the sequential decision; an
+// undecided arm says "no detectable difference" even where the naive
+// bootstrap interval excludes 0.
+TEST(Sequential, SummaryUsesTheDecision) {
+  using namespace shootdown::compare;
+  std::vector<TrialMetrics> trials;
+  const auto add = [&](const std::string& arm, int idx, int trial, double stall) {
+    TrialMetrics t;
+    t.arm = arm;
+    t.arm_index = idx;
+    t.trial = trial;
+    t.set(Metric::kStallUs, stall);
+    trials.push_back(t);
+  };
+  for (int i = 1; i <= 10; ++i) add("ctl", 0, i, i);       // control ran 10 (for arm b)
+  for (int i = 1; i <= 5; ++i) add("a", 1, i, 100 + i);    // a stopped after 5
+  for (int i = 1; i <= 10; ++i) add("b", 2, i, 1000 + i);  // b clearly higher, but undecided here
+  const Design d = make_design(Spending::kPocock, 0.05, 5, 20);
+  std::vector<PairState> pairs(3);
+  std::vector<double> a, b, c;
+  for (int i = 1; i <= 5; ++i) a.push_back(100 + i);
+  for (int i = 1; i <= 10; ++i) c.push_back(i);
+  ASSERT_TRUE(evaluate_look(d, 0, a, c, &pairs[1]).stop);
+  pairs[2].history.push_back(Look{1, 5, 0.5, d.boundaries[0], d.spent[0], false});  // synthetic: not crossed
+  CompareOptions o;
+  o.design = &d;
+  o.pairs = &pairs;
+  const auto s = summarize_arms(trials, {"ctl", "a", "b"}, o);
+  ASSERT_EQ(s.size(), 3u);
+  EXPECT_EQ(s[1].control_trials, 5u);
+  EXPECT_EQ(s[1].decision, 1);
+  EXPECT_NE(s[1].verdict.find("worse than ctl"), std::string::npos) << s[1].verdict;
+  EXPECT_EQ(s[2].control_trials, 10u);  // not stopped: every control trial
+  EXPECT_EQ(s[2].decision, 0);
+  EXPECT_EQ(s[2].vs_control[0].direction, 1);  // the naive CI alone would have said "worse"
+  EXPECT_NE(s[2].verdict.find("no detectable difference from ctl"), std::string::npos) << s[2].verdict;
+  EXPECT_NE(sequential_line(s[1], d).find("a stopped at look 1 of 4 (5 of 20 trials per arm)"), std::string::npos);
+  // Without a design: the fixed rule (the CI) decides.
+  const auto f = summarize_arms(trials, {"ctl", "a", "b"}, CompareOptions{});
+  EXPECT_EQ(f[2].decision, 1);
+  EXPECT_EQ(f[1].control_trials, 10u);
+}
