@@ -5,6 +5,9 @@
 #   [TRIALS=20] [CHUNK=256MiB] scripts/aa_validity.sh [SEEDS=40] [extra compare options...]
 # Defaults: 20 trials per arm (compare's default), 256 MiB chunks (~20 s a
 # seed here; the statistic, not the chunk size, is what is being validated).
+# compare's defaults include sequential stopping (--trials is the maximum);
+# pass --sequential off to validate the fixed design. bench/compare_aa.sh
+# does the same with any arm and counts the trials run.
 # A reduced version (3 seeds) runs in `make test` via tests/cli/compare.sh.
 set -euo pipefail
 SHOOTDOWN=${SHOOTDOWN:-build/src/shootdown}

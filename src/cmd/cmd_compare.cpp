@@ -44,6 +44,9 @@ struct CompareCommand {
   cli::RunOptions run;
   std::string arms;
   int trials = 20;
+  std::string sequential = "on";  // on|off: group-sequential early stopping
+  int look_every = 5;
+  std::string spending = "pocock";
   std::string seed;
   int bootstrap = 2000;
   std::vector<std::string> fail_if;
@@ -182,6 +185,18 @@ class CompareTool final : public Tool {
       throw UsageError(fmt::format("--workload '{}': unknown workload (accepted: memory, journal)", c.workload));
     if (c.arms.empty()) c.arms = c.workload == "journal" ? "journal-recycle,journal-unmap" : "reuse,munmap";
     if (c.trials < 2 || c.trials > 1000) throw UsageError(fmt::format("--trials {}: out of range [2, 1000]", c.trials));
+    if (c.sequential != "on" && c.sequential != "off")
+      throw UsageError(fmt::format("--sequential '{}': unknown value (accepted: on, off)", c.sequential));
+    if (c.look_every < 1 || c.look_every > 1000)
+      throw UsageError(
+          fmt::format("--look-every {}: out of range [1, 1000] (trials per arm between looks)", c.look_every));
+    const auto spending = sequential::parse_spending(c.spending);
+    if (!spending)
+      throw UsageError(fmt::format("--spending '{}': unknown spending function (accepted: pocock, obf)", c.spending));
+    seq_on_ = c.sequential == "on";
+    // Alpha 0.05 two-sided: the same error rate as the 95% intervals of the
+    // fixed design. Boundaries are computed once, before any trial.
+    if (seq_on_) design_ = sequential::make_design(*spending, 0.05, c.look_every, c.trials);
     if (c.bootstrap < 2000 || c.bootstrap > 1000000)
       throw UsageError(fmt::format("--bootstrap {}: out of range [2000, 1000000]", c.bootstrap));
     if (c.seed.empty()) {
@@ -248,13 +263,16 @@ class CompareTool final : public Tool {
 
   void prepare() override {
     tty_ = ::isatty(STDERR_FILENO) == 1;
-    order_ = compare::trial_order(arms_.size(), c_.trials, seed_);
+    total_ = arms_.size() * static_cast<std::size_t>(c_.trials);
     count_.assign(arms_.size(), 0);
+    pairs_.assign(arms_.size(), sequential::PairState{});
     rep_.command_line = sys::read_cmdline_self();
     rep_.started_at = sys::iso_now();
     rep_.workload = c_.workload;
     for (const auto& a : arms_) rep_.arms.push_back({a.label, a.name, a.strategy, a.pages});
     rep_.trials_per_arm = c_.trials;
+    rep_.sequential = seq_on_;
+    rep_.design = design_;
     rep_.bootstrap_resamples = c_.bootstrap;
     rep_.seed = seed_;
     rep_.plan = arms_.front().plan;
@@ -264,47 +282,80 @@ class CompareTool final : public Tool {
 
   // Each finished trial goes to disk at once (compare.json/.csv, marked
   // incomplete until the end): a signal or an error in trial k keeps 1..k-1.
+  // Blocks run the control and every arm still undecided (all arms without
+  // sequential stopping); after a block that completes a look, each running
+  // pair is tested and a decided one leaves the next blocks.
   void run() override {
     const int pid = static_cast<int>(::getpid());
-    for (std::size_t pos = 0; pos < order_.size(); ++pos) {
-      const Arm& arm = arms_[static_cast<std::size_t>(order_[pos])];
-      progress_line(tty_, c_.run.quiet, pos, order_.size(), arm.label, now_s() - t0_);
-      exp::Hooks hooks = make_run_hooks(false, true);
-      hooks.open_trace = [this](const Plan& p, std::string* why) { return tracer_.open(p, why); };
-      hooks.victim_chunk = [this](int cpu, std::size_t size, PageMode mode, int node) {
-        return pool_.get(cpu, size, mode, node);
-      };
-      Result r;
-      try {
-        r = exp::run_experiment(arm.plan, hooks);
-      } catch (const std::exception& e) {
-        trial_error_ = fmt::format("trial {} ({}): {}", pos + 1, arm.label, e.what());
-        rep_.complete = false;
-        rep_.incomplete_reason = trial_error_ + fmt::format(" (after {} of {} trials)", pos, order_.size());
-        break;
+    compare::Rng rng(seed_);
+    std::size_t pos = 0;
+    bool stop = false;
+    for (int block = 0; block < c_.trials && !stop; ++block) {
+      std::vector<int> running{0};
+      for (std::size_t k = 1; k < arms_.size(); ++k)
+        if (!seq_on_ || pairs_[k].active(design_)) running.push_back(static_cast<int>(k));
+      if (running.size() == 1) break;  // every pair decided
+      for (int idx : compare::shuffled_block(running, rng)) {
+        if (!run_trial(idx, pos, pid)) {
+          stop = true;
+          break;
+        }
+        ++pos;
+        if (out_) write_partial(pos);
       }
-      if (!r.complete && r.exit_signal != 0) {
-        exit_signal_ = r.exit_signal;
-        rep_.complete = false;
-        rep_.incomplete_reason = r.incomplete_reason + fmt::format(" (after {} of {} trials)", pos, order_.size());
-        break;
-      }
-      if (trace_status_.empty()) trace_status_ = r.trace.status;
-      Attribution at;
-      if (r.trace.enabled) at = attribute_result(r);
-      compare::TrialMetrics t = compare::trial_metrics(r, r.trace.enabled ? &at : nullptr, compare::TrialOptions{pid});
-      t.arm = arm.label;
-      t.arm_index = order_[pos];
-      t.trial = ++count_[static_cast<std::size_t>(order_[pos])];
-      t.order = static_cast<int>(pos) + 1;
-      for (const auto& w : r.warnings) {
-        const std::string x = "trial " + std::to_string(t.order) + " (" + arm.label + "): " + w;
-        if (warnings_.size() < 50) warnings_.push_back(x);
-      }
-      rep_.trials.push_back(std::move(t));
-      if (out_ && pos + 1 < order_.size()) write_partial(pos + 1);
+      if (stop || !seq_on_) continue;
+      const int look = sequential::look_index_at(design_, block + 1);
+      if (look < 0) continue;
+      const auto control = compare::arm_values(rep_.trials, labels_[0], compare::Metric::kStallUs);
+      for (int idx : running)
+        if (idx > 0)
+          sequential::evaluate_look(
+              design_, static_cast<std::size_t>(look),
+              compare::arm_values(rep_.trials, labels_[static_cast<std::size_t>(idx)], compare::Metric::kStallUs),
+              control, &pairs_[static_cast<std::size_t>(idx)]);
     }
     if (tty_ && !c_.run.quiet) std::fputs("\r\033[K", stderr);
+  }
+
+  // One trial of arm idx at run position pos; false when the compare must
+  // end (a trial failed or a signal arrived).
+  bool run_trial(int idx, std::size_t pos, int pid) {
+    const Arm& arm = arms_[static_cast<std::size_t>(idx)];
+    progress_line(tty_, c_.run.quiet, pos, total_, arm.label, now_s() - t0_);
+    exp::Hooks hooks = make_run_hooks(false, true);
+    hooks.open_trace = [this](const Plan& p, std::string* why) { return tracer_.open(p, why); };
+    hooks.victim_chunk = [this](int cpu, std::size_t size, PageMode mode, int node) {
+      return pool_.get(cpu, size, mode, node);
+    };
+    Result r;
+    try {
+      r = exp::run_experiment(arm.plan, hooks);
+    } catch (const std::exception& e) {
+      trial_error_ = fmt::format("trial {} ({}): {}", pos + 1, arm.label, e.what());
+      rep_.complete = false;
+      rep_.incomplete_reason = trial_error_ + fmt::format(" (after {} of at most {} trials)", pos, total_);
+      return false;
+    }
+    if (!r.complete && r.exit_signal != 0) {
+      exit_signal_ = r.exit_signal;
+      rep_.complete = false;
+      rep_.incomplete_reason = r.incomplete_reason + fmt::format(" (after {} of at most {} trials)", pos, total_);
+      return false;
+    }
+    if (trace_status_.empty()) trace_status_ = r.trace.status;
+    Attribution at;
+    if (r.trace.enabled) at = attribute_result(r);
+    compare::TrialMetrics t = compare::trial_metrics(r, r.trace.enabled ? &at : nullptr, compare::TrialOptions{pid});
+    t.arm = arm.label;
+    t.arm_index = idx;
+    t.trial = ++count_[static_cast<std::size_t>(idx)];
+    t.order = static_cast<int>(pos) + 1;
+    for (const auto& w : r.warnings) {
+      const std::string x = "trial " + std::to_string(t.order) + " (" + arm.label + "): " + w;
+      if (warnings_.size() < 50) warnings_.push_back(x);
+    }
+    rep_.trials.push_back(std::move(t));
+    return true;
   }
 
   void analyze() override {
@@ -330,6 +381,18 @@ class CompareTool final : public Tool {
       if (is_paced(a.strategy))
         rep_.notes.push_back(fmt::format("{}: {} (release_us spans the whole spread release)", a.label,
                                          released_what(a.strategy, a.plan.chunk_size, a.plan.pace())));
+    if (seq_on_) {
+      co.design = &design_;
+      co.pairs = &pairs_;
+      std::string b;
+      for (double x : design_.boundaries) b += fmt::format("{}{:.2f}", b.empty() ? "" : " ", x);
+      std::string looks;
+      for (int n : design_.looks) looks += fmt::format("{}{}", looks.empty() ? "" : ",", n);
+      rep_.notes.push_back(
+          fmt::format("sequential: {}-type spending of alpha 0.05, looks at {} trials/arm, |z| >= {}; "
+                      "CIs and p are naive after an early stop",
+                      sequential::spending_name(design_.spending), looks, b));
+    }
     rep_.summary = compare::summarize_arms(rep_.trials, labels_, co);
     for (const auto& g : gates_) rep_.gates.push_back(compare::evaluate_gate(g, rep_.trials, co.bootstrap));
     if (max_reg_ >= 0)
@@ -370,7 +433,7 @@ class CompareTool final : public Tool {
   void write_partial(std::size_t done) {
     sink::CompareReport partial = rep_;
     partial.complete = false;
-    partial.incomplete_reason = fmt::format("in progress: {} of {} trials", done, order_.size());
+    partial.incomplete_reason = fmt::format("in progress: {} of at most {} trials", done, total_);
     partial.duration_s = now_s() - t0_;
     try {
       out_->write("compare.json", sink::compare_json(partial));
@@ -391,8 +454,11 @@ class CompareTool final : public Tool {
   double max_reg_ = -1;
   std::unique_ptr<sink::OutputDir> out_;
   bool tty_ = false;
-  std::vector<int> order_;
+  std::size_t total_ = 0;  // trials if no pair stops early
   std::vector<int> count_;
+  bool seq_on_ = true;
+  sequential::Design design_;
+  std::vector<sequential::PairState> pairs_;  // per arm; [0] (control) unused
   ChunkPool pool_;
   SharedTracer tracer_;
   sink::CompareReport rep_;
@@ -414,7 +480,15 @@ Command add_compare(CLI::App& root) {
       "Comma-separated arms, first = control: " + compare_arm_list(Workload::kMemory) +
           ", thp-<strategy>; " + compare_arm_list(Workload::kJournal) +
           " with --workload journal (default reuse,munmap)");
-  app->add_option("--trials", cmd->trials, "Trials per arm, each a fresh experiment (default 20)");
+  app->add_option("--trials", cmd->trials,
+                  "Trials per arm, each a fresh experiment; the maximum with --sequential on (default 20)");
+  app->add_option("--sequential", cmd->sequential,
+                  "on: stop an arm once its stall_us verdict is settled (group-sequential Mann-Whitney, "
+                  "alpha 0.05 spent over --trials); off: always run --trials (default on)");
+  app->add_option("--look-every", cmd->look_every, "Trials per arm between sequential looks (default 5)");
+  app->add_option("--spending", cmd->spending,
+                  "Alpha spending of the sequential looks: pocock (early stops) or obf (O'Brien-Fleming type) "
+                  "(default pocock)");
   app->add_option("--seed", cmd->seed, "Seed for the trial order and the bootstrap (default: random, printed)");
   app->add_option("--bootstrap", cmd->bootstrap, "Bootstrap resamples (default 2000)");
   app->add_option("--fail-if", cmd->fail_if,
@@ -431,12 +505,19 @@ Command add_compare(CLI::App& root) {
   cli::add_run_options(*app, cmd->run, /*for_compare=*/true);
   app->footer(
       "Per trial defaults differ from run: --baseline 150ms --after 100ms --trigger after=150ms.\n"
+      "SEQUENTIAL (default): after every --look-every trials per arm, each arm's stall_us is tested against the\n"
+      "control (Mann-Whitney z vs Lan-DeMets boundaries, overall alpha 0.05 however early it stops); a decided\n"
+      "arm stops. CIs and p-values are fixed-sample ones (naive after an early stop). docs/compare.md.\n"
       "METRICS (per release, averaged over victims): stall_us p99_us p999_us max_us shootdowns release_us "
       "ipi_stall_us unexplained_us\n\n"
       "EXAMPLES:\n"
       "  shootdown compare --arms reuse,munmap --trials 20 --chunk-size 1GiB\n"
+      "                                  stops after 5 trials per arm when the difference is clear\n"
+      "  shootdown compare --arms reuse,munmap --trials 20 --sequential off\n"
+      "                                  always 20 trials per arm (the fixed design)\n"
       "  shootdown compare --arms reuse,munmap,madvise-dontneed,thp-munmap --out out/cmp\n"
       "  shootdown compare --arms reuse,reuse --seed 7          A/A: expect no detectable difference\n"
+      "  shootdown compare --arms reuse,munmap --trials 40 --look-every 4 --spending obf\n"
       "  shootdown compare --arms madvise-dontneed,paced,chunked --pace 2MiB/1ms\n"
       "                                  the same release at once, spread in 2 MiB steps (1 ms pauses) and chunked\n"
       "  shootdown compare --arms reuse,munmap --fail-if 'munmap.stall_us > reuse.stall_us'\n"

@@ -415,6 +415,11 @@ std::vector<ArmSummary> summarize_arms(const std::vector<TrialMetrics>& trials, 
         else if (s.shootdown_source != t.shootdown_source)
           s.shootdown_source = "mixed";
       }
+    const bool seq = k > 0 && o.design && o.pairs && k < o.pairs->size();
+    if (seq) {
+      s.sequential = true;
+      s.seq = (*o.pairs)[k];
+    }
     for (Metric m : kAllMetrics) {
       const auto i = static_cast<std::size_t>(m);
       const std::vector<double> v = arm_values(trials, s.arm, m);
@@ -422,9 +427,17 @@ std::vector<ArmSummary> summarize_arms(const std::vector<TrialMetrics>& trials, 
       if (k > 0) {
         BootstrapOptions b = o.bootstrap;
         b.seed = mix_seed(o.bootstrap.seed, k, i + 1);
-        s.vs_control[i] = compare_metric(v, arm_values(trials, arms[0], m), m, b);
+        std::vector<double> ctl = arm_values(trials, arms[0], m);
+        // A stopped arm: the control's trials up to its stopping look
+        // (arm_values is in trial order), so the interval describes the
+        // decision's data; the control may have run on for other arms.
+        if (seq && s.seq.stopped && ctl.size() > static_cast<std::size_t>(s.seq.last()->n))
+          ctl.resize(static_cast<std::size_t>(s.seq.last()->n));
+        if (m == Metric::kStallUs) s.control_trials = ctl.size();
+        s.vs_control[i] = compare_metric(v, ctl, m, b);
       }
     }
+    if (k > 0) s.decision = seq ? s.seq.direction : s.vs_control[static_cast<std::size_t>(Metric::kStallUs)].direction;
     out.push_back(std::move(s));
   }
   for (std::size_t k = 1; k < out.size(); ++k) out[k].verdict = verdict_line(out[k], out[0]);
@@ -444,9 +457,9 @@ std::string verdict_line(const ArmSummary& arm, const ArmSummary& control) {
   if (ipi.available && (ipi.arm.median != 0 || ipi.control.median != 0))
     s += " (IPI stall " + fmt_num(ipi.diff, true) + " µs [CI " + fmt_num(ipi.ci.lo) + ", " + fmt_num(ipi.ci.hi) + "])";
   s += " — ";
-  if (c.direction > 0)
+  if (arm.decision > 0)
     s += "worse than " + control.arm;
-  else if (c.direction < 0)
+  else if (arm.decision < 0)
     s += "better than " + control.arm;
   else
     s += "no detectable difference from " + control.arm;
@@ -454,13 +467,41 @@ std::string verdict_line(const ArmSummary& arm, const ArmSummary& control) {
   return s;
 }
 
+std::string sequential_line(const ArmSummary& arm, const sequential::Design& d) {
+  const sequential::Look* l = arm.seq.last();
+  char buf[256];
+  const int looks = static_cast<int>(d.looks.size());
+  if (!l) {
+    std::snprintf(buf, sizeof buf, "%s: no look taken (0 of %d looks)", arm.arm.c_str(), looks);
+    return buf;
+  }
+  if (arm.seq.stopped)
+    std::snprintf(buf, sizeof buf,
+                  "%s stopped at look %d of %d (%d of %d trials per arm): |z| %.2f >= %.2f, alpha spent %.3f",
+                  arm.arm.c_str(), l->look, looks, l->n, d.max_n, std::fabs(l->z), l->boundary, l->alpha_spent);
+  else if (l->look == looks)
+    std::snprintf(buf, sizeof buf, "%s ran all %d looks (%d of %d trials per arm): |z| %.2f < %.2f, alpha spent %.3f",
+                  arm.arm.c_str(), looks, l->n, d.max_n, std::fabs(l->z), l->boundary, l->alpha_spent);
+  else
+    std::snprintf(buf, sizeof buf,
+                  "%s interrupted after look %d of %d (%d of %d trials per arm): |z| %.2f < %.2f, alpha spent %.3f",
+                  arm.arm.c_str(), l->look, looks, l->n, d.max_n, std::fabs(l->z), l->boundary, l->alpha_spent);
+  return buf;
+}
+
+std::vector<int> shuffled_block(const std::vector<int>& arms, Rng& rng) {
+  std::vector<int> block = arms;
+  for (std::size_t i = block.size(); i > 1; --i) std::swap(block[i - 1], block[rng.below(i)]);
+  return block;
+}
+
 std::vector<int> trial_order(std::size_t arms, int trials, std::uint64_t seed) {
   Rng rng(seed);
+  std::vector<int> all(arms);
+  for (std::size_t i = 0; i < arms; ++i) all[i] = static_cast<int>(i);
   std::vector<int> out;
   for (int t = 0; t < trials; ++t) {
-    std::vector<int> block(arms);
-    for (std::size_t i = 0; i < arms; ++i) block[i] = static_cast<int>(i);
-    for (std::size_t i = arms; i > 1; --i) std::swap(block[i - 1], block[rng.below(i)]);
+    const std::vector<int> block = shuffled_block(all, rng);
     out.insert(out.end(), block.begin(), block.end());
   }
   return out;

@@ -13,6 +13,7 @@
 
 #include "core/attribution.hpp"
 #include "core/result.hpp"
+#include "core/sequential.hpp"
 
 namespace shootdown::compare {
 
@@ -148,10 +149,21 @@ struct ArmSummary {
   std::array<MetricComparison, kMetricCount> vs_control{};  // empty for the control itself
   std::string shootdown_source;
   std::string verdict;  // one line
+  // The verdict's direction: +1 worse (higher stall), -1 better, 0 none. With
+  // sequential stopping it is the group-sequential test's decision on the
+  // headline metric; without, the bootstrap CI's (vs_control[stall_us].direction).
+  int decision = 0;
+  bool sequential = false;         // decided by the group-sequential test
+  sequential::PairState seq;       // its looks (empty for the control)
+  std::size_t control_trials = 0;  // control trials the comparison used
 };
 
 struct CompareOptions {
   BootstrapOptions bootstrap;
+  // Group-sequential stopping: design and one PairState per arm (index 0, the
+  // control, unused). Null = fixed design, verdict by the bootstrap CI.
+  const sequential::Design* design = nullptr;
+  const std::vector<sequential::PairState>* pairs = nullptr;
 };
 
 // values of one metric of one arm (finite only), in trial order.
@@ -162,13 +174,19 @@ MetricComparison compare_metric(const std::vector<double>& arm, const std::vecto
 
 // arms: labels in --arms order (first = control). The bootstrap seed of arm
 // k and metric m is derived from o.bootstrap.seed, k and m, so adding an arm
-// does not change another arm's interval.
+// does not change another arm's interval. With o.pairs, an arm that stopped
+// after n trials is compared with the control's first n trials (the data of
+// its decision; the control ran on for other arms), and its verdict is the
+// sequential decision.
 std::vector<ArmSummary> summarize_arms(const std::vector<TrialMetrics>& trials, const std::vector<std::string>& arms,
                                        const CompareOptions& o);
 
 // "munmap: +210 µs stall per release [CI 180, 240], 30 shootdowns/release vs
 // 0 — worse than reuse" or "...: no detectable difference from reuse".
 std::string verdict_line(const ArmSummary& arm, const ArmSummary& control);
+// "munmap stopped at look 1 of 4 (5 of 20 trials per arm): |z| 2.65 >= 2.37,
+// alpha spent 0.018" or "reuse#2 ran all 4 looks (...): |z| 0.52 < 2.35, ...".
+std::string sequential_line(const ArmSummary& arm, const sequential::Design& d);
 
 // Unique labels for --arms: a repeated name gets "#2", "#3"... ("reuse,reuse"
 // -> "reuse", "reuse#2").
@@ -179,6 +197,10 @@ std::vector<std::string> arm_labels(const std::vector<std::string>& names);
 // the machine hits every arm alike and no arm always runs after another.
 // Returns arm indices, trials blocks of `arms` entries.
 std::vector<int> trial_order(std::size_t arms, int trials, std::uint64_t seed);
+// One block of that design over the arms still running (sequential stopping
+// drops an arm once its pair is decided): the arms in an order shuffled by
+// rng. With every arm, successive calls on Rng(seed) give trial_order's blocks.
+std::vector<int> shuffled_block(const std::vector<int>& arms, Rng& rng);
 
 // ---- gate -----------------------------------------------------------------
 

@@ -167,13 +167,18 @@ std::string compare_html(const CompareReport& r) {
   for (const auto& n : r.notes) o += "<p class=\"note\">" + esc(n) + "</p>\n";
   o += "<h2>Verdict</h2>\n<ul>\n";
   for (std::size_t k = 1; k < r.summary.size(); ++k) {
-    const int d = r.summary[k].vs_control[0].direction;
+    const int d = r.summary[k].decision;
     o += fmt::format("<li class=\"verdict {}\" data-arm=\"{}\">{}</li>\n",
                      d > 0   ? "worse"
                      : d < 0 ? "better"
                              : "same",
                      esc(r.summary[k].arm), esc(r.summary[k].verdict));
   }
+  if (r.sequential)
+    for (std::size_t k = 1; k < r.summary.size(); ++k)
+      if (r.summary[k].sequential)
+        o +=
+            "<li class=\"sequential\">sequential: " + esc(compare::sequential_line(r.summary[k], r.design)) + "</li>\n";
   for (const auto& g : r.gates)
     o += fmt::format("<li class=\"gate\">gate {}: {} ({})</li>\n", g.failed ? "FAILED" : "passed", esc(g.text),
                      esc(g.detail));

@@ -55,12 +55,21 @@ std::string compare_console(const CompareReport& r) {
   std::string names;
   for (const auto& a : r.arms) names += (names.empty() ? "" : " vs ") + a.label;
   o += fmt::format("shootdown compare: {}\n", names);
-  o += fmt::format("  {} trials per arm, seed {}, {:.1f} s{}\n", r.trials_per_arm, r.seed, r.duration_s,
-                   r.complete ? "" : " (INCOMPLETE: " + r.incomplete_reason + ")");
+  std::size_t run = 0;
+  for (const auto& a : r.summary) run += a.trials;
+  if (r.sequential)
+    o += fmt::format("  up to {} trials per arm ({} run), seed {}, {:.1f} s{}\n", r.trials_per_arm, run, r.seed,
+                     r.duration_s, r.complete ? "" : " (INCOMPLETE: " + r.incomplete_reason + ")");
+  else
+    o += fmt::format("  {} trials per arm, seed {}, {:.1f} s{}\n", r.trials_per_arm, r.seed, r.duration_s,
+                     r.complete ? "" : " (INCOMPLETE: " + r.incomplete_reason + ")");
   o += fmt::format("  workload {}, chunk {}, culprit cpu{}, victims {}\n", r.workload, format_size(r.plan.chunk_size),
                    r.plan.culprit_cpu, cpus(r.plan.victim_cpus));
   // The answer first: one line per arm against the control.
   for (std::size_t k = 1; k < r.summary.size(); ++k) o += "  " + r.summary[k].verdict + "\n";
+  if (r.sequential)
+    for (std::size_t k = 1; k < r.summary.size(); ++k)
+      if (r.summary[k].sequential) o += "  sequential: " + compare::sequential_line(r.summary[k], r.design) + "\n";
   for (const auto& n : r.notes) o += "  " + n + "\n";
   o += "\n";
   // Per-arm table: medians (IQR for the headline metric).
@@ -111,6 +120,23 @@ std::string compare_json(const CompareReport& r) {
   j["workload"] = r.workload;
   j["seed"] = r.seed;
   j["trials_per_arm"] = r.trials_per_arm;
+  {
+    json js = {{"enabled", r.sequential}};
+    if (r.sequential) {
+      const auto& d = r.design;
+      json b = json::array();
+      for (double c : d.boundaries) b.push_back(jnum(c));
+      js["method"] = "group-sequential Mann-Whitney on stall_us, Lan-DeMets alpha spending";
+      js["spending"] = sequential::spending_name(d.spending);
+      js["alpha"] = d.alpha;
+      js["look_every"] = d.look_every;
+      js["max_trials_per_arm"] = d.max_n;
+      js["looks"] = d.looks;
+      js["boundaries"] = b;
+      js["alpha_spent"] = d.spent;
+    }
+    j["sequential"] = js;
+  }
   j["bootstrap_resamples"] = r.bootstrap_resamples;
   j["confidence"] = 0.95;
   j["duration_s"] = r.duration_s;
@@ -166,6 +192,28 @@ std::string compare_json(const CompareReport& r) {
       ja["vs_control"] = jc;
     }
     ja["verdict"] = a.verdict;
+    if (k > 0) ja["decision"] = a.decision;
+    if (k > 0 && a.sequential) {
+      json hist = json::array();
+      for (const auto& l : a.seq.history)
+        hist.push_back({{"look", l.look},
+                        {"trials", l.n},
+                        {"z", l.z},
+                        {"boundary", jnum(l.boundary)},
+                        {"alpha_spent", l.alpha_spent},
+                        {"stop", l.stop}});
+      const sequential::Look* last = a.seq.last();
+      ja["sequential"] = {{"stopped", a.seq.stopped},
+                          {"stop_look", a.seq.stopped ? json(a.seq.stop_look) : json(nullptr)},
+                          {"looks_taken", a.seq.history.size()},
+                          {"trials", last ? last->n : 0},
+                          {"control_trials", a.control_trials},
+                          {"z", last ? jnum(last->z) : json(nullptr)},
+                          {"boundary", last ? jnum(last->boundary) : json(nullptr)},
+                          {"alpha_spent", last ? last->alpha_spent : 0.0},
+                          {"decision", a.seq.direction},
+                          {"history", hist}};
+    }
     arms.push_back(ja);
   }
   j["arms"] = arms;

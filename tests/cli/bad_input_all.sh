@@ -55,6 +55,9 @@ run|--quiet|FLAG|
 run|--verbose|FLAG|
 compare|--arms|reuse,munmap|reuse;;frob,munmap;;,;;reuse,,munmap
 compare|--trials|20|0;;1.5;;99999999999999999999;;-1
+compare|--sequential|on|maybe;;ON;;1
+compare|--look-every|5|0;;x;;1.5;;-1;;99999999999999999999
+compare|--spending|pocock|Pocock;;linear
 compare|--seed|1|abc;;-1;;99999999999999999999
 compare|--bootstrap|2000|0;;x;;99999999999999999999
 compare|--fail-if|MULTI|x;;munmap.stall_us >;;munmap.stall_us > 1us;;frob.stall_us > 1

@@ -33,7 +33,8 @@ run_cmd "$SHOOTDOWN" compare --arms reuse,munmap --trigger enter "${common[@]}"
 expect_rc 2 "--trigger enter"
 
 # The real thing, with a gate that must fail.
-run_cmd "$SHOOTDOWN" compare --arms reuse,munmap --trials 5 --seed 11 "${common[@]}" --out "$TMP/cmp" \
+# --sequential off: this part checks the fixed design (5 trials per arm, 10 rows).
+run_cmd "$SHOOTDOWN" compare --arms reuse,munmap --trials 5 --sequential off --seed 11 "${common[@]}" --out "$TMP/cmp" \
   --fail-if 'munmap.stall_us > reuse.stall_us'
 expect_rc 3 "gate 'munmap.stall_us > reuse.stall_us' fails"
 echo "$OUT" | sed 's/^/# /'
@@ -60,7 +61,7 @@ if grep -q 'class="trial"' "$TMP/cmp/compare.html" && grep -q 'data-chart="stall
   ok "compare.html has strip/box plots"; else not_ok "compare.html lacks plots"; fi
 # The trial order is the seeded randomized block design: same seed, same order.
 order1=$(jq -c '[.trials[].arm]' "$TMP/cmp/compare.json")
-run_cmd "$SHOOTDOWN" compare --arms reuse,munmap --trials 5 --seed 11 "${common[@]}" --json --trace off --max-regression 10
+run_cmd "$SHOOTDOWN" compare --arms reuse,munmap --trials 5 --sequential off --seed 11 "${common[@]}" --json --trace off --max-regression 10
 expect_rc 3 "--max-regression 10 fails for munmap"
 order2=$(jq -c '[.trials[].arm]' <<<"$OUT")
 [[ "$order1" == "$order2" ]] && ok "same seed, same trial order" || not_ok "order differs: $order1 vs $order2"
