@@ -16,7 +16,8 @@ namespace {
 // ("cannot allocate memory in static TLS block") unless the process started
 // with a larger glibc.rtld.optional_static_tls. A command that names the
 // jemalloc arm (--release jemalloc, --arms ...,jemalloc) re-executes itself
-// once with that tunable; nothing else changes.
+// once with that tunable; nothing else changes. (compare --preset
+// mitigations includes the jemalloc arm.)
 constexpr std::size_t kJemallocStaticTls = 8192;
 
 bool names_jemalloc(int argc, char** argv) {
@@ -25,7 +26,7 @@ bool names_jemalloc(int argc, char** argv) {
     for (std::size_t start = 0; start <= a.size();) {
       std::size_t end = a.find_first_of(",=", start);
       if (end == std::string_view::npos) end = a.size();
-      if (a.substr(start, end - start) == "jemalloc") return true;
+      if (const auto t = a.substr(start, end - start); t == "jemalloc" || t == "mitigations") return true;
       start = end + 1;
     }
   }

@@ -34,6 +34,13 @@ namespace shootdown::cmd {
 
 namespace {
 
+// compare --preset mitigations: every release arm of docs/mitigations.md
+// against the reuse control (membarrier and mprotect are not releases).
+constexpr const char* kMitigationsArms =
+    "reuse,munmap,madvise-dontneed,madvise-free,madvise-ranges,process-madvise,paced,chunked,glibc-malloc,jemalloc,"
+    "tcmalloc,mimalloc";
+
+
 // Short per-trial durations: the release window is what compare measures;
 // the baseline only needs enough samples for a stable median (~150 ms is
 // ~300k batches here) and the after window only has to cover late effects.
@@ -43,6 +50,7 @@ constexpr const char* kCompareAfter = "100ms";
 struct CompareCommand {
   cli::RunOptions run;
   std::string arms;
+  std::string preset;  // --preset mitigations: the documented arm list
   int trials = 20;
   std::string sequential = "on";  // on|off: group-sequential early stopping
   int look_every = 5;
@@ -183,6 +191,18 @@ class CompareTool final : public Tool {
     CompareCommand& c = c_;
     if (c.workload != "memory" && c.workload != "journal")
       throw UsageError(fmt::format("--workload '{}': unknown workload (accepted: memory, journal)", c.workload));
+    if (!c.preset.empty()) {
+      if (c.preset != "mitigations")
+        throw UsageError(fmt::format("--preset '{}': unknown preset (accepted: mitigations)", c.preset));
+      if (!c.arms.empty())
+        throw UsageError(fmt::format("--preset '{}': give either --preset or --arms '{}', not both (accepted: "
+                                     "--preset mitigations alone)",
+                                     c.preset, c.arms));
+      if (c.workload != "memory")
+        throw UsageError(fmt::format("--preset '{}': a memory-workload study (accepted with --workload memory)",
+                                     c.preset));
+      c.arms = kMitigationsArms;
+    }
     if (c.arms.empty()) c.arms = c.workload == "journal" ? "journal-recycle,journal-unmap" : "reuse,munmap";
     if (c.trials < 2 || c.trials > 1000) throw UsageError(fmt::format("--trials {}: out of range [2, 1000]", c.trials));
     if (c.sequential != "on" && c.sequential != "off")
@@ -480,6 +500,8 @@ Command add_compare(CLI::App& root) {
       "Comma-separated arms, first = control: " + compare_arm_list(Workload::kMemory) +
           ", thp-<strategy>; " + compare_arm_list(Workload::kJournal) +
           " with --workload journal (default reuse,munmap)");
+  app->add_option("--preset", cmd->preset,
+                  std::string("mitigations: the study of docs/mitigations.md, --arms ") + kMitigationsArms);
   app->add_option("--trials", cmd->trials,
                   "Trials per arm, each a fresh experiment; the maximum with --sequential on (default 20)");
   app->add_option("--sequential", cmd->sequential,
@@ -517,6 +539,8 @@ Command add_compare(CLI::App& root) {
       "                                  always 20 trials per arm (the fixed design)\n"
       "  shootdown compare --arms reuse,munmap,madvise-dontneed,thp-munmap --out out/cmp\n"
       "  shootdown compare --arms reuse,reuse --seed 7          A/A: expect no detectable difference\n"
+      "  shootdown compare --preset mitigations --chunk-size 1GiB --out out/mitigations\n"
+      "                                  every release arm, allocators included, against reuse\n"
       "  shootdown compare --arms reuse,munmap --trials 40 --look-every 4 --spending obf\n"
       "  shootdown compare --arms madvise-dontneed,paced,chunked --pace 2MiB/1ms\n"
       "                                  the same release at once, spread in 2 MiB steps (1 ms pauses) and chunked\n"

@@ -76,6 +76,7 @@ compare|--pages|4k|1g
 compare|--pace|2MiB/1ms|2MiB/1ms;;!--arms reuse,paced --pace 2MiB;;!--arms reuse,chunked --pace 3KiB/1ms;;!--arms paced,chunked --pace 2MiB/2s
 compare|--allocator-conf|M_TRIM_THRESHOLD=0|!--arms reuse,munmap --allocator-conf M_TRIM_THRESHOLD=0;;!--arms reuse,glibc-malloc --allocator-conf M_FOO=1;;!--arms glibc-malloc,jemalloc --allocator-conf M_TRIM_THRESHOLD=0
 compare|--allocator-purge|on|!--arms reuse,munmap --allocator-purge off;;!--arms reuse,jemalloc --allocator-purge maybe
+compare|--preset|mitigations|foo;;MITIGATIONS;;!--preset mitigations --arms reuse,munmap;;!--preset mitigations --workload journal
 compare|--trigger|after=150ms|enter;;after=x
 compare|--repeat|1|0;;x
 compare|--every|500ms|500
