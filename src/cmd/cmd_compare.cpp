@@ -199,8 +199,9 @@ class CompareTool final : public Tool {
                                      "--preset mitigations alone)",
                                      c.preset, c.arms));
       if (c.workload != "memory")
-        throw UsageError(fmt::format("--preset '{}': a memory-workload study (accepted with --workload memory)",
-                                     c.preset));
+        throw UsageError(fmt::format(
+            "--preset '{}': a memory-workload study, not --workload '{}' (accepted with --workload memory)", c.preset,
+            c.workload));
       c.arms = kMitigationsArms;
     }
     if (c.arms.empty()) c.arms = c.workload == "journal" ? "journal-recycle,journal-unmap" : "reuse,munmap";
