@@ -430,7 +430,8 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
     r.warnings.push_back("/proc/interrupts unavailable: " + iwhy);
   }
   if (churn) r.allocator = churn->report();
-  if (!journal && !r.releases.empty()) {
+  // membarrier releases nothing: no memory record (it is an IPI source).
+  if (!journal && strategy != ReleaseStrategy::kMembarrier && !r.releases.empty()) {
     MemoryKept m;
     m.released_bytes = r.releases.back().bytes;
     m.rss_before = rss_before;
