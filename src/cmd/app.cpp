@@ -17,11 +17,15 @@ namespace {
 // with a larger glibc.rtld.optional_static_tls. A command that names the
 // jemalloc arm (--release jemalloc, --arms ...,jemalloc) re-executes itself
 // once with that tunable; nothing else changes. (compare --preset
-// mitigations includes the jemalloc arm.)
+// mitigations includes the jemalloc arm.) Only run and compare: the
+// commands of probe and blame would inherit the tunable.
 constexpr std::size_t kJemallocStaticTls = 8192;
 
 bool names_jemalloc(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
+  // Only run and compare have the arm; probe and blame must not hand the
+  // tunable to the command they start.
+  if (argc < 2 || (std::string_view(argv[1]) != "run" && std::string_view(argv[1]) != "compare")) return false;
+  for (int i = 2; i < argc; ++i) {
     std::string_view a = argv[i];
     for (std::size_t start = 0; start <= a.size();) {
       std::size_t end = a.find_first_of(",=", start);
