@@ -5,7 +5,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
-#include <fcntl.h>
 #include <link.h>
 #include <unistd.h>
 
@@ -44,25 +43,6 @@ ScopedEnv::~ScopedEnv() {
     setenv(name_.c_str(), old_->c_str(), 1);
   else
     unsetenv(name_.c_str());
-}
-
-ResidentSet::ResidentSet() : fd_(::open("/proc/self/statm", O_RDONLY | O_CLOEXEC)), page_(sysconf(_SC_PAGESIZE)) {}
-
-ResidentSet::~ResidentSet() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
-long long ResidentSet::bytes() {
-  if (fd_ < 0) return -1;
-  char buf[128];
-  const ssize_t n = pread(fd_, buf, sizeof buf - 1, 0);
-  if (n <= 0) return -1;
-  buf[n] = '\0';
-  // "size resident shared text lib data dt", in pages.
-  char* end = nullptr;
-  std::strtoll(buf, &end, 10);
-  const long long resident = std::strtoll(end, nullptr, 10);
-  return resident * page_;
 }
 
 bool ensure_static_tls(std::size_t bytes, char** argv, std::string* why) {

@@ -51,21 +51,6 @@ class ScopedEnv {
   std::optional<std::string> old_;
 };
 
-// The process's resident set, from /proc/self/statm read into a buffer made
-// up front (no allocation: safe inside a measured span). -1 when unreadable.
-class ResidentSet {
- public:
-  ResidentSet();
-  ~ResidentSet();
-  ResidentSet(const ResidentSet&) = delete;
-  ResidentSet& operator=(const ResidentSet&) = delete;
-  long long bytes();
-
- private:
-  int fd_ = -1;
-  long page_ = 4096;
-};
-
 // glibc fixes its optional static TLS surplus at process start; a library
 // with initial-exec TLS larger than it (jemalloc) cannot be dlopen'ed later.
 // True when GLIBC_TUNABLES already asks for at least `bytes`; otherwise

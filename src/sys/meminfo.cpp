@@ -1,6 +1,8 @@
 #include "sys/meminfo.hpp"
 
 #include <algorithm>
+#include <charconv>
+#include <unistd.h>
 #include <sstream>
 #include <vector>
 
@@ -152,6 +154,20 @@ std::optional<CgroupMemory> parse_cgroup_memory(
 std::optional<CgroupMemory> read_cgroup_memory() {
   return parse_cgroup_memory(read_file_or("/proc/self/cgroup", ""), read_file_or("/proc/self/mountinfo", ""),
                              [](const std::string& p) { return read_file(p); });
+}
+
+ResidentSet::ResidentSet() : statm_("/proc/self/statm"), page_(sysconf(_SC_PAGESIZE)) {}
+
+long long ResidentSet::bytes() {
+  if (!statm_.read()) return -1;
+  // "size resident shared text lib data dt", in pages.
+  const std::string_view t = statm_.text();
+  const auto sp = t.find(' ');
+  if (sp == std::string_view::npos) return -1;
+  long long resident = 0;
+  const auto [p, ec] = std::from_chars(t.data() + sp + 1, t.data() + t.size(), resident);
+  if (ec != std::errc()) return -1;
+  return resident * page_;
 }
 
 }  // namespace shootdown::sys

@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 
+#include "sys/fs.hpp"
+
 namespace shootdown::sys {
 
 struct MemInfo {
@@ -37,6 +39,18 @@ struct CgroupMemory {
 std::optional<CgroupMemory> parse_cgroup_memory(const std::string& proc_cgroup, const std::string& mountinfo,
                                                 const std::function<std::optional<std::string>(const std::string&)>& read);
 std::optional<CgroupMemory> read_cgroup_memory();
+
+// The process's resident set from /proc/self/statm, read into a buffer made
+// up front (a RereadableFile: no allocation, so safe inside a measured span).
+class ResidentSet {
+ public:
+  ResidentSet();
+  long long bytes();  // -1 when unreadable
+
+ private:
+  RereadableFile statm_;
+  long page_;
+};
 MemInfo read_meminfo();
 // "always", "madvise" or "never": the bracketed word of the THP sysfs file.
 std::string read_thp_mode(const std::string& file = "enabled");
