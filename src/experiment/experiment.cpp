@@ -197,6 +197,10 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
       throw std::runtime_error(why);
     }
   }
+  // Computed now: for the allocator arms it builds the churn plan (vectors:
+  // an allocation, and a later free, inside the counted span would be a
+  // flush of our own).
+  const std::int64_t bytes_per_release = released_bytes(plan.release, plan.chunk_size);
   ReleaseContext release_ctx;  // extents and pidfd, made before anything is timed
   sys::ResidentSet rss;        // /proc/self/statm, opened now: read around the releases without allocating
   long long rss_before = -1;
@@ -345,7 +349,7 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
     Release rel;
     rel.index = i;
     rel.strategy = plan.release;
-    rel.bytes = released_bytes(plan.release, plan.chunk_size);
+    rel.bytes = bytes_per_release;
     rss_before = rss.bytes();  // with everything of the run resident, just before the release (no allocation)
     rel.before_ns = sys::mono_now_ns();
     std::string rwhy;
@@ -362,7 +366,7 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
     if (const int sig = released ? 0 : release_ctx.stopped_by(); sig != 0) {
       wait.stop_reason = std::string(sig == SIGINT ? "interrupted by SIGINT" : "interrupted by SIGTERM") +
                          " during release " + std::to_string(i + 1) + " (" +
-                         partial_release_note(rel.bytes, released_bytes(plan.release, plan.chunk_size)) + ")";
+                         partial_release_note(rel.bytes, bytes_per_release) + ")";
       ok = false;
       break;
     }
