@@ -501,8 +501,11 @@ Command add_compare(CLI::App& root) {
       "Comma-separated arms, first = control: " + compare_arm_list(Workload::kMemory) +
           ", thp-<strategy>; " + compare_arm_list(Workload::kJournal) +
           " with --workload journal (default reuse,munmap)");
+  std::string preset_arms = kMitigationsArms;
+  for (std::size_t at = 0; (at = preset_arms.find(',', at)) != std::string::npos; at += 2) preset_arms.insert(at + 1, " ");
   app->add_option("--preset", cmd->preset,
-                  std::string("mitigations: the study of docs/mitigations.md, --arms ") + kMitigationsArms);
+                  "mitigations: the study of docs/mitigations.md, every release arm against the control: " +
+                      preset_arms);
   app->add_option("--trials", cmd->trials,
                   "Trials per arm, each a fresh experiment; the maximum with --sequential on (default 20)");
   app->add_option("--sequential", cmd->sequential,
