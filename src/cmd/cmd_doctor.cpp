@@ -1,5 +1,6 @@
-// shootdown doctor: plan (CPUs) -> read facts -> pure checks -> report.
-// Changes nothing on the machine.
+// shootdown doctor: plan (CPUs) -> read facts (and measure whether remote TLB
+// flushes arrive as IPIs) -> pure checks -> report. Changes nothing on the
+// machine.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fmt/core.h>
@@ -9,6 +10,7 @@
 #include "sink/doctor_out.hpp"
 #include "core/cpulist.hpp"
 #include "core/doctor.hpp"
+#include "experiment/tlb_delivery.hpp"
 #include "sys/cpus.hpp"
 #include "sys/facts.hpp"
 #include "sys/fs.hpp"
@@ -16,6 +18,8 @@
 namespace shootdown::cmd {
 
 namespace {
+
+constexpr int kTlbDeliveryRequests = 256;  // munmaps of one page: a few ms
 
 struct DoctorOptions {
   std::string cpus;
@@ -50,6 +54,14 @@ class DoctorTool final : public Tool {
       if (r_.cpus.empty()) r_.cpus = topo.online.empty() ? std::vector<int>{0} : std::vector<int>{topo.online.front()};
       r_.cpu_choice = "default choice of run: " + pick.why;
     }
+    // The one measured fact: do remote flushes reach the victim as IPIs?
+    if (o_.root.empty()) {
+      if (r_.cpus.size() < 2)
+        facts_.tlb_delivery_error = "one CPU: no remote flush to send";
+      else
+        facts_.tlb_delivery =
+            exp::measure_tlb_delivery(r_.cpus[0], r_.cpus[1], kTlbDeliveryRequests, &facts_.tlb_delivery_error);
+    }
   }
 
   void analyze() override {
@@ -81,7 +93,10 @@ Command add_doctor(CLI::App& root) {
   app->add_option("--root", opts->root, "Read /proc and /sys under this directory (fixture trees)")->group("");
   app->footer(
       "Each check prints PASS, WARN or FAIL, what was found and the fix. Nothing is\n"
-      "changed on the machine. Exit status: 0; with --strict 3 when a check FAILs.\n\n"
+      "changed on the machine. One check measures: pv_tlb_flush unmaps 256 pages on\n"
+      "the first CPU while a thread spins on the second and counts the TLB IPIs that\n"
+      "arrive (a hypervisor's paravirtual flush sends none the guest can see).\n"
+      "Exit status: 0; with --strict 3 when a check FAILs.\n\n"
       "EXAMPLES:\n"
       "  shootdown doctor                  check the CPUs 'run' would choose\n"
       "  shootdown doctor --cpus 2,3       check CPUs 2 and 3, print a cmdline isolating them\n"

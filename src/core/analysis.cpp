@@ -301,6 +301,9 @@ Verdict make_verdict(const Result& r, const Analysis& a) {
       x.per_ipi_p50_ns = at.stall_per_shootdown.p50;
       x.foreign = at.wrong_cpu_flushes;
       x.off_cpu_in_release = at.releases_on_cpu >= 0 && at.releases_on_cpu < out.releases;
+      x.flush_requests = at.flush_requests;
+      x.flush_requests_delivered = at.flush_requests_delivered;
+      x.flushes_unseen = at.flush_requests > 0 && 2 * at.flush_requests_delivered < at.flush_requests;
     }
     out.victims.push_back(x);
   }

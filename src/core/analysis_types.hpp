@@ -68,6 +68,13 @@ struct VictimVerdict {
   std::int64_t foreign = 0;         // flushes for other processes' mm (not ours)
   std::int64_t tlb_delta = -1;      // /proc/interrupts TLB delta on the CPU (-1 unknown)
   bool off_cpu_in_release = false;  // the victim was switched out during a release
+  // The culprit's remote flush requests while the victim ran, and how many
+  // arrived here as flush IPIs (VictimAttribution::flush_requests).
+  std::int64_t flush_requests = 0;
+  std::int64_t flush_requests_delivered = 0;
+  // Fewer than half of them arrived: remote flushes bypass IPIs here (a
+  // hypervisor's paravirtual flush), so "no shootdown IPI" is not "no flush".
+  bool flushes_unseen = false;
 };
 struct Verdict {
   std::string unknown;                   // why the shootdowns are unknown ("" = known)

@@ -76,6 +76,14 @@ struct VictimAttribution {
   std::int64_t offcpu_intervals = 0;  // switched-out intervals overlapping the span
   std::int64_t releases_on_cpu = -1;  // releases during whose whole call the victim ran
   std::vector<bool> release_on_cpu;   // per AttributionOptions::releases entry
+  // Delivery of the culprit's remote flushes (needs sched_switch and the
+  // culprit CPU): reason-4 flushes traced on the culprit CPU during the
+  // releases the victim ran through (each names this CPU: it runs our mm),
+  // and the reason-1 flushes this CPU received in those same calls. A kernel
+  // that flushes by IPI delivers one per request; a hypervisor's paravirtual
+  // flush (pv_ops.mmu.flush_tlb_multi) delivers none the guest can trace.
+  std::int64_t flush_requests = 0;
+  std::int64_t flush_requests_delivered = 0;
   // The /proc/interrupts TLB delta of this CPU over the counted window,
   // accounted for (account_tlb, core/attribution.hpp): counted = traced
   // reason 1 (any task) + traced reason 5 + counted-not-traced. tlb_counted

@@ -76,6 +76,18 @@ struct DoctorFacts {
   // --- virtualization
   std::string hypervisor_vendor;         // cpuid leaf 0x40000000 ("KVMKVMKVM"), /sys/hypervisor/type, dmi
   std::optional<bool> kvm_pv_tlb_flush;  // KVM_FEATURE_PV_TLB_FLUSH (cpuid 0x40000001 eax bit 9)
+  // Measured, not read: do remote TLB flushes arrive as IPIs? One thread on
+  // from_cpu munmaps `requests` touched pages while a second thread of the
+  // process spins on to_cpu; a kernel that flushes by IPI adds one to to_cpu's
+  // TLB row per munmap (experiment/tlb_delivery). nullopt: not measured.
+  struct TlbDelivery {
+    int from_cpu = -1;
+    int to_cpu = -1;
+    std::int64_t requests = 0;
+    std::int64_t delivered = 0;  // to_cpu's /proc/interrupts TLB delta
+  };
+  std::optional<TlbDelivery> tlb_delivery;
+  std::string tlb_delivery_error;  // why it was not measured ("" = measured or not tried)
   // --- tracing permissions
   int perf_event_paranoid = 99;    // 99 = unknown
   bool is_root = false;            // euid 0

@@ -115,6 +115,14 @@ std::string verdict_line(const Result& r, const Verdict& v, const VictimVerdict&
                        100.0 * static_cast<double>(x.stall_ns) / static_cast<double>(v.release_window_ns));
     if (x.seen < x.shootdowns) s += fmt::format(" ({} of them inside a victim sample)", x.seen);
   }
+  if (x.flushes_unseen)
+    s += fmt::format(
+        "; but the kernel made {} remote TLB flush request{} while {} ran this process and {} arrived as an IPI: "
+        "remote flushes bypass IPIs here (a hypervisor's paravirtual flush), so their cost to {} is unseen, not zero "
+        "(shootdown doctor: pv_tlb_flush)",
+        x.flush_requests, x.flush_requests == 1 ? "" : "s", cpu,
+        x.flush_requests_delivered == 0 ? std::string("none") : "only " + std::to_string(x.flush_requests_delivered),
+        cpu);
   if (x.off_cpu_in_release) s += "; the victim was switched out during a release, so part of its stall is unseen";
   if (x.shootdowns > 0 && p.release != ReleaseStrategy::kReuse)
     s += "; compare with the reuse control: shootdown compare";

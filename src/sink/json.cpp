@@ -104,7 +104,10 @@ json summary_section(const Result& r, const Analysis& a) {
                        {"stall_per_shootdown_p50_ns", x.per_ipi_p50_ns},
                        {"foreign_flushes", x.foreign},
                        {"tlb_delta", x.tlb_delta},
-                       {"off_cpu_in_release", x.off_cpu_in_release}});
+                       {"off_cpu_in_release", x.off_cpu_in_release},
+                       {"flush_requests", x.flush_requests},
+                       {"flush_requests_delivered", x.flush_requests_delivered},
+                       {"flushes_unseen", x.flushes_unseen}});
   return json{{"lines", verdict_lines(r, a)},
               {"unknown", v.unknown},
               {"releases", v.releases},
@@ -246,7 +249,9 @@ json attribution_json(const Result& r, const Analysis& a) {
               {"stalled", v.shootdowns_stalled},
               {"wrong_cpu", v.wrong_cpu_flushes},
               {"flush_ipis", v.flush_ipis},
-              {"recall", v.recall}}},
+              {"recall", v.recall},
+              {"flush_requests", v.flush_requests},
+              {"flush_requests_delivered", v.flush_requests_delivered}}},
             {"shootdown_ipis", v.shootdown_ipis},
             {"other_ipis", v.other_ipis},
             {"samples", samples},

@@ -382,6 +382,10 @@ Attribution read_attribution(const Node& n, Analysis& a) {
     v.wrong_cpu_flushes = sd["wrong_cpu"].i64();
     v.flush_ipis = sd["flush_ipis"].i64();
     v.recall = sd["recall"].f64();
+    if (sd.has("flush_requests")) {  // since 2026-12-04
+      v.flush_requests = sd["flush_requests"].i64();
+      v.flush_requests_delivered = sd["flush_requests_delivered"].i64();
+    }
     v.shootdown_ipis = x["shootdown_ipis"].i64();
     v.other_ipis = x["other_ipis"].i64();
     for (int l = 0; l < kStallLabelCount; ++l) {

@@ -1,6 +1,7 @@
 #include "sys/facts.hpp"
 
 #include <cpuid.h>
+#include <cstdio>
 #include <cstring>
 #include <dirent.h>
 #include <sstream>
@@ -222,6 +223,13 @@ DoctorFacts read_doctor_facts() {
     const int pv = read_int("/proc/shootdown-fixture/kvm_pv_tlb_flush", -1);
     if (pv >= 0) f.kvm_pv_tlb_flush = pv != 0;
   }
+  // Fixture trees only ("FROM TO REQUESTS DELIVERED"): live, doctor measures it.
+  if (!live)
+    if (auto d = read_trim("/proc/shootdown-fixture/tlb_delivery")) {
+      DoctorFacts::TlbDelivery t;
+      if (std::sscanf(d->c_str(), "%d %d %ld %ld", &t.from_cpu, &t.to_cpu, &t.requests, &t.delivered) == 4)
+        f.tlb_delivery = t;
+    }
   // permissions
   f.perf_event_paranoid = read_int("/proc/sys/kernel/perf_event_paranoid", 99);
   const std::string status = read_file_or("/proc/self/status", "");
