@@ -410,14 +410,14 @@ DoctorFinding check_vm(const DoctorFacts& f) {
 DoctorFinding check_pv_tlb_flush(const DoctorFacts& f) {
   if (const auto& d = f.tlb_delivery; d && d->requests > 0) {
     const std::string measured = std::to_string(d->delivered) + " of " + std::to_string(d->requests) +
-                                 " munmaps on cpu " + std::to_string(d->from_cpu) + " reached cpu " +
-                                 std::to_string(d->to_cpu) + " as TLB IPIs";
+                                 " remote flushes arrived as IPIs (cpu " + std::to_string(d->from_cpu) + "->" +
+                                 std::to_string(d->to_cpu) + ")";
     // Fewer than half: the flushes go another way (pv_ops.mmu.flush_tlb_multi
     // replaced: Hyper-V and PVM hypercalls, KVM for preempted vCPUs, Xen PV).
     if (2 * d->delivered < d->requests)
-      return make(DoctorStatus::kFail, "pv_tlb_flush", measured + ": remote flushes bypass IPIs",
-                  "the hypervisor flushes remote TLBs (paravirtual flush); the guest cannot trace that cost, so "
-                  "shootdown counts are 0 here: measure on bare metal or a guest without PV TLB flush",
+      return make(DoctorStatus::kFail, "pv_tlb_flush", measured,
+                  "remote flushes bypass IPIs: the hypervisor does them (paravirtual flush), the guest cannot trace "
+                  "their cost and shootdown counts 0 here; measure on bare metal or a guest without PV TLB flush",
                   true);
     if (f.kvm_pv_tlb_flush.value_or(false))
       return make(DoctorStatus::kWarn, "pv_tlb_flush", "KVM PV TLB flush on; " + measured,

@@ -514,8 +514,11 @@ bool tracing_permitted(std::string* why) {
       return say("tracefs is not mounted and mounting it needs root (mount -t tracefs nodev /sys/kernel/tracing)");
     if (::access((tfs + "/events").c_str(), R_OK | X_OK) != 0) return say("tracefs at " + tfs + " is not readable");
   }
-  if (tfs.empty() && ::access("/sys/kernel/tracing", F_OK) != 0)
-    return say("no tracefs: /sys/kernel/tracing does not exist (kernel without CONFIG_TRACING?)");
+  if (tfs.empty() && ::access("/sys/kernel/tracing", F_OK) != 0) {
+    if (read_file_or("/proc/filesystems", "").find("tracefs") == std::string::npos)
+      return say("no tracefs: the kernel has none (/proc/filesystems; CONFIG_TRACING off)");
+    return say("tracefs not mounted and /sys/kernel/tracing does not exist to mount it on");
+  }
   return true;
 }
 

@@ -17,6 +17,7 @@
 #    other arms).
 source "$TEST_LIB"
 need_root "perf tracepoints"
+need_tlb_ipis  # judged by the shootdown IPIs the victim receives
 (( $(nproc) >= 2 )) || skip "needs 2 online CPUs"
 command -v jq >/dev/null || skip "needs jq"
 

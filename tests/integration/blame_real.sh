@@ -23,6 +23,7 @@
 # No timing is asserted. Root: CPU-wide perf sampling.
 source "$TEST_LIB"
 need_root "perf tracepoint sampling on every CPU"
+need_tlb_ipis  # its call sites are found from the shootdown IPIs the program sends
 [[ -r /proc/kallsyms ]] || skip "no /proc/kallsyms"
 grep -q tracefs /proc/filesystems || skip "tracefs not available in this kernel"
 mapfile -t CPUS < <(awk -F, '{for(i=1;i<=NF;i++){n=split($i,r,"-"); if(n==1)print r[1]; else for(c=r[1];c<=r[2];c++)print c}}' /sys/devices/system/cpu/online)

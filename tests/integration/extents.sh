@@ -18,6 +18,7 @@
 # once saw 0 for the whole 39 ms release (TLB delta 0 = 0 + 0 + 0).
 source "$TEST_LIB"
 need_root "perf tracepoints"
+need_tlb_ipis  # judged by the shootdown IPIs the victim receives
 (( $(nproc) >= 2 )) || skip "needs 2 online CPUs"
 command -v jq >/dev/null || skip "needs jq"
 

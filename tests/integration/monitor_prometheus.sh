@@ -11,6 +11,7 @@ LOOP="$SHOOTDOWN_BUILD/tests/integration/munmap_loop"
 [[ -x "$LOOP" ]] || skip "munmap_loop not built ($LOOP)"
 online=$(cat /sys/devices/system/cpu/online)
 grep -Eq '^0-|^0,1' <<<"$online" || skip "needs CPUs 0 and 1 online (online: $online)"
+need_tlb_ipis  # every rate here is checked against the victim CPU's TLB row
 
 N=${MONITOR_TEST_ITERATIONS:-10000}
 CULPRIT=0

@@ -16,6 +16,7 @@
 # send nothing).
 source "$TEST_LIB"
 need_root "perf tracepoints; SCHED_FIFO probe thread"
+need_tlb_ipis  # the probe is judged by the shootdown IPIs it receives
 command -v jq >/dev/null || skip "needs jq"
 mapfile -t CPUS < <(awk -F, '{for(i=1;i<=NF;i++){n=split($i,r,"-"); if(n==1)print r[1]; else for(c=r[1];c<=r[2];c++)print c}}' /sys/devices/system/cpu/online)
 ((${#CPUS[@]} >= 2)) || skip "needs 2 online CPUs"

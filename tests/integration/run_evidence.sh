@@ -10,6 +10,7 @@
 #    evidence), at least 80% of K of them, labelled other-ipi and matched to samples.
 source "$TEST_LIB"
 need_root "perf tracepoints"
+need_tlb_ipis  # judged by the shootdown IPIs the victim receives
 (( $(nproc) >= 2 )) || skip "needs 2 online CPUs"
 command -v jq >/dev/null || skip "needs jq"
 

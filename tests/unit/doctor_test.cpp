@@ -161,6 +161,17 @@ TEST(Doctor, HandMadeEdges) {
   f.kvm_pv_tlb_flush = false;
   f.hypervisor_vendor = "KVMKVMKVM";
   EXPECT_EQ(check_pv_tlb_flush(f).status, P);
+  // Measured delivery decides: none of 256 arrived (a PVM or Hyper-V guest).
+  f.tlb_delivery = DoctorFacts::TlbDelivery{0, 1, 256, 0};
+  EXPECT_EQ(check_pv_tlb_flush(f).status, F);
+  EXPECT_EQ(check_pv_tlb_flush(f).found, "0 of 256 remote flushes arrived as IPIs (cpu 0->1)");
+  EXPECT_TRUE(check_pv_tlb_flush(f).undermines_numbers);
+  f.tlb_delivery->delivered = 255;  // an IPI kernel: one lost to a preempted spinner
+  EXPECT_EQ(check_pv_tlb_flush(f).status, P);
+  f.kvm_pv_tlb_flush = true;  // KVM's PV flush still warns: preempted vCPUs get none
+  EXPECT_EQ(check_pv_tlb_flush(f).status, W);
+  f.kvm_pv_tlb_flush = false;
+  f.tlb_delivery.reset();
   EXPECT_EQ(check_vm(f).status, W);
   f.thp_enabled = "never";
   EXPECT_EQ(check_thp(f).status, P);

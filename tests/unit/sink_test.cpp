@@ -135,6 +135,30 @@ TEST(Sink, VerdictLineForTheControlAndWithoutEvidence) {
             "/proc/interrupts counted 5 TLB IPIs on cpu1 over the span, from any process");
 }
 
+// A paravirtual flush: the culprit asked for remote flushes while the victim
+// ran, none arrived as an IPI. "No shootdown IPI" must not read as "free".
+TEST(Sink, VerdictLineSaysWhenRemoteFlushesBypassIpis) {
+  auto [r, a] = verdict_case(ReleaseStrategy::kMunmap, 0);
+  a.attribution.victims[0].wrong_cpu_flushes = 0;
+  a.attribution.victims[0].flush_requests = 7;
+  a.attribution.victims[0].flush_requests_delivered = 0;
+  a.verdict = make_verdict(r, a);
+  EXPECT_TRUE(a.verdict.victims[0].flushes_unseen);
+  const std::string line = sink::verdict_lines(r, a)[0];
+  EXPECT_EQ(line,
+            "munmap of 4 GiB (464.0 ms) sent no shootdown IPI to cpu1; but the kernel made 7 remote TLB flush requests "
+            "while cpu1 ran this process and none arrived as an IPI: remote flushes bypass IPIs here (a hypervisor's "
+            "paravirtual flush), so their cost to cpu1 is unseen, not zero (shootdown doctor: pv_tlb_flush)");
+  const auto j = nlohmann::json::parse(sink::result_to_string(r, a));
+  EXPECT_EQ(j["summary"]["victims"][0]["flushes_unseen"], true);
+  EXPECT_EQ(j["summary"]["victims"][0]["flush_requests"], 7);
+  // Half or more delivered (an IPI kernel, one lost to a preempted vCPU): no clause.
+  a.attribution.victims[0].flush_requests_delivered = 4;
+  a.verdict = make_verdict(r, a);
+  EXPECT_FALSE(a.verdict.victims[0].flushes_unseen);
+  EXPECT_EQ(sink::verdict_lines(r, a)[0].find("bypass"), std::string::npos);
+}
+
 TEST(Sink, TuningWarningsInOneLineUnlessVerbose) {
   Result r = small();
   r.env.warnings = {"isolcpus: none", "nohz_full: off", "vm: KVM"};
