@@ -303,7 +303,7 @@ Verdict make_verdict(const Result& r, const Analysis& a) {
       x.off_cpu_in_release = at.releases_on_cpu >= 0 && at.releases_on_cpu < out.releases;
       x.flush_requests = at.flush_requests;
       x.flush_requests_delivered = at.flush_requests_delivered;
-      x.flushes_unseen = at.flush_requests > 0 && 2 * at.flush_requests_delivered < at.flush_requests;
+      x.flushes_unseen = flushes_bypass_ipis(at.flush_requests, at.flush_requests_delivered);
     }
     out.victims.push_back(x);
   }

@@ -101,6 +101,14 @@ std::vector<std::int64_t> latencies_with_label(const VictimSamples& v, const Vic
 // the one rule for "this call-function IPI was a TLB shootdown".
 bool is_flush_tlb_func(const std::string& sym);
 
+// The one rule for "remote flushes bypass IPIs here" (a hypervisor's
+// paravirtual flush): fewer than half of `requests` remote flushes that had to
+// reach a CPU arrived there as flush IPIs. A kernel that flushes by IPI
+// delivers all of them (KVM's PV flush skips only preempted vCPUs).
+inline bool flushes_bypass_ipis(std::int64_t requests, std::int64_t delivered) {
+  return requests > 0 && 2 * delivered < requests;
+}
+
 // Per CPU of `cpus`, in time order.
 std::map<int, std::vector<EventMark>> event_marks(const KernelTrace& tr, const std::set<int>& cpus);
 // Shootdown marks on a CPU: all of them, or only inside release windows.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "core/attribution.hpp"
 #include "core/cpulist.hpp"
 
 namespace shootdown {
@@ -412,9 +413,9 @@ DoctorFinding check_pv_tlb_flush(const DoctorFacts& f) {
     const std::string measured = std::to_string(d->delivered) + " of " + std::to_string(d->requests) +
                                  " remote flushes arrived as IPIs (cpu " + std::to_string(d->from_cpu) + "->" +
                                  std::to_string(d->to_cpu) + ")";
-    // Fewer than half: the flushes go another way (pv_ops.mmu.flush_tlb_multi
-    // replaced: Hyper-V and PVM hypercalls, KVM for preempted vCPUs, Xen PV).
-    if (2 * d->delivered < d->requests)
+    // The flushes go another way (pv_ops.mmu.flush_tlb_multi replaced:
+    // Hyper-V and PVM hypercalls, Xen PV).
+    if (flushes_bypass_ipis(d->requests, d->delivered))
       return make(DoctorStatus::kFail, "pv_tlb_flush", measured,
                   "remote flushes bypass IPIs: the hypervisor does them (paravirtual flush), the guest cannot trace "
                   "their cost and shootdown counts 0 here; measure on bare metal or a guest without PV TLB flush",
