@@ -129,6 +129,15 @@ def check_run(c, k, t, case, d, facts):
                 ok = ta.get("counted", 0) > 0 and ta.get("counted_not_traced") == ta.get("counted")
                 txt = f"none reached the running victim (TLB {ta.get('counted')}, all counted-not-traced)"
             c.add(k, t, case, f"cpu{v['cpu']} recall", ok, txt)
+            # Delivery: every remote flush the culprit requested while this
+            # victim ran must arrive as an IPI (native flush_tlb_multi; the
+            # verdict's "bypass IPIs" clause must stay off).
+            if "flush_requests" in sd:
+                req, got = sd["flush_requests"], sd["flush_requests_delivered"]
+                unseen = any(x.get("flushes_unseen") for x in res.get("summary", {}).get("victims", [])
+                             if x.get("cpu") == v["cpu"])
+                c.add(k, t, case, f"cpu{v['cpu']} flush delivery", not unseen and (req == 0 or 2 * got >= req),
+                      f"{got} of {req} requests arrived as IPIs" if req else "no release ran with the victim on its CPU")
     return res
 
 
@@ -205,6 +214,10 @@ def check_doctor(c, k, t, case, d, facts):
     else:
         st = {f["name"]: f["status"].upper() for f in doc.get("findings", [])}
         c.add(k, t, case, "untuned: isolcpus WARN", st.get("isolcpus") == "WARN", f"isolcpus {st.get('isolcpus')}")
+    # pv_tlb_flush is measured: an emulated CPU flushes by IPI, so it must not FAIL.
+    pv = next((f for f in doc.get("findings", []) if f["name"] == "pv_tlb_flush"), {})
+    c.add(k, t, case, "pv_tlb_flush: IPIs arrive", pv.get("status", "").upper() != "FAIL" and
+          "arrived as IPIs" in pv.get("found", ""), pv.get("found", "missing")[:100])
 
 
 def kernel_facts(res_any):
