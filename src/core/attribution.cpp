@@ -388,14 +388,20 @@ Attribution attribute(const std::vector<VictimSamples>& victims, const KernelTra
           if (iv.off_ns <= after && iv.on_ns >= before) on = false;
         a.release_on_cpu.push_back(on);
         a.releases_on_cpu += on;
-        if (!on || opts.culprit_cpu < 0 || opts.culprit_cpu == v.cpu) continue;
-        // trace.events is sorted by mono_ns: visit the release's events only.
+        if (opts.culprit_cpu < 0 || opts.culprit_cpu == v.cpu) continue;
+        // Remote flush delivery, counted only while the victim ran (then its
+        // CPU is in our mm's cpumask): a long release rarely has it on its
+        // CPU throughout. trace.events is sorted by mono_ns.
+        auto ran = [&](std::int64_t t) {
+          return std::none_of(offs.begin(), offs.end(), [t](const OffCpu& iv) { return iv.off_ns <= t && t <= iv.on_ns; });
+        };
         auto e = std::lower_bound(trace.events.begin(), trace.events.end(), before,
                                   [](const KernelEvent& x, std::int64_t t) { return x.mono_ns < t; });
         for (; e != trace.events.end() && e->mono_ns <= after; ++e) {
           if (e->type != EventType::kTlbFlush) continue;
-          if (e->cpu == opts.culprit_cpu && e->a == kTlbRemoteSendIpi) ++a.flush_requests;
-          if (e->cpu == v.cpu && e->a == kTlbRemoteShootdown) ++a.flush_requests_delivered;
+          const bool request = e->cpu == opts.culprit_cpu && e->a == kTlbRemoteSendIpi;
+          const bool delivered = e->cpu == v.cpu && e->a == kTlbRemoteShootdown;
+          if ((request || delivered) && ran(e->mono_ns)) ++(request ? a.flush_requests : a.flush_requests_delivered);
         }
       }
     }

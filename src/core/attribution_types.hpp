@@ -77,9 +77,9 @@ struct VictimAttribution {
   std::int64_t releases_on_cpu = -1;  // releases during whose whole call the victim ran
   std::vector<bool> release_on_cpu;   // per AttributionOptions::releases entry
   // Delivery of the culprit's remote flushes (needs sched_switch and the
-  // culprit CPU): reason-4 flushes traced on the culprit CPU during the
-  // releases the victim ran through (each names this CPU: it runs our mm),
-  // and the reason-1 flushes this CPU received in those same calls. A kernel
+  // culprit CPU): reason-4 flushes traced on the culprit CPU during releases
+  // at moments the victim ran on its CPU (each names this CPU: it runs our
+  // mm), and the reason-1 flushes this CPU received at such moments. A kernel
   // that flushes by IPI delivers one per request; a hypervisor's paravirtual
   // flush (pv_ops.mmu.flush_tlb_multi) delivers none the guest can trace.
   std::int64_t flush_requests = 0;

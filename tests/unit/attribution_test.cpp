@@ -546,11 +546,11 @@ TEST(AttributionOffCpu, BeforeItsFirstEvidenceAndAfterItsLastSwitchOutTheVictimI
   EXPECT_EQ(a.samples[static_cast<int>(StallLabel::kPreempted)], 0);
 }
 
-// Remote flush delivery: the culprit's reason-4 requests during releases the
-// victim ran through, against the reason-1 flushes the victim got in them. A
-// release the victim was switched out of does not count (its CPU left the
-// mm's cpumask), nor do requests outside the releases or on other CPUs.
-TEST(AttributionOffCpu, FlushRequestsCountOnlyReleasesTheVictimRanThrough) {
+// Remote flush delivery: the culprit's reason-4 requests during releases, at
+// moments the victim ran, against the reason-1 flushes the victim got then.
+// While it is switched out its CPU has left the mm's cpumask: not counted,
+// nor are requests outside the releases or on other CPUs.
+TEST(AttributionOffCpu, FlushRequestsCountOnlyWhileTheVictimRan) {
   auto v = make_samples(1, 1000);
   v.tid = 77;
   const std::int64_t t0 = v.start_ns;
@@ -566,15 +566,22 @@ TEST(AttributionOffCpu, FlushRequestsCountOnlyReleasesTheVictimRanThrough) {
   for (std::int64_t t : {510'000, 520'000}) e.push_back(ev(t0 + t, 0, EventType::kTlbFlush, kTlbRemoteSendIpi));
   for (std::int64_t t : {510'500, 520'500}) e.push_back(ev(t0 + t, 1, EventType::kTlbFlush, kTlbRemoteShootdown));
   e.push_back(ev(t0 + 530'000, 2, EventType::kTlbFlush, kTlbRemoteSendIpi));
+  // Release 4 straddles the switch back in at 400 us: the request at 395 us
+  // is not counted, the one at 405 us is (and was not delivered).
+  e.push_back(ev(t0 + 395'000, 0, EventType::kTlbFlush, kTlbRemoteSendIpi));
+  e.push_back(ev(t0 + 405'000, 0, EventType::kTlbFlush, kTlbRemoteSendIpi));
   // Outside any release: not counted.
   e.push_back(ev(t0 + 900'000, 0, EventType::kTlbFlush, kTlbRemoteSendIpi));
   AttributionOptions o;
   o.culprit_cpu = 0;
-  o.releases = {{t0 + 100'000, t0 + 120'000}, {t0 + 320'000, t0 + 330'000}, {t0 + 500'000, t0 + 600'000}};
+  o.releases = {{t0 + 100'000, t0 + 120'000},
+                {t0 + 320'000, t0 + 330'000},
+                {t0 + 500'000, t0 + 600'000},
+                {t0 + 390'000, t0 + 410'000}};
   const Attribution at = attribute({v}, make_trace(e), o);
   const auto& a = at.victims.at(0);
-  EXPECT_EQ(a.release_on_cpu, (std::vector<bool>{true, false, true}));
-  EXPECT_EQ(a.flush_requests, 5);
+  EXPECT_EQ(a.release_on_cpu, (std::vector<bool>{true, false, true, false}));
+  EXPECT_EQ(a.flush_requests, 6);
   EXPECT_EQ(a.flush_requests_delivered, 3);
   o.culprit_cpu = -1;  // unknown culprit: nothing to count
   EXPECT_EQ(attribute({v}, make_trace(e), o).victims.at(0).flush_requests, 0);
