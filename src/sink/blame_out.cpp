@@ -44,6 +44,11 @@ std::string blame_text(const BlameReport& r, const BlameOptions& opts) {
                    r.full_flushes ? fmt::format(" + {} full flushes", r.full_flushes) : std::string());
   o += fmt::format("  flush IPIs delivered  {} ({}){}\n", r.ipis, cpus_str(r.ipi_cpus),
                    r.ipis_unpaired ? fmt::format(", {} without a sampled flush", r.ipis_unpaired) : std::string());
+  // Reason 4 is traced only when another CPU is in the mm's cpumask: with no
+  // IPI after it, those CPUs were lazy, or the flush went another way.
+  if (r.flushes > 0 && r.ipis == 0)
+    o += "                        (none: the process's other CPUs were idle or lazy, or remote flushes bypass IPIs\n"
+         "                        here: shootdown doctor, check pv_tlb_flush)\n";
   if (r.ipi_sends)
     o += fmt::format("  flush IPI sends       {} (hardware IPIs; a flush queued behind a pending IPI needs none)\n",
                      r.ipi_sends);

@@ -8,6 +8,7 @@
 #include "core/analysis.hpp"
 #include "core/timeline.hpp"
 #include "sink/atomic_writer.hpp"
+#include "sink/blame_out.hpp"
 #include "sink/console.hpp"
 #include "sink/csv.hpp"
 #include "sink/html_report.hpp"
@@ -231,4 +232,19 @@ TEST(Sink, AtomicStreamPublishesWholeOrNothing) {
   EXPECT_EQ(count(), 1u);
   std::filesystem::remove_all(dir);
   EXPECT_THROW(sink::AtomicStream("/proc/self/no/such/file"), std::runtime_error);
+}
+
+// blame: flushes initiated (reason 4: another CPU was in the mm's cpumask)
+// with no flush IPI after them say why there may be none.
+TEST(Sink, BlameSaysWhyFlushesSentNoIpi) {
+  BlameReport r;
+  r.pid = 42;
+  r.duration_ns = 1'000'000;
+  r.flushes = 1002;
+  const std::string none = sink::blame_text(r, BlameOptions{});
+  EXPECT_NE(none.find("(none: the process's other CPUs were idle or lazy, or remote flushes bypass IPIs"),
+            std::string::npos)
+      << none;
+  r.ipis = 1000;
+  EXPECT_EQ(sink::blame_text(r, BlameOptions{}).find("bypass IPIs"), std::string::npos);
 }
