@@ -3,9 +3,9 @@
 # trials, 256 MiB) must say munmap is worse, count 0 shootdowns per release
 # for reuse in every trial (compare.csv), honour a failing gate with exit 3,
 # and reject bad arms/trials with exit 2. A reduced A/A check (reuse,reuse,
-# 4 seeds x 6 trials; the full 40-seed check is scripts/aa_validity.sh) must
-# find no detectable difference in at least 3 of the 4 seeds: with a ~4%
-# false-positive rate per seed, two or more false alarms happen ~1% of runs.
+# 6 trials per seed; the full 40-seed check is scripts/aa_validity.sh) must
+# find no detectable difference in 3 seeds before 3 false alarms (at most 5
+# seeds): at a 5% false-positive rate per seed, that fails 0.1% of runs.
 source "$TEST_LIB"
 (( $(nproc) >= 2 )) || skip "needs 2 online CPUs"
 command -v jq >/dev/null || skip "needs jq (scripts/install-deps.sh installs it)"
@@ -89,14 +89,18 @@ else
 fi
 [[ -s "$TMP/killed/compare.csv" ]] && ok "partial compare.csv kept" || not_ok "no partial compare.csv"
 
-# Reduced A/A: reuse,reuse over 4 seeds (scripts/aa_validity.sh runs 40).
-same=0
-for s in 1 2 3 4; do
+# Reduced A/A: reuse,reuse, seeds until 3 without a difference, at most 5
+# (scripts/aa_validity.sh runs 40); 3 false verdicts fail (0.1 % of runs at
+# the nominal 5 % per seed).
+same=0 false=0
+for s in 1 2 3 4 5; do
+  (( same < 3 && false < 3 )) || break
   run_cmd "$SHOOTDOWN" compare --arms reuse,reuse --trials 6 --seed "$s" "${common[@]}"
   v=$(grep -E '^  reuse#2: ' <<<"$OUT" || true)
   echo "# seed $s rc=$RC: $v"
-  [[ "$RC" == 0 && "$v" == *"no detectable difference"* ]] && same=$((same + 1))
+  if [[ "$RC" == 0 && "$v" == *"no detectable difference"* ]]; then same=$((same + 1)); else false=$((false + 1)); fi
 done
-(( same >= 3 )) && ok "A/A: no detectable difference in $same of 4 seeds" || not_ok "A/A: only $same of 4 seeds without a difference"
+(( same >= 3 )) && ok "A/A: no detectable difference in $same of $((same + false)) seeds" ||
+  not_ok "A/A: $false of $((same + false)) seeds declared a difference"
 
 finish
