@@ -70,7 +70,8 @@ double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// Victims' chunks B, kept across trials (docs/compare.md "fresh chunks"):
+// Victims' chunks B and sample rings, kept across trials (docs/compare.md
+// "fresh chunks"):
 // chunk A, the memory each arm releases, is allocated and pre-faulted fresh
 // for every trial; B is only the victims' measuring instrument, and
 // re-faulting 1 GiB of it per victim per trial would double the time a
@@ -83,9 +84,15 @@ class ChunkPool {
     if (it == pool_.end()) it = pool_.emplace(key, exp::Chunk(size, mode, exp::Allocator::kMmap, node)).first;
     return &it->second;
   }
+  // The victims' sample rings too: each victim maps its ring into this slot
+  // when the slot is smaller than it needs and reuses it otherwise. Mapping
+  // and pre-faulting a fresh ~200 MB ring (the planned trial at the fastest
+  // batch rate) took ~1 s of every trial here, more than the measurement.
+  exp::Chunk* ring(int cpu, int node) { return &rings_[{cpu, node}]; }
 
  private:
   std::map<std::tuple<int, std::size_t, int, int>, exp::Chunk> pool_;
+  std::map<std::pair<int, int>, exp::Chunk> rings_;
 };
 
 struct Arm {
@@ -348,6 +355,7 @@ class CompareTool final : public Tool {
     hooks.victim_chunk = [this](int cpu, std::size_t size, PageMode mode, int node) {
       return pool_.get(cpu, size, mode, node);
     };
+    hooks.victim_ring = [this](int cpu, int node) { return pool_.ring(cpu, node); };
     Result r;
     try {
       r = exp::run_experiment(arm.plan, hooks);

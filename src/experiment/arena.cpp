@@ -1,6 +1,8 @@
 #include "experiment/arena.hpp"
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <numa.h>
@@ -11,6 +13,11 @@ namespace shootdown::exp {
 
 namespace {
 constexpr std::size_t kHuge = 2u << 20;
+#ifdef MADV_POPULATE_WRITE
+constexpr int kMadvPopulateWrite = MADV_POPULATE_WRITE;
+#else
+constexpr int kMadvPopulateWrite = 23;  // include/uapi/asm-generic/mman-common.h, Linux 5.14
+#endif
 }
 
 Chunk::Chunk(std::size_t size, PageMode mode, Allocator alloc, int numa_node) : mode_(mode), alloc_(alloc) {
@@ -101,6 +108,20 @@ Chunk& Chunk::operator=(Chunk&& o) noexcept {
 }
 
 bool Chunk::prefault(const volatile int* stop_flag) {
+  // MADV_POPULATE_WRITE (Linux 5.14) faults the range in with one call per
+  // step instead of one exception per page: 13 ms instead of 190 ms for
+  // 64 MiB on the PVM guest of 2026-12-04, where every page fault is a
+  // round trip to the hypervisor. Best effort (older kernels: EINVAL; a
+  // malloc'ed chunk starts mid-page): the loop below writes every page
+  // either way, cheaply once they are present.
+  const auto page = static_cast<std::uintptr_t>(kTouchStride);
+  const auto begin = (reinterpret_cast<std::uintptr_t>(data_) + page - 1) / page * page;
+  const auto end = (reinterpret_cast<std::uintptr_t>(data_) + size_) / page * page;
+  constexpr std::uintptr_t kStep = 64u << 20;
+  for (std::uintptr_t at = begin; at < end; at += kStep) {
+    if (stop_flag && *stop_flag) return false;
+    if (madvise(reinterpret_cast<void*>(at), std::min(kStep, end - at), kMadvPopulateWrite) != 0) break;
+  }
   for (std::size_t off = 0; off < size_; off += kTouchStride) {
     data_[off] = 1;
     if (stop_flag && (off & ((64u << 20) - 1)) == 0 && *stop_flag) return false;

@@ -251,6 +251,7 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
     vc.mlock = plan.mlock;
     vc.chunk_a = &a;
     vc.chunk_b = hooks.victim_chunk ? hooks.victim_chunk(cpu, size, mode, plan.numa_node) : nullptr;
+    vc.ring_slot = hooks.victim_ring ? hooks.victim_ring(cpu, plan.numa_node) : nullptr;
     vc.planned_ns = planned;
     vc.ring_budget_bytes = ring_budget;
     vc.ring_budget_why = ring_budget_why;

@@ -35,6 +35,12 @@ struct Hooks {
   // fresh one (compare keeps B across trials; chunk A is always fresh). The
   // chunk must outlive the experiment; nullptr = allocate as usual.
   std::function<Chunk*(int cpu, std::size_t size, PageMode mode, int node)> victim_chunk;
+  // Optional: a slot, kept across experiments, that the victim on `cpu`
+  // uses for its sample ring: it maps a larger ring there when the slot is
+  // too small and otherwise reuses the pages an earlier trial faulted in and
+  // locked (compare: a ring of ~200 MB took ~1 s per trial to map and
+  // pre-fault). nullptr = a fresh ring per experiment.
+  std::function<Chunk*(int cpu, int node)> victim_ring;
 };
 
 // Runs the experiment. Never throws for signals: a SIGINT/SIGTERM (see

@@ -103,14 +103,21 @@ bool Victim::prepare() {
         format_duration_ns(cfg_.planned_ns), cfg_.ring_budget_why));
     ring_cap_ = std::max<std::size_t>(budget, 4096);
   }
-  try {
-    ring_ = Chunk(ring_cap_ * sizeof(std::uint32_t), PageMode::k4k, Allocator::kMmap, cfg_.numa_node);
-  } catch (const std::exception& e) {
-    out_.error = std::string("sample ring: ") + e.what();
-    return false;
+  // A borrowed slot large enough keeps its pages (already faulted and
+  // locked: the prefault and lock below are cheap passes); a smaller one is
+  // replaced by a ring of this size.
+  if (cfg_.ring_slot) rp_ = cfg_.ring_slot;
+  const std::size_t ring_bytes = ring_cap_ * sizeof(std::uint32_t);
+  if (!rp_->mapped() || rp_->size() < ring_bytes) {
+    try {
+      *rp_ = Chunk(ring_bytes, PageMode::k4k, Allocator::kMmap, cfg_.numa_node);
+    } catch (const std::exception& e) {
+      out_.error = std::string("sample ring: ") + e.what();
+      return false;
+    }
   }
-  ring_.prefault();
-  if (cfg_.mlock) ring_.lock(&why);
+  rp_->prefault();
+  if (cfg_.mlock) rp_->lock(&why);
   overflow_.assign(4096, Overflow{0, 0});
   return true;
 }
@@ -120,7 +127,7 @@ void Victim::measure() {
   const std::size_t batches = cfg_.chunk_size / cfg_.batch;
   const std::size_t stride = cfg_.batch;
   volatile char* b = bp_->data();
-  BatchRecorder rec{reinterpret_cast<std::uint32_t*>(ring_.data()),
+  BatchRecorder rec{reinterpret_cast<std::uint32_t*>(rp_->data()),
                     ring_cap_,
                     overflow_.data(),
                     overflow_.size(),

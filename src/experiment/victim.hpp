@@ -34,6 +34,7 @@ struct VictimConfig {
   bool mlock = true;
   const Chunk* chunk_a = nullptr;  // touched once to fill the TLB
   Chunk* chunk_b = nullptr;        // borrowed B (Hooks::victim_chunk); nullptr = own a fresh one
+  Chunk* ring_slot = nullptr;      // borrowed ring slot (Hooks::victim_ring); nullptr = own a fresh ring
   std::int64_t planned_ns = 0;     // measurement length, sizes the ring
   std::size_t max_ring_samples = 256u << 20;
   // Under a memory cgroup's limit: the most the sample ring may take (0 = no
@@ -74,7 +75,7 @@ class Victim {
   bool ring_full_now() const { return ring_full_.load(std::memory_order_acquire); }
   // After the thread joined: raw tick deltas (UINT32_MAX marks an entry in
   // overflow()).
-  const std::uint32_t* ring() const { return reinterpret_cast<const std::uint32_t*>(ring_.data()); }
+  const std::uint32_t* ring() const { return reinterpret_cast<const std::uint32_t*>(rp_->data()); }
   struct Overflow {
     std::uint64_t index;
     std::uint64_t ticks;
@@ -92,6 +93,7 @@ class Victim {
   Chunk b_;
   Chunk* bp_ = &b_;  // b_ or the borrowed cfg_.chunk_b
   Chunk ring_;
+  Chunk* rp_ = &ring_;  // ring_ or the borrowed cfg_.ring_slot (at least ring_cap_ samples)
   std::size_t ring_cap_ = 0;
   std::vector<Overflow> overflow_;  // preallocated
   std::size_t overflow_n_ = 0;
