@@ -109,6 +109,7 @@ bool Victim::prepare() {
   if (cfg_.ring_slot) rp_ = cfg_.ring_slot;
   const std::size_t ring_bytes = ring_cap_ * sizeof(std::uint32_t);
   if (!rp_->mapped() || rp_->size() < ring_bytes) {
+    rp_->release();  // before mapping the larger one: not both at once
     try {
       *rp_ = Chunk(ring_bytes, PageMode::k4k, Allocator::kMmap, cfg_.numa_node);
     } catch (const std::exception& e) {
