@@ -48,7 +48,7 @@ struct Recorder {
   std::vector<exp::Victim::Overflow> overflow = std::vector<exp::Victim::Overflow>(16);
   std::atomic<std::size_t> published{0};
   std::atomic<bool> stop{false};
-  exp::BatchRecorder rec{ring.data(), kRing, overflow.data(), overflow.size(), &published, &stop};
+  exp::BatchRecorder rec{ring.data(), kRing, overflow.data(), overflow.size(), &published, nullptr, &stop};
 
   Recorder() { rec.prev = sys::rdtsc_fenced(); }
   void end_batch() noexcept {

@@ -46,10 +46,10 @@ struct Waiter {
   std::int64_t last_tick = 0;
   std::string stop_reason;
 
-  bool victims_done() const {
+  const Victim* victim_full() const {
     for (const auto& v : victims)
-      if (v->ring_full_now()) return true;
-    return false;
+      if (v->full_now()) return v.get();
+    return nullptr;
   }
   void tick() {
     const std::int64_t now = sys::mono_now_ns();
@@ -58,15 +58,15 @@ struct Waiter {
       hooks.on_tick(now - start_ns, victims.empty() ? 0 : victims.front()->published_samples());
     }
   }
-  // false when interrupted (signal, ring full): stop_reason says why.
+  // false when interrupted (signal, samples full): stop_reason says why.
   bool until(std::int64_t deadline) {
     for (;;) {
       if (int sig = sys::StopSignals::pending()) {
         stop_reason = sig == SIGINT ? "interrupted by SIGINT" : "interrupted by SIGTERM";
         return false;
       }
-      if (victims_done()) {
-        stop_reason = "sample ring full";
+      if (const Victim* v = victim_full()) {
+        stop_reason = "victim cpu" + std::to_string(v->config().cpu) + ": " + v->full_reason();
         return false;
       }
       tick();
@@ -107,10 +107,10 @@ VictimSamples convert(const Victim& v, const sys::TscClock& clock, std::int64_t 
   s.cpu = v.config().cpu;
   s.tid = v.output().tid;
   s.pages_per_batch = pages_per_batch;
-  const std::size_t n = v.output().samples;
+  const SampleStore& ring = v.samples();
+  const std::size_t n = ring.size();
   s.end_ns.resize(n);
   s.lat_ns.resize(n);
-  const std::uint32_t* ring = v.ring();
   std::uint64_t t = v.output().start_tsc;
   s.start_ns = clock.to_mono(t);
   std::int64_t prev = s.start_ns;
@@ -297,6 +297,24 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
       r.warnings.push_back("victim cpu" + std::to_string(v->config().cpu) + ": " + w);
   }
 
+  // The drainer: copies each victim's ring into its store every 2 ms, on the
+  // culprit's CPU (a thread on any other CPU would put that CPU in our mm's
+  // cpumask, and it would receive shootdowns too). Started before the
+  // counted span; it stops (and its exit's stack madvise flushes) after it.
+  std::jthread drainer([&victims, cpu = plan.culprit_cpu](std::stop_token st) {
+    sigset_t block;
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &block, nullptr);
+    std::string pwhy;
+    (void)sys::pin_this_thread(cpu, &pwhy);  // the culprit is pinned there already: this cannot fail
+    while (!st.stop_requested()) {
+      for (auto& v : victims) v->drain();
+      sleep_ns(2 * kMs);
+    }
+  });
+
   // Kernel evidence: everything opened and enabled before the baseline
   // (enabling tracepoints itself sends IPIs).
   std::unique_ptr<TraceSession> trace;
@@ -401,6 +419,9 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
   if (churn) churn->settle();  // the allocator's own free bytes, at the same moment
   ctl.stop.store(true, std::memory_order_relaxed);
   join_all();
+  drainer.request_stop();
+  drainer.join();
+  for (auto& v : victims) v->drain();  // what the victims wrote since the drainer's last pass
   r.measure_end_ns = sys::mono_now_ns();
   const sys::TscPoint last = sys::tsc_point();
   if (trace) {
@@ -417,8 +438,8 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
   for (const auto& v : victims) {
     r.victims.push_back(convert(*v, clock, pages_per_batch));
     if (v->output().ring_full)
-      r.warnings.push_back("victim cpu" + std::to_string(v->config().cpu) +
-                           ": sample ring full, measurement ended early");
+      r.warnings.push_back("victim cpu" + std::to_string(v->config().cpu) + ": " + v->full_reason() +
+                           ", measurement ended early");
     if (v->overflow_count() > 0)
       r.warnings.push_back("victim cpu" + std::to_string(v->config().cpu) + ": " + std::to_string(v->overflow_count()) +
                            " samples longer than 2^32 TSC ticks");

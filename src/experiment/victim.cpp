@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <fmt/format.h>
 #include <sched.h>
 #include <unistd.h>
@@ -14,6 +15,10 @@
 #include "sys/tsc.hpp"
 
 namespace shootdown::exp {
+
+namespace {
+constexpr std::int64_t kRingSpanNs = 500'000'000;
+}
 
 Victim::Victim(VictimConfig cfg, Control& ctl) : cfg_(std::move(cfg)), ctl_(ctl) {}
 
@@ -90,19 +95,30 @@ bool Victim::prepare() {
   out_.warmup_batch_ns = std::max<std::int64_t>(1, wdur / static_cast<std::int64_t>(std::max<std::size_t>(1, batches)));
   const double fastest_ns = std::max(1.0, static_cast<double>(fastest) * cfg_.ns_per_tick);
 
-  // Ring: the planned duration at the fastest batch rate, +25%, +64k.
-  const double expected = static_cast<double>(cfg_.planned_ns) / fastest_ns * 1.25 + 65536.0;
-  ring_cap_ = static_cast<std::size_t>(std::min(expected, static_cast<double>(cfg_.max_ring_samples)));
+  // The store holds the whole run, up to its limit (memory, not time).
+  std::size_t store_max = cfg_.max_ring_samples;
   if (const std::size_t budget = cfg_.ring_budget_bytes / sizeof(std::uint32_t);
-      cfg_.ring_budget_bytes > 0 && budget < ring_cap_) {
-    out_.warnings.push_back(fmt::format(
-        "sample ring capped to {} ({} of samples at the fastest batch rate instead of the planned {}): {}; a longer "
-        "run ends early when it is full",
-        format_size(static_cast<std::int64_t>(budget * sizeof(std::uint32_t))),
-        format_duration_ns(static_cast<std::int64_t>(static_cast<double>(budget) * fastest_ns)),
-        format_duration_ns(cfg_.planned_ns), cfg_.ring_budget_why));
-    ring_cap_ = std::max<std::size_t>(budget, 4096);
+      cfg_.ring_budget_bytes > 0 && budget < store_max) {
+    store_max = std::max<std::size_t>(budget, 4096);
+    const double planned_samples = static_cast<double>(cfg_.planned_ns) / fastest_ns;
+    if (static_cast<double>(store_max) < planned_samples)
+      out_.warnings.push_back(fmt::format(
+          "sample store capped to {} ({} of samples at the fastest batch rate instead of the planned {}): {}; a "
+          "longer run ends early when it is full",
+          format_size(static_cast<std::int64_t>(store_max * sizeof(std::uint32_t))),
+          format_duration_ns(static_cast<std::int64_t>(static_cast<double>(store_max) * fastest_ns)),
+          format_duration_ns(cfg_.planned_ns), cfg_.ring_budget_why));
   }
+  try {
+    store_ = SampleStore(store_max, cfg_.numa_node);
+  } catch (const std::exception& e) {
+    out_.error = e.what();
+    return false;
+  }
+  // The ring only bridges the drainer's pauses (it wakes every 2 ms): half a
+  // second at the fastest batch rate, +64k.
+  ring_cap_ = static_cast<std::size_t>(
+      std::min(static_cast<double>(kRingSpanNs) / fastest_ns + 65536.0, static_cast<double>(store_max)));
   // A borrowed slot large enough keeps its pages (already faulted and
   // locked: the prefault and lock below are cheap passes); a smaller one is
   // replaced by a ring of this size.
@@ -133,6 +149,7 @@ void Victim::measure() {
                     overflow_.data(),
                     overflow_.size(),
                     &published_,
+                    &consumed_,
                     &ctl_.stop};
   char val = 3;
 
@@ -143,15 +160,45 @@ void Victim::measure() {
       volatile char* p = b + i * stride;
       for (std::size_t k = 0; k < per_batch; ++k) p[k * kTouchStride] = val;
       if (rec.end_batch()) [[unlikely]] {
-        out_.ring_full = rec.n == ring_cap_;
         out_.samples = rec.n;
         overflow_n_ = rec.overflow_n;
-        ring_full_.store(out_.ring_full, std::memory_order_release);
+        if (ctl_.stop.load(std::memory_order_relaxed)) return;
+        // Full: the drainer fell behind or the store reached its limit.
+        // The thread stays until the run stops: its exit (glibc frees the
+        // stack with madvise) would flush the other victims' TLBs inside
+        // the counted span.
+        out_.ring_full = true;
+        ring_full_.store(true, std::memory_order_release);
+        while (!ctl_.stop.load(std::memory_order_relaxed)) __builtin_ia32_pause();
         return;
       }
     }
     ++val;
   }
+}
+
+void Victim::drain() noexcept {
+  const std::size_t pub = published_.load(std::memory_order_acquire);
+  std::size_t c = consumed_.load(std::memory_order_relaxed);
+  const auto* ring = reinterpret_cast<const std::uint32_t*>(rp_->data());
+  while (c < pub) {
+    const std::size_t pos = c % ring_cap_;
+    const std::size_t len = std::min(pub - c, ring_cap_ - pos);
+    const std::size_t got = store_.append(ring + pos, len);
+    c += got;
+    if (got < len) {
+      store_full_.store(true, std::memory_order_release);
+      break;
+    }
+  }
+  consumed_.store(c, std::memory_order_release);
+}
+
+std::string Victim::full_reason() const {
+  if (store_.full()) return "sample store full: " + store_.why();
+  if (ring_full_.load(std::memory_order_acquire))
+    return fmt::format("sample ring full: the drainer fell behind by more than the ring's {} samples", ring_cap_);
+  return {};
 }
 
 }  // namespace shootdown::exp

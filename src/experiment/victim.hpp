@@ -1,12 +1,14 @@
 // The victim thread: pinned, fills its TLB with chunk A, pre-faults its own
 // chunk B, waits at a spin barrier, then writes one byte per 4 KiB page of B
 // in batches, timing each batch with one fenced TSC read (gapless: sample i =
-// t[i+1] - t[i]) stored in a ring of raw tick deltas. The hot loop does no
-// allocation, syscall, lock, logging or page fault: the ring is allocated,
-// pre-faulted and mlocked before the barrier. Histograms (per interval, per
-// phase) are built from the ring after the run: it holds every sample, so
-// recording into a histogram in the loop as well would only cost the victim
-// time (bench/bench_victim measures both).
+// t[i+1] - t[i]) stored in a circular ring of raw tick deltas. The hot loop
+// does no allocation, syscall, lock, logging or page fault: the ring is
+// allocated, pre-faulted and mlocked before the barrier. A drainer thread on
+// the culprit's CPU copies the ring into a SampleStore as the victim goes,
+// so the run's length is bounded by memory, not by the ring. Histograms (per
+// interval, per phase) are built from the store after the run: it holds every
+// sample, so recording into a histogram in the loop as well would only cost
+// the victim time (bench/bench_victim measures both).
 #pragma once
 
 #include <atomic>
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "experiment/arena.hpp"
+#include "experiment/sample_store.hpp"
 #include "sys/tsc.hpp"
 
 namespace shootdown::exp {
@@ -36,7 +39,7 @@ struct VictimConfig {
   Chunk* chunk_b = nullptr;        // borrowed B (Hooks::victim_chunk); nullptr = own a fresh one
   Chunk* ring_slot = nullptr;      // borrowed ring slot (Hooks::victim_ring); nullptr = own a fresh ring
   std::int64_t planned_ns = 0;     // measurement length, sizes the ring
-  std::size_t max_ring_samples = 256u << 20;
+  std::size_t max_ring_samples = 256u << 20;  // the store's limit (samples per victim)
   // Under a memory cgroup's limit: the most the sample ring may take (0 = no
   // limit). A ring capped by it ends the measurement early when full rather
   // than the kernel OOM-killing the run; the victim says so in a warning.
@@ -52,7 +55,7 @@ struct VictimOutput {
   std::vector<std::string> warnings;
   std::uint64_t start_tsc = 0;  // timestamp before the first batch
   std::size_t samples = 0;
-  bool ring_full = false;
+  bool ring_full = false;  // the measurement ended early: full_reason() says why
   std::int64_t warmup_batch_ns = 0;  // mean batch time of the warm-up pass
   std::int64_t prefault_ns = 0;
   std::int32_t tid = 0;
@@ -71,11 +74,19 @@ class Victim {
   const VictimOutput& output() const { return out_; }
   const VictimConfig& config() const { return cfg_; }
   std::size_t published_samples() const { return published_.load(std::memory_order_relaxed); }
-  // Readable while the victim runs (output() is only read after join).
-  bool ring_full_now() const { return ring_full_.load(std::memory_order_acquire); }
-  // After the thread joined: raw tick deltas (UINT32_MAX marks an entry in
-  // overflow()).
-  const std::uint32_t* ring() const { return reinterpret_cast<const std::uint32_t*>(rp_->data()); }
+  // Drainer thread (one, never on a victim CPU): copies what the victim
+  // published out of the ring into the store. Also called once after the
+  // victim joined, for the rest.
+  void drain() noexcept;
+  // The store or the ring filled up (readable while the victim runs).
+  bool full_now() const {
+    return ring_full_.load(std::memory_order_acquire) || store_full_.load(std::memory_order_acquire);
+  }
+  // Why the measurement had to end early ("" when it did not).
+  std::string full_reason() const;
+  // After the thread joined and a last drain(): raw tick deltas
+  // (UINT32_MAX marks an entry in overflow()).
+  const SampleStore& samples() const { return store_; }
   struct Overflow {
     std::uint64_t index;
     std::uint64_t ticks;
@@ -100,6 +111,9 @@ class Victim {
   std::atomic<bool> ready_{false};
   alignas(64) std::atomic<std::size_t> published_{0};
   std::atomic<bool> ring_full_{false};
+  SampleStore store_;
+  alignas(64) std::atomic<std::size_t> consumed_{0};  // written by the drainer only
+  std::atomic<bool> store_full_{false};
 };
 
 // Instrumentation of one batch, shared by the victim's loop and bench/ so the
@@ -108,31 +122,43 @@ class Victim {
 // the progress counter the culprit polls, and the end test.
 struct BatchRecorder {
   std::uint32_t* ring;
-  std::size_t cap;  // ring entries
+  std::size_t cap;  // ring entries (circular when a drainer consumes it)
   Victim::Overflow* overflow;
   std::size_t overflow_cap;
-  std::atomic<std::size_t>* published;  // samples so far, for progress
+  std::atomic<std::size_t>* published;  // samples so far, released to the drainer
+  // Samples the drainer has copied out of the ring; nullptr: nobody drains,
+  // the ring ends the loop when it has been filled once.
+  const std::atomic<std::size_t>* consumed;
   const std::atomic<bool>* stop;
   std::uint64_t prev = 0;  // TSC at the end of the previous batch
-  std::size_t n = 0;
+  std::size_t n = 0;       // samples so far (overflow entries index these)
+  std::size_t pos = 0;     // n modulo cap
+  std::size_t limit = cap;  // n may grow to this before the ring would overwrite unread samples
   std::size_t overflow_n = 0;
 
   // Call right after a batch's work. Returns true when the loop must end
-  // (ring full or stop requested).
+  // (ring full or stop requested). The drainer's position is read only when
+  // n reaches the last known limit: no shared cache line in the common case.
   bool end_batch() noexcept {
     const std::uint64_t now = sys::rdtsc_fenced();
     const std::uint64_t d = now - prev;
     prev = now;
     if (d >= UINT32_MAX) [[unlikely]] {
-      ring[n] = UINT32_MAX;
+      ring[pos] = UINT32_MAX;
       if (overflow_n < overflow_cap) overflow[overflow_n] = Victim::Overflow{n, d};
       ++overflow_n;
     } else {
-      ring[n] = static_cast<std::uint32_t>(d);
+      ring[pos] = static_cast<std::uint32_t>(d);
     }
     ++n;
-    published->store(n, std::memory_order_relaxed);
-    return n == cap || stop->load(std::memory_order_relaxed);
+    if (++pos == cap) pos = 0;
+    published->store(n, std::memory_order_release);
+    if (n == limit) [[unlikely]] {
+      if (consumed == nullptr) return true;
+      limit = consumed->load(std::memory_order_acquire) + cap;
+      if (n == limit) return true;
+    }
+    return stop->load(std::memory_order_relaxed);
   }
 };
 

@@ -1,0 +1,81 @@
+// The victim's circular ring and the store its drainer fills: wrap-around,
+// the end of the loop when the drainer falls behind, and the store's limit.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdint>
+#include <numeric>
+#include <vector>
+
+#include "experiment/sample_store.hpp"
+#include "experiment/victim.hpp"
+
+namespace shootdown::exp {
+namespace {
+
+struct Ring {
+  std::vector<std::uint32_t> data;
+  std::vector<Victim::Overflow> overflow = std::vector<Victim::Overflow>(4);
+  std::atomic<std::size_t> published{0};
+  std::atomic<std::size_t> consumed{0};
+  std::atomic<bool> stop{false};
+  BatchRecorder rec;
+  explicit Ring(std::size_t cap, bool drained)
+      : data(cap),
+        rec{data.data(), cap, overflow.data(), overflow.size(), &published, drained ? &consumed : nullptr, &stop} {}
+};
+
+TEST(BatchRecorder, UndrainedRingEndsWhenFilledOnce) {
+  Ring r(8, false);
+  int batches = 0;
+  while (!r.rec.end_batch()) ++batches;
+  EXPECT_EQ(batches + 1, 8);
+  EXPECT_EQ(r.published.load(), 8u);
+}
+
+TEST(BatchRecorder, DrainedRingWrapsAndStopsOnlyWhenTheDrainerFallsBehind) {
+  Ring r(8, true);
+  for (int i = 0; i < 7; ++i) ASSERT_FALSE(r.rec.end_batch()) << i;
+  r.consumed.store(5);  // the drainer copied 5: 5 more slots are free
+  ASSERT_FALSE(r.rec.end_batch());  // n = 8: the limit is re-read (5 + 8 = 13)
+  EXPECT_EQ(r.rec.pos, 0u);         // wrapped
+  for (int i = 0; i < 4; ++i) ASSERT_FALSE(r.rec.end_batch()) << i;  // n = 12
+  EXPECT_TRUE(r.rec.end_batch());  // n = 13: unread samples would be overwritten next
+  EXPECT_EQ(r.rec.n, 13u);
+  EXPECT_EQ(r.published.load(), 13u);
+}
+
+TEST(BatchRecorder, StopEndsTheLoop) {
+  Ring r(64, true);
+  ASSERT_FALSE(r.rec.end_batch());
+  r.stop.store(true);
+  EXPECT_TRUE(r.rec.end_batch());
+}
+
+TEST(SampleStore, AppendsAcrossBlocksInOrder) {
+  SampleStore s(3 * SampleStore::kBlockSamples, 0);
+  std::vector<std::uint32_t> v(SampleStore::kBlockSamples + 100);
+  std::iota(v.begin(), v.end(), 1u);
+  ASSERT_EQ(s.append(v.data(), 50), 50u);
+  ASSERT_EQ(s.append(v.data() + 50, v.size() - 50), v.size() - 50);  // crosses into block 2
+  ASSERT_EQ(s.size(), v.size());
+  for (std::size_t i = 0; i < v.size(); i += 997) ASSERT_EQ(s[i], v[i]) << i;
+  EXPECT_EQ(s[SampleStore::kBlockSamples - 1], v[SampleStore::kBlockSamples - 1]);
+  EXPECT_EQ(s[SampleStore::kBlockSamples], v[SampleStore::kBlockSamples]);
+  EXPECT_EQ(s[v.size() - 1], v.back());
+  EXPECT_FALSE(s.full());
+}
+
+TEST(SampleStore, KeepsWhatFitsAndSaysWhyWhenTheLimitIsReached) {
+  SampleStore s(10, 0);
+  std::vector<std::uint32_t> v(16, 7);
+  EXPECT_EQ(s.append(v.data(), 6), 6u);
+  EXPECT_EQ(s.append(v.data(), 6), 4u);
+  EXPECT_TRUE(s.full());
+  EXPECT_EQ(s.size(), 10u);
+  EXPECT_NE(s.why().find("limit of 10 samples"), std::string::npos) << s.why();
+  EXPECT_EQ(s.append(v.data(), 1), 0u);
+}
+
+}  // namespace
+}  // namespace shootdown::exp
