@@ -17,7 +17,8 @@
 namespace shootdown::exp {
 
 namespace {
-constexpr std::int64_t kRingSpanNs = 500'000'000;
+constexpr std::int64_t kRingMinNs = 500'000'000;
+constexpr std::int64_t kRingMaxNs = 5'000'000'000;
 }
 
 Victim::Victim(VictimConfig cfg, Control& ctl) : cfg_(std::move(cfg)), ctl_(ctl) {}
@@ -115,10 +116,13 @@ bool Victim::prepare() {
     out_.error = e.what();
     return false;
   }
-  // The ring only bridges the drainer's pauses (it wakes every 2 ms): half a
-  // second at the fastest batch rate, +64k.
-  ring_cap_ = static_cast<std::size_t>(
-      std::min(static_cast<double>(kRingSpanNs) / fastest_ns + 65536.0, static_cast<double>(store_max)));
+  // The ring bridges the drainer's pauses (it wakes every 2 ms, but can be
+  // starved): the planned span +25 %, at least 0.5 s and at most 5 s, at the
+  // fastest warm-up rate, +64k. Under emulation (the lab's TCG) a victim later
+  // runs up to 20x faster than its warm-up, so the margin is wide on purpose.
+  const double span_ns =
+      std::clamp(static_cast<double>(cfg_.planned_ns) * 1.25, static_cast<double>(kRingMinNs), static_cast<double>(kRingMaxNs));
+  ring_cap_ = static_cast<std::size_t>(std::min(span_ns / fastest_ns + 65536.0, static_cast<double>(store_max)));
   // A borrowed slot large enough keeps its pages (already faulted and
   // locked: the prefault and lock below are cheap passes); a smaller one is
   // replaced by a ring of this size.
