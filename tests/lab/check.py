@@ -163,6 +163,7 @@ def check_run(c, k, t, case, d, facts):
         c.add(k, t, case, f"cpu{v['cpu']} accounting", ok, f"TLB {cnt} = r1 {r1} + r5 {r5} + untraced {un}")
     release = plan.get("release")
     repeat = plan.get("repeat", 1)
+    on_cpu_sends = 0
     for v in vs:
         sd = v["shootdowns"]
         if release == "reuse":
@@ -181,15 +182,21 @@ def check_run(c, k, t, case, d, facts):
                 c.add(k, t, case, f"cpu{v['cpu']} membarrier x{repeat}", False, "no events_table")
                 continue
             got, expected = mb
+            on_cpu_sends += expected
             funcs = v.get("ipi_functions", {})
             src = f"{got} IPIs in releases, victim on its CPU at {expected} of {repeat} sends"
+            if expected < repeat:
+                # A victim off its CPU at a send is owed no IPI (the issue's
+                # rule): on the lab's isolated nohz_full CPUs that is RT
+                # throttling (dmesg "sched: RT throttling activated").
+                src += " (sched_switch: off its CPU at the others)"
             if any(x.startswith("csd:") for x in res["trace"].get("tracepoints", [])):
                 # The csd tracepoints name each function: exact, where the
                 # vectors also count other IPIs that landed in a release.
-                ok = funcs.get("ipi_mb", 0) == expected and expected >= 1
+                ok = funcs.get("ipi_mb", 0) == expected
                 src += f", csd ipi_mb {funcs.get('ipi_mb', 0)}"
             else:
-                ok = got == expected and expected >= 1
+                ok = got == expected
             c.add(k, t, case, f"cpu{v['cpu']} membarrier x{repeat}", ok, src)
             # The CAL row of /proc/interrupts over the counted window is
             # fully explained by traced function-call interrupts.
@@ -217,6 +224,10 @@ def check_run(c, k, t, case, d, facts):
                              if x.get("cpu") == v["cpu"])
                 c.add(k, t, case, f"cpu{v['cpu']} flush delivery", not unseen and (req == 0 or 2 * got >= req),
                       f"{got} of {req} requests arrived as IPIs" if req else "no release ran with the victim on its CPU")
+    if release == "membarrier" and vs:
+        # The case proves something only if some send found a victim running.
+        c.add(k, t, case, "a send found a running victim", on_cpu_sends >= 1,
+              f"{on_cpu_sends} of {repeat * len(vs)} (victim, send) pairs on CPU")
     return res
 
 
