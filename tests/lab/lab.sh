@@ -12,6 +12,7 @@
 #        LAB_CACHE            kernel cache (default ~/.cache/shootdown-lab)
 #        LAB_BOOT_TIMEOUT     seconds per boot (default 420)
 #        LAB_BOOTS            attempts per (kernel, topology) (default 3)
+#        LAB_JOBS             boots side by side (default: nproc; each is one TCG thread)
 # Exit:  0 all checks pass, 1 a check failed, 77 skipped (reason on stdout).
 set -uo pipefail
 
@@ -144,23 +145,38 @@ boot_one() {  # kernel-dir topo mem smp cmdline suite rundir
 }
 
 want_topos=${LAB_TOPOLOGIES:-}
-for k in "${kernels[@]}"; do
-  [[ -n ${kdir[$k]:-} ]] || continue
-  for line in "${topo_lines[@]}"; do
-    IFS='|' read -r name mem smp cmd suite <<<"$line"
-    name=$(trim "$name"); mem=$(trim "$mem"); smp=$(trim "$smp"); cmd=$(trim "$cmd"); suite=$(trim "$suite")
-    if [[ -n $want_topos && " $want_topos " != *" $name "* ]]; then continue; fi
-    kname=$(basename "${kdir[$k]}")
-    rd=$out/runs/$kname/$name
-    mkdir -p "$rd"
-    printf '{"package": "%s", "image": "%s", "topology": "%s", "smp": "%s", "cmdline": "%s", "suite": "%s", "memory_mib": %s}\n' \
-      "$k" "$kname" "$name" "$smp" "$cmd" "$suite" "$mem" >"$rd/lab.json"
-    log "boot $kname on $name (suite $suite)"
-    s=$(date +%s)
-    boot_one "${kdir[$k]}" "$name" "$mem" "$smp" "$cmd" "$suite" "$rd" || log "  no result after $max_boots boots (see $rd/boots.txt)"
-    log "  $(($(date +%s) - s)) s, $(tail -1 "$rd/boots.txt")"
+# Each boot is one single-threaded TCG process: LAB_JOBS of them run side by
+# side (default: the host's CPU count). Counts, choices and texts do not
+# depend on the host's speed. Largest topologies first, newest kernel first
+# (the longest boots), so that the short ones fill in behind them.
+jobs_max=${LAB_JOBS:-$(nproc)}
+((jobs_max >= 1)) || jobs_max=1
+run_boot() {  # kernel-package topology-line
+  local k=$1 line=$2 name mem smp cmd suite kname rd s
+  IFS='|' read -r name mem smp cmd suite <<<"$line"
+  name=$(trim "$name"); mem=$(trim "$mem"); smp=$(trim "$smp"); cmd=$(trim "$cmd"); suite=$(trim "$suite")
+  kname=$(basename "${kdir[$k]}")
+  rd=$out/runs/$kname/$name
+  mkdir -p "$rd"
+  printf '{"package": "%s", "image": "%s", "topology": "%s", "smp": "%s", "cmdline": "%s", "suite": "%s", "memory_mib": %s}\n' \
+    "$k" "$kname" "$name" "$smp" "$cmd" "$suite" "$mem" >"$rd/lab.json"
+  log "boot $kname on $name (suite $suite)"
+  s=$(date +%s)
+  boot_one "${kdir[$k]}" "$name" "$mem" "$smp" "$cmd" "$suite" "$rd" || log "$kname on $name: no result after $max_boots boots (see $rd/boots.txt)"
+  log "$kname on $name: $(($(date +%s) - s)) s, $(tail -1 "$rd/boots.txt")"
+}
+for line in "${topo_lines[@]}"; do
+  IFS='|' read -r name _ <<<"$line"
+  name=$(trim "$name")
+  if [[ -n $want_topos && " $want_topos " != *" $name "* ]]; then continue; fi
+  for ((i = ${#kernels[@]} - 1; i >= 0; i--)); do
+    k=${kernels[i]}
+    [[ -n ${kdir[$k]:-} ]] || continue
+    while (($(jobs -rp | wc -l) >= jobs_max)); do wait -n; done
+    run_boot "$k" "$line" &
   done
 done
+wait
 
 total=$(($(date +%s) - t0))
 log "boots done in $total s; checking"
