@@ -31,9 +31,9 @@ test: deps-test test-release test-lab test-asan test-tsan fuzz
 test-release: build
 	cd $(BUILD) && ctest --output-on-failure -LE lab $(CTEST_ARGS)
 
-# The lab (docs/validation.md): Debian kernels under QEMU/TCG, one boot per
-# host CPU side by side (~6 min here); SKIP (exit 77, reason printed) where
-# qemu or a kernel is missing.
+# The lab (docs/validation.md): Debian kernels under QEMU/TCG, ~10 min here
+# (LAB_JOBS=N boots side by side on a bigger host); SKIP (exit 77, reason
+# printed) where qemu or a kernel is missing.
 test-lab: deps-test build
 	cd $(BUILD) && ctest --output-on-failure -L lab $(CTEST_ARGS)
 
