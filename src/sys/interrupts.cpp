@@ -87,10 +87,13 @@ std::optional<InterruptsSnapshot> read_interrupts(std::string* why) {
 InterruptsCapture::InterruptsCapture() : file_("/proc/interrupts") {}
 
 bool InterruptsCapture::capture() {
-  captured_ = file_.read();
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
+  const std::int64_t before = static_cast<std::int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
+  captured_ = file_.read();
+  clock_gettime(CLOCK_MONOTONIC, &ts);
   mono_ns_ = static_cast<std::int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
+  read_ns_ = mono_ns_ - before;
   return captured_;
 }
 

@@ -34,12 +34,17 @@ class InterruptsCapture {
  public:
   InterruptsCapture();
   bool capture();  // read + CLOCK_MONOTONIC stamp; false + error()
+  // How long the last read took (CLOCK_MONOTONIC before to after). The file
+  // is generated CPU by CPU: an interrupt on a CPU whose column was already
+  // read, before the stamp, is traced inside the window but not counted.
+  std::int64_t read_ns() const { return read_ns_; }
   const std::string& error() const { return file_.error(); }
   std::optional<InterruptsSnapshot> snapshot(std::string* why = nullptr) const;  // parse the captured text
 
  private:
   RereadableFile file_;
   std::int64_t mono_ns_ = 0;
+  std::int64_t read_ns_ = 0;
   bool captured_ = false;
 };
 

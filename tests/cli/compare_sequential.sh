@@ -31,8 +31,18 @@ expect_err "--spending 'linear'.*accepted: pocock, obf" "names --spending"
 # per arm stops when the 5 munmap trials all exceed the 5 reuse ones. Up to
 # 3 seeds: on a loaded machine one seed may need a later look, but a pair
 # decided at the maximum in every seed means the early stop does not work.
+# Where remote flushes bypass IPIs (a PVM/KVM guest with PV TLB flush:
+# doctor's pv_tlb_flush FAIL) munmap sends the victim no shootdown and is no
+# clearer than reuse: an ASan run here of 2026-12-05 saw 0 shootdowns per
+# release in both arms, one seed "better", two undecided. Skipped, said so.
 early=0
-for s in 21 22 23; do
+seeds=(21 22 23)
+if ! tlb_ipis_reach; then
+  skip_check "early stop on reuse,munmap: $NO_TLB_IPIS"
+  seeds=()
+  early=1
+fi
+for s in "${seeds[@]}"; do
   run_cmd "$SHOOTDOWN" compare --arms reuse,munmap --trials 20 --seed "$s" "${big[@]}" --out "$TMP/early$s"
   echo "$OUT" | head -8 | sed 's/^/# /'
   [[ "$RC" == 0 ]] || { not_ok "reuse,munmap seed $s: rc=$RC: $ERR"; continue; }

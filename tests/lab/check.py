@@ -77,11 +77,19 @@ def table(res):
 
 
 def offcpu(ev, cpu, tid):
-    """[off, on) intervals of tid on cpu from sched_switch (a = prev, b = next)."""
-    out, off = [], None
+    """[off, on) intervals of tid on cpu from sched_switch (a = prev, b = next).
+    A switch *to* tid with no switch away before it means tid was off its CPU
+    since before the trace began (6.1 smt-numa8 v7rt-membarrier: RT-throttled
+    before the span, switched in at 240 ms, after all four sends)."""
+    out, off, seen = [], None, False
     for e in ev:
         if e["cpu"] != cpu or e["type"] != "sched_switch":
             continue
+        if not seen and e["b"] == tid and e["a"] != tid:
+            out.append((float("-inf"), e["ns"]))
+            seen = True
+            continue
+        seen = seen or e["a"] == tid
         if e["a"] == tid and off is None:
             off = e["ns"]
         elif e["b"] == tid and off is not None:

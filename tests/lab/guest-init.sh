@@ -48,9 +48,11 @@ else
   echo "no suite '$suite'" >/out/suite.log
 fi
 echo "suite_seconds=$(awk -v s="$start" '{print $1 - s}' /proc/uptime)" >>/out/guest.txt
+echo "boot_seconds=$start" >>/out/guest.txt
 dmesg >/out/dmesg.txt 2>&1
 cd /out && tar czf /tmp/out.tgz . 
 sum=$(sha256sum /tmp/out.tgz | cut -d' ' -f1)
+echo "LAB-PACKED at $(cut -d' ' -f1 /proc/uptime) s: $(wc -c </tmp/out.tgz) bytes"
 stty -F /dev/ttyS1 raw -echo 2>/dev/null
 {
   echo "LAB-RESULT-BEGIN $sum"
@@ -58,5 +60,5 @@ stty -F /dev/ttyS1 raw -echo 2>/dev/null
   echo "LAB-RESULT-END"
 } >/dev/ttyS1
 sync
-echo "LAB-DONE"
+echo "LAB-DONE at $(cut -d' ' -f1 /proc/uptime) s"
 poweroff -f

@@ -38,7 +38,9 @@ skip() { echo "SKIP: $*"; exit 77; }
 log() { echo "lab: $*" >&2; }
 
 command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 not installed (scripts/install-deps.sh --with-integration installs qemu-system-x86)"
-[[ -x /bin/busybox ]] && /bin/busybox --list 2>/dev/null | grep -qx cpio ||
+# Not `--list | grep -q`: under pipefail grep's early exit SIGPIPEs busybox
+# and the pipeline fails at random (a lab run of 2026-12-05 skipped so).
+[[ -x /bin/busybox ]] && [[ $'\n'$(/bin/busybox --list 2>/dev/null)$'\n' == *$'\n'cpio$'\n'* ]] ||
   skip "busybox-static not installed (/bin/busybox with cpio; scripts/install-deps.sh --with-integration)"
 [[ -x $bin ]] || skip "no shootdown binary at $bin (build first)"
 command -v python3 >/dev/null || skip "python3 not installed"
