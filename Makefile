@@ -31,7 +31,7 @@ test: deps-test test-release test-lab test-asan test-tsan fuzz
 test-release: build
 	cd $(BUILD) && ctest --output-on-failure -LE lab $(CTEST_ARGS)
 
-# The lab (docs/validation.md): Debian kernels under QEMU/TCG, ~10 min here
+# The lab (docs/validation.md): Debian kernels under QEMU/TCG, ~7.5 min here
 # (LAB_JOBS=N boots side by side on a bigger host); SKIP (exit 77, reason
 # printed) where qemu or a kernel is missing.
 test-lab: deps-test build

@@ -113,7 +113,14 @@ def membarrier_ipis(res, v):
     offs = offcpu(ev, v["cpu"], tid)
     got = expected = 0
     for r in res.get("releases", []):
-        lo, hi = r["before_ns"] - start, r["after_ns"] - start + 5_000_000
+        # membarrier(PRIVATE_EXPEDITED) waits for every IPI it sends
+        # (kernel/sched/membarrier.c: smp_call_function_many(..., 1)), so
+        # each handler entered before the call returned: the window ends at
+        # after_ns. It used to extend 5 ms past it, where 6.1 (no csd names)
+        # counted a wake-up's call-function IPI (reschedule + vector 251,
+        # then a kthread ran) as membarrier's: 6 for 4 (CI rehearsal,
+        # 2026-12-05); inside [before, after] every 6.1 run had 1 per send.
+        lo, hi = r["before_ns"] - start, r["after_ns"] - start
         # Either vector: smp_call_function_many_cond() sends the single-CPU
         # vector (251) when only one CPU of the mask needs an IPI.
         cf = [e for e in ev if e["type"] in ("call_function_entry", "call_function_single_entry") and lo <= e["ns"] <= hi]
