@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "sys/fs.hpp"
+#include "sys/tsc.hpp"
 
 namespace shootdown::sys {
 
@@ -87,12 +88,9 @@ std::optional<InterruptsSnapshot> read_interrupts(std::string* why) {
 InterruptsCapture::InterruptsCapture() : file_("/proc/interrupts") {}
 
 bool InterruptsCapture::capture() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  const std::int64_t before = static_cast<std::int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
+  const std::int64_t before = mono_now_ns();
   captured_ = file_.read();
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  mono_ns_ = static_cast<std::int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
+  mono_ns_ = mono_now_ns();
   read_ns_ = mono_ns_ - before;
   return captured_;
 }
