@@ -47,10 +47,23 @@ for s in 11 12 13; do
   if [[ "$RC" == 3 ]]; then seed1=$s; break; fi
   [[ "$RC" == 0 ]] || break  # a runtime failure or bad input: report it below
 done
-expect_rc 3 "gate 'munmap.stall_us > reuse.stall_us' fails (seed ${seed1:-none of 11-13})"
+# Without shootdown IPIs (a PVM or Hyper-V guest flushes remote TLBs itself)
+# munmap's cost to the victim is only its page-freeing and memory traffic:
+# detectable in most seeds, not in every one under ASan (CI, stop 23: 3 seeds
+# undecided). There the effect checks are skipped with the reason, and the
+# exit code must still agree with the gate line printed.
+effect=1
+if [[ "$RC" == 0 && -z "$seed1" ]] && ! tlb_ipis_reach; then effect=0; fi
 echo "$OUT" | sed 's/^/# /'
-expect_out "^  munmap: \+[0-9.]+ µs stall per release \[CI [0-9.]+, [0-9.]+\].* — worse than reuse" "verdict: munmap is worse"
-expect_out "^gate FAILED: munmap.stall_us > reuse.stall_us" "gate reported"
+if ((effect)); then
+  expect_rc 3 "gate 'munmap.stall_us > reuse.stall_us' fails (seed ${seed1:-none of 11-13})"
+  expect_out "^  munmap: \+[0-9.]+ µs stall per release \[CI [0-9.]+, [0-9.]+\].* — worse than reuse" "verdict: munmap is worse"
+  expect_out "^gate FAILED: munmap.stall_us > reuse.stall_us" "gate reported"
+else
+  skip_check "gate 'munmap.stall_us > reuse.stall_us' fails: not in seeds 11-13; $NO_TLB_IPIS"
+  skip_check "verdict: munmap is worse: $NO_TLB_IPIS"
+  expect_out "^gate passed: munmap.stall_us > reuse.stall_us" "rc=0 and the gate line says passed"
+fi
 expect_file "$TMP/cmp/compare.json" "compare.json written"
 expect_file "$TMP/cmp/compare.csv" "compare.csv written"
 expect_file "$TMP/cmp/compare.html" "compare.html written"
@@ -69,9 +82,11 @@ if tlb_ipis_reach; then
 else
   skip_check "munmap: shootdowns in >= 3 of 5 trials: $NO_TLB_IPIS"
 fi
-if jq -e '.kind == "compare" and .schema_version == 1 and (.arms | length) == 2 and .arms[1].vs_control.stall_us.ci[0] > 0
-          and .gate_failed == true and (.trials | length) == 10' "$TMP/cmp/compare.json" >/dev/null; then
-  ok "compare.json: arms, CI above 0, gate, trials"; else not_ok "compare.json content"; fi
+if jq -e --argjson e "$effect" '.kind == "compare" and .schema_version == 1 and (.arms | length) == 2
+          and (.trials | length) == 10
+          and (if $e == 1 then .arms[1].vs_control.stall_us.ci[0] > 0 and .gate_failed == true else .gate_failed == false end)' \
+     "$TMP/cmp/compare.json" >/dev/null; then
+  ok "compare.json: arms, trials, gate$( ((effect)) && echo ', CI above 0')"; else not_ok "compare.json content"; fi
 if grep -q 'class="trial"' "$TMP/cmp/compare.html" && grep -q 'data-chart="stall_us"' "$TMP/cmp/compare.html"; then
   ok "compare.html has strip/box plots"; else not_ok "compare.html lacks plots"; fi
 # The trial order is the seeded randomized block design: same seed, same order.
@@ -91,6 +106,7 @@ for s in ${seed1:-11} 21 22; do
 done
 if [[ -n "$mr_ok" ]]; then ok "--max-regression 10 fails for munmap (rc=3, seed $mr_ok)"
 elif [[ -n "$mr_bad" ]]; then not_ok "--max-regression 10: exit code disagrees with the gate: $mr_bad"
+elif ! tlb_ipis_reach; then skip_check "--max-regression 10 fails for munmap: not in 3 seeds (exit codes agreed with the gate); $NO_TLB_IPIS"
 else not_ok "--max-regression 10 never failed for munmap in 3 seeds"; fi
 [[ "$order1" == "$order2" ]] && ok "same seed, same trial order" || not_ok "order differs: $order1 vs $order2"
 
