@@ -33,6 +33,11 @@ std::string summary_table(const std::string& title, const VictimAnalysis& va, bo
   if (five) cols.push_back(Column::kP99999);
   cols.push_back(Column::kMax);
   auto width = [](Column c) { return c == Column::kMin ? 7 : c == Column::kMax || c == Column::kP99999 ? 9 : 8; };
+  // Right-aligned in w, and never touching the column to its left: a value
+  // wider than its column (a 9-digit sample count) keeps one space.
+  auto cell_at = [](const std::string& v, int w) {
+    return static_cast<int>(v.size()) >= w ? " " + v : fmt::format("{:>{}}", v, w);
+  };
   std::string out = title + "\n";
   std::string h = fmt::format("  {:<9}", "phase");
   for (Column c : cols) h += fmt::format("{:>{}}", column_name(c), width(c));
@@ -52,10 +57,10 @@ std::string summary_table(const std::string& title, const VictimAnalysis& va, bo
           marked = true;
         }
       }
-      line += fmt::format("{:>{}}", cell, width(c));
+      line += cell_at(cell, width(c));
     }
-    line += fmt::format("{:>9}", s.count);
-    if (!per_page) line += fmt::format("{:>12}", s.count ? format_duration_ns(ps.stall_lost_ns) : "-");
+    line += cell_at(std::to_string(s.count), 9);
+    if (!per_page) line += cell_at(s.count ? format_duration_ns(ps.stall_lost_ns) : "-", 12);
     out += line + "\n";
   }
   if (marked)

@@ -248,3 +248,18 @@ TEST(Sink, BlameSaysWhyFlushesSentNoIpi) {
   r.ipis = 1000;
   EXPECT_EQ(sink::blame_text(r, BlameOptions{}).find("bypass IPIs"), std::string::npos);
 }
+
+// Issue 19: a 9-digit sample count ran into the max column
+// ("4165631268435456"); every cell keeps at least one space before it.
+TEST(Sink, ConsoleTableCellsNeverRunTogether) {
+  Result r = small();
+  Analysis a = analyze(r);
+  ASSERT_FALSE(a.victims.empty());
+  ASSERT_FALSE(a.victims[0].phases.empty());
+  auto& ps = a.victims[0].phases[0];
+  ps.per_batch.count = 268435456;
+  ps.per_batch.max = 4165631;
+  const std::string t = sink::summary_table("t", a.victims[0], false);
+  EXPECT_EQ(t.find("4165631268435456"), std::string::npos) << t;
+  EXPECT_NE(t.find(" 268435456"), std::string::npos) << t;
+}
