@@ -17,11 +17,16 @@
 namespace shootdown::exp {
 
 namespace {
-// At least 2 s: the drainer shares the culprit's CPU, and the lab saw that
-// CPU starved for longer than 0.5 s (6.12 smt-numa8 v7rt-munmap under TCG,
-// 2026-12-05: one victim's 0.5 s ring filled while the culprit's vCPU
-// waited; the run ended early). Natively 2 s is ~8-30 MB per victim.
+// At least 2 s and at least 8 Mi samples (32 MiB), within the store's
+// budget: the drainer shares the culprit's CPU, and the lab saw that CPU
+// starved far longer than the warm-up rate predicts (6.12 smt-numa8
+// v7rt-munmap under TCG, 2026-12-05: a victim on an isolated nohz_full vCPU
+// ran 30x faster than those on housekeeping vCPUs and filled a 0.5 s ring of
+// 3.4 M samples, then a 2 s ring of 2.0 M, while CPU 0's remote tick was
+// seconds late; the run ended early). The whole 51 s span of that run was
+// 4.7 M samples on the fastest victim.
 constexpr std::int64_t kRingMinNs = 2'000'000'000;
+constexpr double kRingMinSamples = 8.0 * 1024 * 1024;
 constexpr std::int64_t kRingMaxNs = 5'000'000'000;
 }
 
@@ -126,7 +131,8 @@ bool Victim::prepare() {
   // runs up to 20x faster than its warm-up, so the margin is wide on purpose.
   const double span_ns =
       std::clamp(static_cast<double>(cfg_.planned_ns) * 1.25, static_cast<double>(kRingMinNs), static_cast<double>(kRingMaxNs));
-  ring_cap_ = static_cast<std::size_t>(std::min(span_ns / fastest_ns + 65536.0, static_cast<double>(store_max)));
+  ring_cap_ = static_cast<std::size_t>(
+      std::min(std::max(span_ns / fastest_ns + 65536.0, kRingMinSamples), static_cast<double>(store_max)));
   // A borrowed slot large enough keeps its pages (already faulted and
   // locked: the prefault and lock below are cheap passes); a smaller one is
   // replaced by a ring of this size.
