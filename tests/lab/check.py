@@ -169,9 +169,17 @@ def membarrier_ipis(res, v):
             # By vector. An interrupt that lands while the victim is off its
             # CPU, when it was off throughout the decision interval as well,
             # is not membarrier's (the lab saw a wake-up IPI there on 6.1).
-            got = sum(1 for e in cf if e["cpu"] == v["cpu"] and
-                      (on_any or not any(a <= e["ns"] < b for a, b in offs)))
-        out.append(dict(got=got, lo=1 if on_all else 0, hi=1 if on_any else 0, chosen=chosen, exact=bool(sends)))
+            # Without csd names a second call-function IPI in one release
+            # cannot be membarrier's (it sends one per CPU): it is someone
+            # else's, e.g. a remote wake-up (reschedule IPI, then vector 251,
+            # then a kernel thread runs: lab 6.1 smt-numa8 v3-membarrier,
+            # 2026-12-05 17:41 run, cpu2, 35 ms into a 131 ms release). It
+            # counts as "other"; the CAL check still requires every one traced.
+            n = sum(1 for e in cf if e["cpu"] == v["cpu"] and
+                    (on_any or not any(a <= e["ns"] < b for a, b in offs)))
+            got, other = min(n, 1), max(n - 1, 0)
+        out.append(dict(got=got, other=other if not (csd and mb_addr) else 0, lo=1 if on_all else 0,
+                        hi=1 if on_any else 0, chosen=chosen, exact=bool(sends)))
     return out
 
 
@@ -245,8 +253,10 @@ def check_run(c, k, t, case, d, facts):
             on_cpu_sends += on
             ok = all(x["lo"] <= x["got"] <= x["hi"] for x in mb)
             how = "traced send" if all(x["exact"] for x in mb) else "send <= first victim IPI"
+            other = sum(x["other"] for x in mb)
             src = (f"{got} IPIs in {len(mb)} releases; victim on its CPU at {on} sends, off at {off}"
-                   + (f", switched during {either} (0 or 1 owed)" if either else "") + f" ({how})")
+                   + (f", switched during {either} (0 or 1 owed)" if either else "") + f" ({how})"
+                   + (f"; {other} more call-function IPI(s) in a release, not membarrier's (one per CPU)" if other else ""))
             if any(x["chosen"] is not None for x in mb):
                 # The kernel's own mask: an IPI-ed CPU must have had the
                 # victim running at some point before the send, and ran
