@@ -127,8 +127,9 @@ bool Victim::prepare() {
   }
   // The ring bridges the drainer's pauses (it wakes every 2 ms, but can be
   // starved): the planned span +25 %, at least 2 s and at most 5 s, at the
-  // fastest warm-up rate, +64k. Under emulation (the lab's TCG) a victim later
-  // runs up to 20x faster than its warm-up, so the margin is wide on purpose.
+  // fastest warm-up rate, +64k, and never under kRingMinSamples; the store's
+  // budget caps both. Under emulation (the lab's TCG) a victim later ran up
+  // to 30x faster than its warm-up, so the margin is wide on purpose.
   const double span_ns =
       std::clamp(static_cast<double>(cfg_.planned_ns) * 1.25, static_cast<double>(kRingMinNs), static_cast<double>(kRingMaxNs));
   ring_cap_ = static_cast<std::size_t>(

@@ -165,6 +165,7 @@ def membarrier_ipis(res, v):
             # The csd tracepoints (6.3+) name each function run: exact.
             got = sum(1 for e in ev if e["cpu"] == v["cpu"] and e["type"] == "csd_function_entry"
                       and e["b"] in mb_addr and lo <= e["ns"] <= hi)
+            other = 0
         else:
             # By vector. An interrupt that lands while the victim is off its
             # CPU, when it was off throughout the decision interval as well,
@@ -178,8 +179,8 @@ def membarrier_ipis(res, v):
             n = sum(1 for e in cf if e["cpu"] == v["cpu"] and
                     (on_any or not any(a <= e["ns"] < b for a, b in offs)))
             got, other = min(n, 1), max(n - 1, 0)
-        out.append(dict(got=got, other=other if not (csd and mb_addr) else 0, lo=1 if on_all else 0,
-                        hi=1 if on_any else 0, chosen=chosen, exact=bool(sends)))
+        out.append(dict(got=got, other=other, lo=1 if on_all else 0, hi=1 if on_any else 0, chosen=chosen,
+                        exact=bool(sends)))
     return out
 
 
