@@ -128,6 +128,10 @@ void add_run_options(CLI::App& app, RunOptions& o, bool for_compare) {
                  "Stall threshold for attribution (default: 8 x baseline median)");
   app.add_option("--stall-factor", o.stall_factor, "Auto stall threshold = factor x baseline median (default 8)");
   app.add_flag("--no-mlock", o.no_mlock, "Do not mlock chunk B and the sample ring");
+  app.add_option("--memory-limit", o.memory_limit,
+                 "Memory for the victims' samples and their analysis, e.g. 512MiB (at least 256MiB per victim); a "
+                 "baseline longer than fits keeps its oldest samples only as a histogram (default: from MemAvailable "
+                 "and the memory cgroup)");
   app.add_flag("--rt", o.rt,
                "Run victims SCHED_FIFO (priority 1) so they keep their CPU: a preempted victim gets no shootdown IPI");
   if (!for_compare) {
@@ -338,6 +342,14 @@ Plan validate_run_options(const RunOptions& o, const MachineFacts& m, std::vecto
     bad(fmt::format("--batch {}: must be a positive multiple of the 4 KiB page size (e.g. 64KiB)", o.batch));
   if (p.chunk_size_requested < 4096)
     bad(fmt::format("--chunk-size {}: must be at least 4KiB (accepted: a size like 512MiB, 4GiB)", o.chunk_size));
+  if (!o.memory_limit.empty()) {
+    p.memory_limit = size_opt("--memory-limit", o.memory_limit);
+    const std::int64_t least = kMemoryLimitPerVictim * static_cast<std::int64_t>(std::max<std::size_t>(p.victim_cpus.size(), 1));
+    if (p.memory_limit < least)
+      bad(fmt::format("--memory-limit {}: below the least for {} victim{} ({}: two 16 MiB blocks of samples per victim, "
+                      "8 bytes of analysis per stored byte) (accepted: a size like 512MiB, 2GiB)",
+                      o.memory_limit, p.victim_cpus.size(), p.victim_cpus.size() == 1 ? "" : "s", format_size(least)));
+  }
   const std::int64_t chunks = 1 + static_cast<std::int64_t>(p.victim_cpus.size());
   std::int64_t margin = std::max<std::int64_t>(1LL << 30, m.mem_available / 10);
   std::int64_t usable = m.mem_available - margin;

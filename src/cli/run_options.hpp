@@ -35,6 +35,7 @@ struct RunOptions {
   double stall_factor = 8.0;
   bool no_mlock = false;
   bool rt = false;
+  std::string memory_limit;  // --memory-limit SIZE ("" = automatic)
   bool json = false;
   std::string out;
   bool open = false;   // --open: print the report's file:// URL (no browser is started)

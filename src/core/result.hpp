@@ -51,6 +51,11 @@ struct Environment {
   std::vector<std::string> warnings;  // facts that undermine the numbers
 };
 
+// --memory-limit's least per victim: two 16 MiB blocks of stored samples
+// (the least a store that drops its oldest block needs), times 8 for the
+// analysis after the run (32 bytes per 4-byte sample).
+inline constexpr std::int64_t kMemoryLimitPerVictim = 256LL << 20;
+
 struct Plan {
   int culprit_cpu = -1;
   std::vector<int> victim_cpus;
@@ -87,6 +92,11 @@ struct Plan {
   double stall_factor = 8.0;
   bool mlock = true;
   bool rt = false;  // victims SCHED_FIFO (--rt)
+  // --memory-limit: bytes for the victims' stored samples and their analysis
+  // after the run (8 bytes per stored byte); 0 = from MemAvailable and the
+  // memory cgroup. A full store drops its oldest baseline samples (kept as
+  // one interval histogram) instead of ending the run (issue 19).
+  std::int64_t memory_limit = 0;
   int numa_node = 0;
   // --workload journal (compare): segment file size and directory ("" = /dev/shm, else /tmp).
   std::int64_t segment_size = 0;

@@ -3,6 +3,7 @@
 #include "experiment/finish.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <fmt/format.h>
 #include <csignal>
 #include <poll.h>
@@ -125,19 +126,21 @@ VictimSamples convert(const Victim& v, const sys::TscClock& clock, std::int64_t 
   s.tid = v.output().tid;
   s.pages_per_batch = pages_per_batch;
   const SampleStore& ring = v.samples();
-  const std::size_t n = ring.size();
+  // Compaction dropped [0, first): the series starts where they ended.
+  const std::size_t first = ring.first();
+  const std::size_t n = ring.size() - first;
   s.end_ns.resize(n);
   s.lat_ns.resize(n);
-  std::uint64_t t = v.output().start_tsc;
+  std::uint64_t t = v.output().start_tsc + v.dropped().ticks;
   s.start_ns = clock.to_mono(t);
   std::int64_t prev = s.start_ns;
   std::size_t of = 0;
   const auto& overflow = v.overflow();
   for (std::size_t i = 0; i < n; ++i) {
-    std::uint64_t d = ring[i];
+    std::uint64_t d = ring[first + i];
     if (d == UINT32_MAX) {
-      while (of < overflow.size() && overflow[of].index < i) ++of;
-      if (of < overflow.size() && overflow[of].index == i) d = overflow[of].ticks;
+      while (of < overflow.size() && overflow[of].index < first + i) ++of;
+      if (of < overflow.size() && overflow[of].index == first + i) d = overflow[of].ticks;
     }
     t += d;
     const std::int64_t end = clock.to_mono(t);
@@ -146,6 +149,35 @@ VictimSamples convert(const Victim& v, const sys::TscClock& clock, std::int64_t 
     prev = end;
   }
   return s;
+}
+
+// The baseline stretch a victim's compaction dropped, as one interval (its
+// latencies in one histogram) placed before the victim's first interval,
+// and a warning that says what was kept of it.
+void add_dropped_stretch(Result& r, const Victim& v, const sys::TscClock& clock) {
+  const hdr::Histogram* h = v.dropped_histogram();
+  if (h == nullptr) return;
+  const int cpu = v.config().cpu;
+  Interval iv;
+  iv.victim_cpu = cpu;
+  iv.start_ns = clock.to_mono(v.output().start_tsc);
+  iv.end_ns = clock.to_mono(v.output().start_tsc + v.dropped().ticks);
+  iv.set_histogram(*h);
+  iv.phase = to_string(Phase::kBaseline);
+  const std::int64_t kept_from = iv.end_ns;
+  const std::string kept =
+      r.releases.empty() ? std::string("the samples after it")
+                         : "the last " + format_duration_ns(std::max<std::int64_t>(r.releases.front().before_ns - kept_from, 0)) +
+                               " of the baseline and everything after it";
+  r.warnings.push_back(fmt::format(
+      "victim cpu{}: the sample store ({}) filled during the baseline: its first {} ({} samples) are kept only as one "
+      "interval histogram (p50 {}, max {}); the phase tables and the attribution cover {} (--memory-limit sets the "
+      "store)",
+      cpu, format_size(static_cast<std::int64_t>(v.samples().max_samples() * sizeof(std::uint32_t))),
+      format_duration_ns(iv.end_ns - iv.start_ns), v.dropped().samples, format_duration_ns(std::llround(iv.summary.p50)),
+      format_duration_ns(std::llround(iv.summary.max)), kept));
+  auto at = std::find_if(r.intervals.begin(), r.intervals.end(), [cpu](const Interval& x) { return x.victim_cpu == cpu; });
+  r.intervals.insert(at, std::move(iv));
 }
 
 }  // namespace
@@ -266,6 +298,14 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
       ring_budget_why = fmt::format("MemAvailable {} leaves room for {} of samples per victim", format_size(avail),
                                     format_size(static_cast<std::int64_t>(ring_budget)));
     }
+    if (plan.memory_limit > 0) {
+      const auto b = static_cast<std::size_t>(plan.memory_limit / n / 8);
+      if (ring_budget == 0 || b < ring_budget) {
+        ring_budget = b;
+        ring_budget_why = fmt::format("--memory-limit {} leaves {} of samples per victim",
+                                      format_size(plan.memory_limit), format_size(static_cast<std::int64_t>(b)));
+      }
+    }
     if (const auto cg = sys::read_cgroup_memory(); cg && cg->limit >= 0) {
       const auto b = static_cast<std::size_t>(std::max<std::int64_t>((cg->limit - cg->usage - victims_b) / n / 8, 1LL << 20));
       if (ring_budget == 0 || b < ring_budget) {
@@ -291,6 +331,7 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
     vc.chunk_b = hooks.victim_chunk ? hooks.victim_chunk(cpu, size, mode, plan.numa_node) : nullptr;
     vc.ring_slot = hooks.victim_ring ? hooks.victim_ring(cpu, plan.numa_node) : nullptr;
     vc.planned_ns = planned;
+    vc.tail_ns = planned - (plan.trigger == "enter" ? kEnterMaxNs : trigger_ns);
     vc.ring_budget_bytes = ring_budget;
     vc.ring_budget_why = ring_budget_why;
     vc.ns_per_tick = pre.ns_per_tick;
@@ -383,6 +424,7 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
 
   // Barrier: victims start measuring.
   r.measure_start_ns = sys::mono_now_ns();
+  ctl.compactable.store(true, std::memory_order_seq_cst);  // baseline: a full store may drop its oldest samples
   ctl.go.store(true, std::memory_order_release);
   Waiter wait{hooks, victims, r.measure_start_ns, 0, {}};
   bool ok = true;
@@ -395,6 +437,9 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
     ok = wait.until(r.measure_start_ns + trigger_ns);
   }
 
+  // From here on nothing is dropped: everything the store drops ended before
+  // this store, so before the first release's "before" marker.
+  ctl.compactable.store(false, std::memory_order_seq_cst);
   const int repeat = std::max(plan.repeat, 1);
   std::int64_t next = sys::mono_now_ns();
   for (int i = 0; ok && i < repeat; ++i) {
@@ -459,7 +504,10 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
   join_all();
   drainer.request_stop();
   drainer.join();
-  for (auto& v : victims) v->drain();  // what the victims wrote since the drainer's last pass
+  for (auto& v : victims) {
+    v->drain();  // what the victims wrote since the drainer's last pass
+    v->settle_dropped();
+  }
   r.measure_end_ns = sys::mono_now_ns();
   const sys::TscPoint last = sys::tsc_point();
   if (trace) {
@@ -506,6 +554,7 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
     r.memory = m;
   }
   build_intervals(r);
+  for (const auto& v : victims) add_dropped_stretch(r, *v, clock);
   return r;
 }
 

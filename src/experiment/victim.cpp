@@ -11,6 +11,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include "core/stats.hpp"
 #include "sys/affinity.hpp"
 #include "sys/tsc.hpp"
 
@@ -113,14 +114,24 @@ bool Victim::prepare() {
     const double planned_samples = static_cast<double>(cfg_.planned_ns) / fastest_ns;
     if (static_cast<double>(store_max) < planned_samples)
       out_.warnings.push_back(fmt::format(
-          "sample store capped to {} ({} of samples at the fastest batch rate instead of the planned {}): {}; a "
-          "longer run ends early when it is full",
+          "sample store capped to {} ({} of samples at the fastest batch rate instead of the planned {}): {}; {}",
           format_size(static_cast<std::int64_t>(store_max * sizeof(std::uint32_t))),
           format_duration_ns(static_cast<std::int64_t>(static_cast<double>(store_max) * fastest_ns)),
-          format_duration_ns(cfg_.planned_ns), cfg_.ring_budget_why));
+          format_duration_ns(cfg_.planned_ns), cfg_.ring_budget_why,
+          cfg_.compact && store_max >= 2 * SampleStore::kBlockSamples ? "a longer baseline keeps its oldest samples only as a histogram, and a run whose releases "
+                         "and after phase do not fit ends early"
+                       : "a longer run ends early when it is full"));
   }
   try {
-    store_ = SampleStore(store_max, cfg_.numa_node);
+    store_ = SampleStore(store_max, cfg_.numa_node, cfg_.compact);
+    if (store_.recycling()) {
+      dropped_hist_.emplace(make_latency_histogram());
+      // Room for the releases and the after phase at the fastest rate, so a
+      // compacted baseline does not leave the tail without space; but one
+      // block is always kept.
+      reserve_ = static_cast<std::size_t>(std::min(static_cast<double>(cfg_.tail_ns) / fastest_ns,
+                                                   static_cast<double>(store_max - SampleStore::kBlockSamples)));
+    }
   } catch (const std::exception& e) {
     out_.error = e.what();
     return false;
@@ -202,11 +213,52 @@ void Victim::drain() noexcept {
     const std::size_t got = store_.append(ring + pos, len);
     c += got;
     if (got < len) {
+      // Everything in the store ended before this load: while it reads
+      // true, no release has begun (Control::compactable).
+      if (store_.can_drop() && ctl_.compactable.load(std::memory_order_seq_cst)) {
+        do fold_front_block();
+        while (store_.can_drop() && store_.held() + reserve_ > store_.max_samples());
+        continue;
+      }
       store_full_.store(true, std::memory_order_release);
       break;
     }
   }
   consumed_.store(c, std::memory_order_release);
+}
+
+void Victim::fold_front_block() noexcept {
+  // Samples of >= 2^32 ticks (UINT32_MAX here) are skipped: their lengths
+  // sit in overflow_, which the victim thread is still writing;
+  // settle_dropped() adds them after the join.
+  const std::uint32_t* blk = store_.front_block();
+  for (std::size_t k = 0; k < SampleStore::kBlockSamples; ++k) {
+    const std::uint32_t d = blk[k];
+    if (d == UINT32_MAX) {
+      ++dropped_.overflow_samples;
+      continue;
+    }
+    dropped_.ticks += d;
+    dropped_hist_->record(std::max<std::int64_t>(1, static_cast<std::int64_t>(static_cast<double>(d) * cfg_.ns_per_tick)));
+  }
+  dropped_.samples += SampleStore::kBlockSamples;
+  store_.drop_front_block();
+}
+
+void Victim::settle_dropped() {
+  if (dropped_.samples == 0 || dropped_settled_) return;
+  dropped_settled_ = true;
+  const std::size_t known = std::min(overflow_n_, overflow_.size());
+  std::size_t found = 0;
+  for (std::size_t j = 0; j < known && overflow_[j].index < dropped_.samples; ++j, ++found) {
+    dropped_.ticks += overflow_[j].ticks;
+    dropped_hist_->record(static_cast<std::int64_t>(static_cast<double>(overflow_[j].ticks) * cfg_.ns_per_tick));
+  }
+  // Beyond the list's capacity a length is lost: counted as 2^32 ticks.
+  for (std::size_t j = found; j < dropped_.overflow_samples; ++j) {
+    dropped_.ticks += UINT32_MAX;
+    dropped_hist_->record(static_cast<std::int64_t>(static_cast<double>(UINT32_MAX) * cfg_.ns_per_tick));
+  }
 }
 
 std::string Victim::full_reason() const {

@@ -13,9 +13,11 @@
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "core/hdr/histogram.hpp"
 #include "experiment/arena.hpp"
 #include "experiment/sample_store.hpp"
 #include "sys/tsc.hpp"
@@ -26,6 +28,11 @@ struct alignas(64) Control {
   std::atomic<bool> go{false};  // barrier: the victims start measuring
   alignas(64) std::atomic<bool> stop{false};
   alignas(64) std::atomic<int> abort{0};  // stop preparation (signal)
+  // True while no release has begun: a full sample store may then drop its
+  // oldest (baseline) samples after summarizing them (Victim::drain). The
+  // run clears it before it reads the first release's "before" time, so
+  // everything dropped ended before that marker.
+  alignas(64) std::atomic<bool> compactable{false};
 };
 
 struct VictimConfig {
@@ -39,13 +46,17 @@ struct VictimConfig {
   Chunk* chunk_b = nullptr;        // borrowed B (Hooks::victim_chunk); nullptr = own a fresh one
   Chunk* ring_slot = nullptr;      // borrowed ring slot (Hooks::victim_ring); nullptr = own a fresh ring
   std::int64_t planned_ns = 0;     // measurement length, sizes the ring
+  std::int64_t tail_ns = 0;        // of it, from the first release on: compaction leaves room for it
   std::size_t max_ring_samples = 256u << 20;  // the store's limit (samples per victim)
   // Under a memory cgroup's limit: the most the sample ring may take (0 = no
   // limit). A ring capped by it ends the measurement early when full rather
   // than the kernel OOM-killing the run; the victim says so in a warning.
   std::size_t ring_budget_bytes = 0;
   std::string ring_budget_why;  // "the memory cgroup /x allows 80 MiB more"
-  double ns_per_tick = 0;  // pre-run TSC calibration (sizes the ring)
+  double ns_per_tick = 0;  // pre-run TSC calibration (sizes the ring, converts dropped samples)
+  // A full store summarizes and drops its oldest samples while
+  // Control::compactable is set, instead of ending the measurement.
+  bool compact = true;
   bool rt = false;         // SCHED_FIFO: the victim keeps its CPU (and so gets its IPIs)
 };
 
@@ -93,10 +104,26 @@ class Victim {
   };
   const std::vector<Overflow>& overflow() const { return overflow_; }
   std::size_t overflow_count() const { return overflow_n_; }
+  // What compaction dropped: the oldest samples, their total ticks (the
+  // first sample kept starts at start_tsc + ticks) and their latencies (ns,
+  // at the pre-run calibration) in one histogram. Complete only after the
+  // thread joined, a last drain() and settle_dropped().
+  struct Dropped {
+    std::size_t samples = 0;
+    std::uint64_t ticks = 0;
+    std::size_t overflow_samples = 0;  // of them >= 2^32 ticks (their lengths added by settle_dropped)
+  };
+  const Dropped& dropped() const { return dropped_; }
+  const hdr::Histogram* dropped_histogram() const { return dropped_.samples ? &*dropped_hist_ : nullptr; }
+  // After the join: adds the dropped samples longer than 2^32 ticks, which
+  // the drainer skipped (their lengths are in overflow(), written by the
+  // victim thread).
+  void settle_dropped();
 
  private:
   bool prepare();
   void measure();
+  void fold_front_block() noexcept;  // drainer: summarize the store's oldest block, then drop it
 
   VictimConfig cfg_;
   Control& ctl_;
@@ -114,6 +141,11 @@ class Victim {
   SampleStore store_;
   alignas(64) std::atomic<std::size_t> consumed_{0};  // written by the drainer only
   std::atomic<bool> store_full_{false};
+  // Drainer-side compaction state (written by the drainer only).
+  Dropped dropped_;
+  std::size_t reserve_ = 0;  // samples a compaction leaves free for the releases and the after phase
+  std::optional<hdr::Histogram> dropped_hist_;  // made in prepare() (allocates before the barrier)
+  bool dropped_settled_ = false;
 };
 
 // Instrumentation of one batch, shared by the victim's loop and bench/ so the

@@ -78,6 +78,7 @@ json plan_json(const Plan& p) {
               {"stall_factor", p.stall_factor},
               {"mlock", p.mlock},
               {"rt", p.rt},
+              {"memory_limit", p.memory_limit},
               {"numa_node", p.numa_node}};
 }
 

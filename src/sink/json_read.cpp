@@ -205,6 +205,8 @@ Plan read_plan(const Node& n) {
   p.stall_factor = n["stall_factor"].f64();
   p.mlock = n["mlock"].boolean();
   if (n.has("rt")) p.rt = n["rt"].boolean();  // added within schema 1: optional
+  if (n.has("memory_limit")) p.memory_limit = n["memory_limit"].i64();  // added within schema 1: optional
+  if (p.memory_limit < 0) fail(join(n.path(), "memory_limit"), "must not be negative");
   p.numa_node = n["numa_node"].i32();
   if (p.batch <= 0) fail(join(n.path(), "batch"), "must be positive");
   return p;

@@ -47,6 +47,7 @@ run|--stall-threshold|10us|10;;us10;;-1us
 run|--stall-factor|8|abc;;99999;;-1;;8x
 run|--no-mlock|FLAG|
 run|--rt|FLAG|
+run|--memory-limit|512MiB|100MiB;;0;;512;;-1GiB;;512MiBs;;99999999999999999999GiB;;!--victim-cpus 1 --memory-limit 255MiB
 run|--json|FLAG|
 run|--out|out|@FILE/sub;;@RO/out;;@FILE
 run|--open|FLAG|!--open
@@ -88,6 +89,7 @@ compare|--stall-threshold|10us|10
 compare|--stall-factor|8|abc;;-1
 compare|--no-mlock|FLAG|
 compare|--rt|FLAG|
+compare|--memory-limit|512MiB|100MiB;;512MiBs
 compare|--quiet|FLAG|
 monitor|interval|-|0;;1x;;-1s;;99999999999999999999s;;s
 monitor|count|-|!1s 0;;!1s x;;!1s -1;;!1s 99999999999999999999

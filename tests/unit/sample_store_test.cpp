@@ -77,5 +77,52 @@ TEST(SampleStore, KeepsWhatFitsAndSaysWhyWhenTheLimitIsReached) {
   EXPECT_EQ(s.append(v.data(), 1), 0u);
 }
 
+TEST(SampleStore, RecyclingDropsTheOldestBlockAndKeepsGlobalIndices) {
+  constexpr std::size_t B = SampleStore::kBlockSamples;
+  SampleStore s(2 * B + B / 2, 0, /*recycle=*/true);  // 3 slots, limit 2.5 blocks
+  ASSERT_TRUE(s.recycling());
+  std::vector<std::uint32_t> v(B);
+  std::uint32_t next = 0;
+  auto fill = [&] {
+    for (auto& x : v) x = next++;
+  };
+  fill();
+  ASSERT_EQ(s.append(v.data(), B), B);
+  fill();
+  ASSERT_EQ(s.append(v.data(), B), B);
+  fill();
+  EXPECT_EQ(s.append(v.data(), B), B / 2);  // the limit: 2.5 blocks held
+  EXPECT_TRUE(s.full());
+  EXPECT_TRUE(s.can_drop());
+  EXPECT_EQ(s.front_block()[0], 0u);
+  s.drop_front_block();
+  EXPECT_FALSE(s.full());
+  EXPECT_EQ(s.first(), B);
+  EXPECT_EQ(s.held(), B + B / 2);
+  // The rest of the third batch, then more: they go into the dropped block's memory.
+  EXPECT_EQ(s.append(v.data() + B / 2, B / 2), B / 2);
+  EXPECT_EQ(s.size(), 3 * B);
+  EXPECT_FALSE(s.full());  // 2 blocks held of 2.5: B/2 more fit
+  s.drop_front_block();
+  fill();
+  EXPECT_EQ(s.append(v.data(), B), B);
+  EXPECT_EQ(s.first(), 2 * B);
+  EXPECT_EQ(s.size(), 4 * B);
+  for (std::size_t i = s.first(); i < s.size(); i += 4099) ASSERT_EQ(s[i], static_cast<std::uint32_t>(i)) << i;
+  EXPECT_EQ(s[s.size() - 1], static_cast<std::uint32_t>(s.size() - 1));
+  EXPECT_EQ(s.front_block()[0], static_cast<std::uint32_t>(2 * B));
+}
+
+TEST(SampleStore, ALimitUnderTwoBlocksDoesNotRecycle) {
+  SampleStore s(SampleStore::kBlockSamples + 10, 0, /*recycle=*/true);
+  EXPECT_FALSE(s.recycling());
+  std::vector<std::uint32_t> v(SampleStore::kBlockSamples + 20, 1);
+  EXPECT_EQ(s.append(v.data(), v.size()), SampleStore::kBlockSamples + 10);
+  EXPECT_FALSE(s.can_drop());
+  s.drop_front_block();  // no effect
+  EXPECT_EQ(s.first(), 0u);
+  EXPECT_TRUE(s.full());
+}
+
 }  // namespace
 }  // namespace shootdown::exp
