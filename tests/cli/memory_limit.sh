@@ -19,11 +19,16 @@ print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)' "$@
 
 # The 32 MiB store (8 Mi samples) of --memory-limit 256MiB holds ~2.5 s of
 # 64 KiB batches here: an 8 s baseline overflows it even at a third of the
-# speed (a sanitized build), while the release and the 200 ms after phase
-# fit in the block a compaction leaves free.
+# speed, while the release and the 200 ms after phase fit in the block a
+# compaction leaves free.
+# Under ASan the victim writes ~6x slower (0.6 M samples/s measured): 25 s.
+sanitized=
+"$SHOOTDOWN" --version | grep -qE '\+(address|thread)' && sanitized=1
+base=${sanitized:+25s}
+base=${base:-8s}
 read -r rc kb < <(maxrss "$TMP/long.txt" "$SHOOTDOWN" run --release munmap --chunk-size 64MiB \
-  --memory-limit 256MiB --trigger after=8s --after 200ms --out "$TMP/long")
-[[ $rc == 0 ]] && ok "an 8 s baseline in a 256 MiB limit completes (rc=0)" || { not_ok "rc=$rc"; sed 's/^/#   /' "$TMP/long.txt"; }
+  --memory-limit 256MiB --trigger after=$base --after 200ms --out "$TMP/long")
+[[ $rc == 0 ]] && ok "a $base baseline in a 256 MiB limit completes (rc=0)" || { not_ok "rc=$rc"; sed 's/^/#   /' "$TMP/long.txt"; }
 R=$TMP/long/result.json
 if jq -e '.complete == true and (.releases | length) == 1 and .plan.memory_limit == 268435456' "$R" >/dev/null; then
   ok "complete, one release, the limit recorded in the plan"; else not_ok "result: complete/releases/plan.memory_limit"; fi
@@ -44,8 +49,9 @@ if jq -e '([.victims[0].phases[] | .per_batch_ns.count] | add) == .victims[0].sa
 # Peak memory: chunks A and B (64 MiB each), the limit, the victim's ring
 # (32 MiB) and 200 MiB for the process itself (tracer rings, libraries).
 limit_kb=$(( (2 * 64 + 256 + 32 + 200) * 1024 ))
-(( kb > 0 && kb <= limit_kb )) && ok "peak RSS $((kb / 1024)) MiB <= $((limit_kb / 1024)) MiB" ||
-  not_ok "peak RSS $((kb / 1024)) MiB > $((limit_kb / 1024)) MiB"
+if [[ -n $sanitized ]]; then skip_check "peak RSS: sanitizer build (shadow memory, quarantine)"
+elif (( kb > 0 && kb <= limit_kb )); then ok "peak RSS $((kb / 1024)) MiB <= $((limit_kb / 1024)) MiB"
+else not_ok "peak RSS $((kb / 1024)) MiB > $((limit_kb / 1024)) MiB"; fi
 run_cmd "$SHOOTDOWN" report "$TMP/long"
 expect_rc 0 "report re-renders the compacted result"
 expect_out "filled during the baseline" "the re-rendered report keeps the warning"
