@@ -423,7 +423,7 @@ class CompareTool final : public Tool {
                       sequential::spending_name(design_.spending), looks, b));
     }
     rep_.summary = compare::summarize_arms(rep_.trials, labels_, co);
-    for (const auto& g : gates_) rep_.gates.push_back(compare::evaluate_gate(g, rep_.trials, co.bootstrap));
+    for (const auto& g : gates_) rep_.gates.push_back(compare::evaluate_gate(g, rep_.trials, co.bootstrap, &rep_.summary));
     if (max_reg_ >= 0)
       for (auto& g : compare::evaluate_max_regression(max_reg_, rep_.summary)) rep_.gates.push_back(std::move(g));
     for (const auto& g : rep_.gates) rep_.gate_failed = rep_.gate_failed || g.failed;

@@ -587,7 +587,8 @@ GateExpr parse_gate(const std::string& text, const std::vector<std::string>& arm
   return g;
 }
 
-GateResult evaluate_gate(const GateExpr& g, const std::vector<TrialMetrics>& trials, const BootstrapOptions& o) {
+GateResult evaluate_gate(const GateExpr& g, const std::vector<TrialMetrics>& trials, const BootstrapOptions& o,
+                         const std::vector<ArmSummary>* summary) {
   GateResult r;
   r.text = g.text;
   const bool greater = g.op[0] == '>';
@@ -613,8 +614,24 @@ GateResult evaluate_gate(const GateExpr& g, const std::vector<TrialMetrics>& tri
     r.detail = "fewer than 2 values of " + lname + " or " + rname + ": gate cannot pass";
     return r;
   }
-  const ConfInterval ci = bootstrap_median_diff(lhs, rhs, o);
-  const double d = median(lhs) - median(rhs);
+  ConfInterval ci = bootstrap_median_diff(lhs, rhs, o);
+  double d = median(lhs) - median(rhs);
+  // Arm against control on one metric: the summary's own interval (negated
+  // when the control is on the left), identical to the verdict's.
+  if (summary && !summary->empty() && g.lhs_metric == g.rhs_metric) {
+    const std::string& control = summary->front().arm;
+    const bool lhs_ctl = g.lhs_arm == control, rhs_ctl = g.rhs_arm == control;
+    if (lhs_ctl != rhs_ctl) {
+      const std::string& other = lhs_ctl ? g.rhs_arm : g.lhs_arm;
+      for (std::size_t k = 1; k < summary->size(); ++k) {
+        const MetricComparison& c = (*summary)[k].vs_control[static_cast<std::size_t>(g.lhs_metric)];
+        if ((*summary)[k].arm != other || !c.available) continue;
+        ci = rhs_ctl ? c.ci : ConfInterval{-c.ci.hi, -c.ci.lo};
+        d = rhs_ctl ? c.diff : -c.diff;
+        break;
+      }
+    }
+  }
   r.failed = greater ? ci.lo > 0 : ci.hi < 0;
   r.detail = lname + " - " + rname + " = " + fmt_num(d, true) + " [CI " + fmt_num(ci.lo) + ", " + fmt_num(ci.hi) + "]" +
              (r.failed ? (greater ? ": detectably > 0" : ": detectably < 0")

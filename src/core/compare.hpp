@@ -227,7 +227,12 @@ struct GateResult {
   bool failed = false;  // the condition holds (or --max-regression exceeded)
   std::string detail;   // "munmap.stall_us - reuse.stall_us = +210 [CI 180, 240] > 0"
 };
-GateResult evaluate_gate(const GateExpr& g, const std::vector<TrialMetrics>& trials, const BootstrapOptions& o);
+// With `summary` (from summarize_arms), a gate that sets an arm's metric
+// against the control's same metric reads that arm's vs_control interval, so
+// the gate line and the verdict above it can never disagree (two bootstraps of
+// the same data with different draws could, at 5 trials per arm).
+GateResult evaluate_gate(const GateExpr& g, const std::vector<TrialMetrics>& trials, const BootstrapOptions& o,
+                         const std::vector<ArmSummary>* summary = nullptr);
 
 // --max-regression PCT: an arm fails when the CI's lower bound of its
 // stall_us difference exceeds PCT % of the control's median (so the

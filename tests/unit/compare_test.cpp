@@ -357,6 +357,44 @@ TEST(CompareGate, Evaluate) {
   EXPECT_FALSE(evaluate_max_regression(1000, sum)[0].failed);  // allowance ~1000 us
 }
 
+// CI, stop 24: at 5 trials per arm with one slow control trial, the gate's own
+// bootstrap said "detectably > 0" while the verdict's said "no detectable
+// difference". Given the summary, the gate reads the verdict's interval.
+TEST(CompareGate, AgreesWithTheVerdictOnBorderlineData) {
+  // The shape of that run: one munmap trial and one reuse trial far off.
+  const std::vector<std::string> arms = {"reuse", "munmap"};
+  const double reuse[] = {900, 1054, 1237, 4976, 5500}, munmap[] = {3385, 34700, 39800, 41400, 45000};
+  std::vector<TrialMetrics> trials;
+  for (int i = 0; i < 5; ++i)
+    for (const char* arm : {"reuse", "munmap"}) {
+      TrialMetrics t;
+      t.arm = arm;
+      t.trial = i + 1;
+      for (auto& v : t.v) v = 0;
+      t.set(Metric::kStallUs, std::string(arm) == "munmap" ? munmap[i] : reuse[i]);
+      trials.push_back(t);
+    }
+  int failed = 0;
+  for (std::uint64_t seed = 1; seed <= 100; ++seed) {
+    CompareOptions co;
+    co.bootstrap.seed = seed;
+    const auto sum = summarize_arms(trials, arms, co);
+    const MetricComparison& c = sum[1].vs_control[static_cast<std::size_t>(Metric::kStallUs)];
+    ASSERT_TRUE(c.available);
+    const auto g = evaluate_gate(parse_gate("munmap.stall_us > reuse.stall_us", arms), trials, co.bootstrap, &sum);
+    EXPECT_EQ(g.failed, c.ci.lo > 0) << "seed " << seed << ": " << g.detail;
+    EXPECT_EQ(g.failed, sum[1].decision > 0) << "seed " << seed;
+    // Control on the left: the same interval, negated.
+    const auto h = evaluate_gate(parse_gate("reuse.stall_us < munmap.stall_us", arms), trials, co.bootstrap, &sum);
+    EXPECT_EQ(h.failed, g.failed) << "seed " << seed << ": " << h.detail;
+    failed += g.failed;
+  }
+  // The data are borderline: some bootstrap seeds call it, some do not, so
+  // agreement is tested both ways.
+  EXPECT_GT(failed, 0);
+  EXPECT_LT(failed, 100);
+}
+
 TEST(CompareTrial, MetricsFromASyntheticResult) {
   Result r;
   r.plan.settle_ns = 0;
