@@ -346,7 +346,7 @@ Plan validate_run_options(const RunOptions& o, const MachineFacts& m, std::vecto
     p.memory_limit = size_opt("--memory-limit", o.memory_limit);
     const std::int64_t least = kMemoryLimitPerVictim * static_cast<std::int64_t>(std::max<std::size_t>(p.victim_cpus.size(), 1));
     if (p.memory_limit < least)
-      bad(fmt::format("--memory-limit {}: below the least for {} victim{} ({}: two 16 MiB blocks of samples per victim, "
+      bad(fmt::format("--memory-limit {}: below the least for {} victim{} ({}: a 32 MiB sample store per victim, "
                       "8 bytes of analysis per stored byte) (accepted: a size like 512MiB, 2GiB)",
                       o.memory_limit, p.victim_cpus.size(), p.victim_cpus.size() == 1 ? "" : "s", format_size(least)));
   }

@@ -51,9 +51,10 @@ struct Environment {
   std::vector<std::string> warnings;  // facts that undermine the numbers
 };
 
-// --memory-limit's least per victim: two 16 MiB blocks of stored samples
-// (the least a store that drops its oldest block needs), times 8 for the
-// analysis after the run (32 bytes per 4-byte sample).
+// --memory-limit's least per victim: a 32 MiB sample store (8 blocks of
+// 4 MiB: a store that drops its oldest block keeps one to two blocks of the
+// baseline and the rest free for the releases), times 8 for the analysis
+// after the run (32 bytes per 4-byte sample).
 inline constexpr std::int64_t kMemoryLimitPerVictim = 256LL << 20;
 
 struct Plan {

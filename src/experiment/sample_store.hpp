@@ -1,7 +1,7 @@
 // Where a victim's samples end up. The victim writes into a small circular
 // ring; a drainer thread (on the culprit's CPU, never on a victim's) copies
 // what the victim published into this store. The store grows in fixed blocks
-// of 4 Mi samples (16 MiB), each mapped and pre-faulted by the drainer when
+// of 1 Mi samples (4 MiB), each mapped and pre-faulted by the drainer when
 // it is needed and never moved or freed during the run: freeing memory inside
 // the counted span would send TLB flushes of our own to the victims. So the
 // length of a run is bounded by the store's limit (memory), not by a ring
@@ -26,7 +26,7 @@ namespace shootdown::exp {
 
 class SampleStore {
  public:
-  static constexpr std::size_t kBlockShift = 22;
+  static constexpr std::size_t kBlockShift = 20;
   static constexpr std::size_t kBlockSamples = std::size_t{1} << kBlockShift;
 
   SampleStore() = default;

@@ -126,11 +126,14 @@ bool Victim::prepare() {
     store_ = SampleStore(store_max, cfg_.numa_node, cfg_.compact);
     if (store_.recycling()) {
       dropped_hist_.emplace(make_latency_histogram());
-      // Room for the releases and the after phase at the fastest rate, so a
-      // compacted baseline does not leave the tail without space; but one
-      // block is always kept.
+      // Room for the releases and the after phase at the fastest rate, kept
+      // free while the baseline runs (drain() folds ahead of need), so a
+      // compacted baseline does not leave the tail without space; but at
+      // least one block of the baseline is always kept raw (a drop needs
+      // two held, so folding stops between one and two blocks held).
+      const std::size_t B = SampleStore::kBlockSamples;
       reserve_ = static_cast<std::size_t>(std::min(static_cast<double>(cfg_.tail_ns) / fastest_ns,
-                                                   static_cast<double>(store_max - SampleStore::kBlockSamples)));
+                                                   static_cast<double>(store_max >= 2 * B ? store_max - 2 * B : 0)));
     }
   } catch (const std::exception& e) {
     out_.error = e.what();
@@ -212,14 +215,19 @@ void Victim::drain() noexcept {
     const std::size_t len = std::min(pub - c, ring_cap_ - pos);
     const std::size_t got = store_.append(ring + pos, len);
     c += got;
+    // Fold ahead of need: while the baseline runs, keep reserve_ free for
+    // the releases and the after phase (CI stop 24: folding only when full
+    // left the tail whatever the last fold happened to leave, 0.8 Mi
+    // samples of a 2-block store, and the after phase filled it).
+    // Everything in the store ended before this load: while it reads true,
+    // no release has begun (Control::compactable).
+    if (store_.can_drop() && (got < len || store_.held() + reserve_ > store_.max_samples()) &&
+        ctl_.compactable.load(std::memory_order_seq_cst)) {
+      do fold_front_block();
+      while (store_.can_drop() && store_.held() + reserve_ > store_.max_samples());
+      continue;
+    }
     if (got < len) {
-      // Everything in the store ended before this load: while it reads
-      // true, no release has begun (Control::compactable).
-      if (store_.can_drop() && ctl_.compactable.load(std::memory_order_seq_cst)) {
-        do fold_front_block();
-        while (store_.can_drop() && store_.held() + reserve_ > store_.max_samples());
-        continue;
-      }
       store_full_.store(true, std::memory_order_release);
       break;
     }
