@@ -289,12 +289,24 @@ def check_run(c, k, t, case, d, facts):
             # Delivery: every remote flush the culprit requested while this
             # victim ran must arrive as an IPI (native flush_tlb_multi; the
             # verdict's "bypass IPIs" clause must stay off).
+            # A request can also arrive after the victim left its CPU (a
+            # vCPU starved under TCG between the culprit's choice and the
+            # IPI): the TLB row counts it, but flush_tlb_func returns before
+            # trace_tlb_flush when the CPU no longer runs the mm or is lazy
+            # (arch/x86/mm/tlb.c, 6.1 and 6.12), so it is counted, not
+            # traced. Lab, 2026-12-06, 6.1 smt-numa8 v7rt-munmap cpu3: 1
+            # request, 0 traced, TLB 2 = r1 0 + r5 0 + untraced 2. Those are
+            # IPIs all the same: only a bypass (PV flush) leaves the row at 0.
             if "flush_requests" in sd:
                 req, got = sd["flush_requests"], sd["flush_requests_delivered"]
+                untraced = ta.get("counted_not_traced", 0) or 0
                 unseen = any(x.get("flushes_unseen") for x in res.get("summary", {}).get("victims", [])
                              if x.get("cpu") == v["cpu"])
-                c.add(k, t, case, f"cpu{v['cpu']} flush delivery", not unseen and (req == 0 or 2 * got >= req),
-                      f"{got} of {req} requests arrived as IPIs" if req else "no release ran with the victim on its CPU")
+                ok = not unseen and (req == 0 or 2 * got >= req or 2 * (got + untraced) >= req)
+                txt = f"{got} of {req} requests arrived as IPIs" if req else "no release ran with the victim on its CPU"
+                if req and 2 * got < req and untraced:
+                    txt += f" as traced flushes, {untraced} more counted, not traced (the CPU had left the mm)"
+                c.add(k, t, case, f"cpu{v['cpu']} flush delivery", ok, txt)
     if release == "membarrier" and vs:
         # The case proves something only if some send found a victim running.
         c.add(k, t, case, "a send found a running victim", on_cpu_sends >= 1,
