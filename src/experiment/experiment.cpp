@@ -510,6 +510,8 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
   }
   r.measure_end_ns = sys::mono_now_ns();
   const sys::TscPoint last = sys::tsc_point();
+  // From here on the cost is post-processing (bench/long_run.sh times it).
+  phase(hooks, "analysing");
   if (trace) {
     auto t = trace->stop();
     r.trace = std::move(t);
