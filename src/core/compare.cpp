@@ -616,6 +616,8 @@ GateResult evaluate_gate(const GateExpr& g, const std::vector<TrialMetrics>& tri
   }
   ConfInterval ci = bootstrap_median_diff(lhs, rhs, o);
   double d = median(lhs) - median(rhs);
+  int decided = 0;  // +1/-1: the sequential verdict of lhs - rhs; 0: none (or not sequential)
+  bool sequential = false;
   // Arm against control on one metric: the summary's own interval (negated
   // when the control is on the left), identical to the verdict's.
   if (summary && !summary->empty() && g.lhs_metric == g.rhs_metric) {
@@ -628,14 +630,23 @@ GateResult evaluate_gate(const GateExpr& g, const std::vector<TrialMetrics>& tri
         if ((*summary)[k].arm != other || !c.available) continue;
         ci = rhs_ctl ? c.ci : ConfInterval{-c.ci.hi, -c.ci.lo};
         d = rhs_ctl ? c.diff : -c.diff;
+        // The headline metric of an arm decided by sequential stopping: the
+        // gate follows that decision (its error rate holds under optional
+        // stopping; the interval after an early stop is naive, and could
+        // exclude 0 where the verdict says no difference).
+        if (g.lhs_metric == Metric::kStallUs && (*summary)[k].sequential) {
+          sequential = true;
+          decided = rhs_ctl ? (*summary)[k].decision : -(*summary)[k].decision;
+        }
         break;
       }
     }
   }
-  r.failed = greater ? ci.lo > 0 : ci.hi < 0;
+  r.failed = sequential ? (greater ? decided > 0 : decided < 0) : (greater ? ci.lo > 0 : ci.hi < 0);
   r.detail = lname + " - " + rname + " = " + fmt_num(d, true) + " [CI " + fmt_num(ci.lo) + ", " + fmt_num(ci.hi) + "]" +
              (r.failed ? (greater ? ": detectably > 0" : ": detectably < 0")
-                       : ": not detectably " + std::string(greater ? "> 0" : "< 0"));
+                       : ": not detectably " + std::string(greater ? "> 0" : "< 0")) +
+             (sequential ? " (sequential verdict)" : "");
   return r;
 }
 

@@ -230,7 +230,9 @@ struct GateResult {
 // With `summary` (from summarize_arms), a gate that sets an arm's metric
 // against the control's same metric reads that arm's vs_control interval, so
 // the gate line and the verdict above it can never disagree (two bootstraps of
-// the same data with different draws could, at 5 trials per arm).
+// the same data with different draws could, at 5 trials per arm). For the
+// headline metric (stall_us) of an arm decided by sequential stopping, the
+// gate fails exactly when that decision says so.
 GateResult evaluate_gate(const GateExpr& g, const std::vector<TrialMetrics>& trials, const BootstrapOptions& o,
                          const std::vector<ArmSummary>* summary = nullptr);
 

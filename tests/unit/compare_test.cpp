@@ -395,6 +395,41 @@ TEST(CompareGate, AgreesWithTheVerdictOnBorderlineData) {
   EXPECT_LT(failed, 100);
 }
 
+// A/A, 2026-12-06, mimalloc seed 38: the naive CI after the sequential
+// looks was [0.8, 37] (excludes 0) while the sequential verdict was "no
+// detectable difference"; a gate must follow the verdict.
+TEST(CompareGate, FollowsTheSequentialDecisionOnStall) {
+  const std::vector<std::string> arms = {"mimalloc", "mimalloc#2"};
+  std::vector<TrialMetrics> trials;
+  for (int i = 0; i < 10; ++i)
+    for (const char* arm : {"mimalloc", "mimalloc#2"}) {
+      TrialMetrics t;
+      t.arm = arm;
+      t.trial = i + 1;
+      for (auto& v : t.v) v = 0;
+      t.set(Metric::kStallUs, (std::string(arm) == "mimalloc" ? 100 : 120) + i);
+      trials.push_back(t);
+    }
+  std::vector<ArmSummary> sum = summarize_arms(trials, arms, {});
+  ASSERT_EQ(sum.size(), 2u);
+  auto& c = sum[1].vs_control[static_cast<std::size_t>(Metric::kStallUs)];
+  ASSERT_TRUE(c.available);
+  ASSERT_GT(c.ci.lo, 0);  // the interval alone would fail the gate
+  const auto gate = parse_gate("mimalloc#2.stall_us > mimalloc.stall_us", arms);
+  EXPECT_TRUE(evaluate_gate(gate, trials, {}, &sum).failed);
+  sum[1].sequential = true;
+  sum[1].decision = 0;
+  const auto r = evaluate_gate(gate, trials, {}, &sum);
+  EXPECT_FALSE(r.failed) << r.detail;
+  EXPECT_NE(r.detail.find("(sequential verdict)"), std::string::npos) << r.detail;
+  sum[1].decision = 1;
+  EXPECT_TRUE(evaluate_gate(gate, trials, {}, &sum).failed);
+  // Control on the left, and another metric keeps its interval.
+  EXPECT_TRUE(evaluate_gate(parse_gate("mimalloc.stall_us < mimalloc#2.stall_us", arms), trials, {}, &sum).failed);
+  sum[1].decision = 0;
+  EXPECT_FALSE(evaluate_gate(parse_gate("mimalloc.stall_us < mimalloc#2.stall_us", arms), trials, {}, &sum).failed);
+}
+
 TEST(CompareTrial, MetricsFromASyntheticResult) {
   Result r;
   r.plan.settle_ns = 0;
