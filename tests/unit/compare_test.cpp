@@ -357,6 +357,22 @@ TEST(CompareGate, Evaluate) {
   EXPECT_FALSE(evaluate_max_regression(1000, sum)[0].failed);  // allowance ~1000 us
 }
 
+// Trials 1..n of a control and one arm, stall_us from stall(arm index, trial index).
+template <class F>
+std::vector<TrialMetrics> two_arm_trials(const std::vector<std::string>& arms, int n, F stall) {
+  std::vector<TrialMetrics> trials;
+  for (int i = 0; i < n; ++i)
+    for (int k = 0; k < 2; ++k) {
+      TrialMetrics t;
+      t.arm = arms[static_cast<std::size_t>(k)];
+      t.trial = i + 1;
+      for (auto& v : t.v) v = 0;
+      t.set(Metric::kStallUs, stall(k, i));
+      trials.push_back(t);
+    }
+  return trials;
+}
+
 // CI, stop 24: at 5 trials per arm with one slow control trial, the gate's own
 // bootstrap said "detectably > 0" while the verdict's said "no detectable
 // difference". Given the summary, the gate reads the verdict's interval.
@@ -364,16 +380,7 @@ TEST(CompareGate, AgreesWithTheVerdictOnBorderlineData) {
   // The shape of that run: one munmap trial and one reuse trial far off.
   const std::vector<std::string> arms = {"reuse", "munmap"};
   const double reuse[] = {900, 1054, 1237, 4976, 5500}, munmap[] = {3385, 34700, 39800, 41400, 45000};
-  std::vector<TrialMetrics> trials;
-  for (int i = 0; i < 5; ++i)
-    for (const char* arm : {"reuse", "munmap"}) {
-      TrialMetrics t;
-      t.arm = arm;
-      t.trial = i + 1;
-      for (auto& v : t.v) v = 0;
-      t.set(Metric::kStallUs, std::string(arm) == "munmap" ? munmap[i] : reuse[i]);
-      trials.push_back(t);
-    }
+  const auto trials = two_arm_trials(arms, 5, [&](int k, int i) { return k ? munmap[i] : reuse[i]; });
   int failed = 0;
   for (std::uint64_t seed = 1; seed <= 100; ++seed) {
     CompareOptions co;
@@ -400,16 +407,7 @@ TEST(CompareGate, AgreesWithTheVerdictOnBorderlineData) {
 // detectable difference"; a gate must follow the verdict.
 TEST(CompareGate, FollowsTheSequentialDecisionOnStall) {
   const std::vector<std::string> arms = {"mimalloc", "mimalloc#2"};
-  std::vector<TrialMetrics> trials;
-  for (int i = 0; i < 10; ++i)
-    for (const char* arm : {"mimalloc", "mimalloc#2"}) {
-      TrialMetrics t;
-      t.arm = arm;
-      t.trial = i + 1;
-      for (auto& v : t.v) v = 0;
-      t.set(Metric::kStallUs, (std::string(arm) == "mimalloc" ? 100 : 120) + i);
-      trials.push_back(t);
-    }
+  const auto trials = two_arm_trials(arms, 10, [](int k, int i) { return (k ? 120.0 : 100.0) + i; });
   std::vector<ArmSummary> sum = summarize_arms(trials, arms, {});
   ASSERT_EQ(sum.size(), 2u);
   auto& c = sum[1].vs_control[static_cast<std::size_t>(Metric::kStallUs)];
