@@ -614,34 +614,38 @@ GateResult evaluate_gate(const GateExpr& g, const std::vector<TrialMetrics>& tri
     r.detail = "fewer than 2 values of " + lname + " or " + rname + ": gate cannot pass";
     return r;
   }
-  ConfInterval ci = bootstrap_median_diff(lhs, rhs, o);
-  double d = median(lhs) - median(rhs);
-  int decided = 0;  // +1/-1: the sequential verdict of lhs - rhs; 0: none (or not sequential)
-  bool sequential = false;
-  // Arm against control on one metric: the summary's own interval (negated
-  // when the control is on the left), identical to the verdict's.
+  // Arm against control on one metric: the summary's own comparison
+  // (negated when the control is on the left), identical to the verdict's.
+  const ArmSummary* arm = nullptr;
+  int sign = 1;
   if (summary && !summary->empty() && g.lhs_metric == g.rhs_metric) {
     const std::string& control = summary->front().arm;
     const bool lhs_ctl = g.lhs_arm == control, rhs_ctl = g.rhs_arm == control;
-    if (lhs_ctl != rhs_ctl) {
-      const std::string& other = lhs_ctl ? g.rhs_arm : g.lhs_arm;
-      for (std::size_t k = 1; k < summary->size(); ++k) {
-        const MetricComparison& c = (*summary)[k].vs_control[static_cast<std::size_t>(g.lhs_metric)];
-        if ((*summary)[k].arm != other || !c.available) continue;
-        ci = rhs_ctl ? c.ci : ConfInterval{-c.ci.hi, -c.ci.lo};
-        d = rhs_ctl ? c.diff : -c.diff;
-        // The headline metric of an arm decided by sequential stopping: the
-        // gate follows that decision (its error rate holds under optional
-        // stopping; the interval after an early stop is naive, and could
-        // exclude 0 where the verdict says no difference).
-        if (g.lhs_metric == Metric::kStallUs && (*summary)[k].sequential) {
-          sequential = true;
-          decided = rhs_ctl ? (*summary)[k].decision : -(*summary)[k].decision;
+    if (lhs_ctl != rhs_ctl)
+      for (std::size_t k = 1; k < summary->size(); ++k)
+        if ((*summary)[k].arm == (lhs_ctl ? g.rhs_arm : g.lhs_arm) &&
+            (*summary)[k].vs_control[static_cast<std::size_t>(g.lhs_metric)].available) {
+          arm = &(*summary)[k];
+          sign = rhs_ctl ? 1 : -1;
+          break;
         }
-        break;
-      }
-    }
   }
+  ConfInterval ci;
+  double d = 0;
+  if (arm) {
+    const MetricComparison& c = arm->vs_control[static_cast<std::size_t>(g.lhs_metric)];
+    ci = sign > 0 ? c.ci : ConfInterval{-c.ci.hi, -c.ci.lo};
+    d = sign * c.diff;
+  } else {
+    ci = bootstrap_median_diff(lhs, rhs, o);
+    d = median(lhs) - median(rhs);
+  }
+  // The headline metric of an arm decided by sequential stopping: the gate
+  // follows that decision (its error rate holds under optional stopping; the
+  // interval after an early stop is naive, and could exclude 0 where the
+  // verdict says no difference).
+  const bool sequential = arm && g.lhs_metric == Metric::kStallUs && arm->sequential;
+  const int decided = sequential ? sign * arm->decision : 0;
   r.failed = sequential ? (greater ? decided > 0 : decided < 0) : (greater ? ci.lo > 0 : ci.hi < 0);
   r.detail = lname + " - " + rname + " = " + fmt_num(d, true) + " [CI " + fmt_num(ci.lo) + ", " + fmt_num(ci.hi) + "]" +
              (r.failed ? (greater ? ": detectably > 0" : ": detectably < 0")

@@ -38,6 +38,24 @@ std::vector<double> trial_like(Rng& r, std::size_t n, double level) {
   return v;
 }
 
+// Trials 1..n of every arm, in trial-major order (a callback drawing from an
+// Rng sees the same sequence as a hand-written loop), stall_us from
+// stall(arm index, trial index), every other metric 0.
+template <class F>
+std::vector<TrialMetrics> trials_of(const std::vector<std::string>& arms, int n, F stall) {
+  std::vector<TrialMetrics> trials;
+  for (int i = 0; i < n; ++i)
+    for (std::size_t k = 0; k < arms.size(); ++k) {
+      TrialMetrics t;
+      t.arm = arms[k];
+      t.trial = i + 1;
+      for (auto& v : t.v) v = 0;
+      t.set(Metric::kStallUs, stall(static_cast<int>(k), i));
+      trials.push_back(t);
+    }
+  return trials;
+}
+
 }  // namespace
 
 TEST(CompareStats, QuantileType7) {
@@ -328,18 +346,9 @@ TEST(CompareGate, ParseErrors) {
 }
 
 TEST(CompareGate, Evaluate) {
-  std::vector<TrialMetrics> trials;
   Rng r(3);
-  for (int i = 0; i < 12; ++i)
-    for (const char* arm : {"reuse", "munmap", "reuse#2"}) {
-      TrialMetrics t;
-      t.arm = arm;
-      t.trial = i + 1;
-      for (auto& v : t.v) v = 0;
-      t.set(Metric::kStallUs, (std::string(arm) == "munmap" ? 500 : 100) + 10 * normal(r));
-      trials.push_back(t);
-    }
   const std::vector<std::string> arms = {"reuse", "munmap", "reuse#2"};
+  const auto trials = trials_of(arms, 12, [&](int k, int) { return (k == 1 ? 500 : 100) + 10 * normal(r); });
   const BootstrapOptions o;
   EXPECT_TRUE(evaluate_gate(parse_gate("munmap.stall_us > reuse.stall_us", arms), trials, o).failed);
   EXPECT_FALSE(evaluate_gate(parse_gate("munmap.stall_us < reuse.stall_us", arms), trials, o).failed);
@@ -357,22 +366,6 @@ TEST(CompareGate, Evaluate) {
   EXPECT_FALSE(evaluate_max_regression(1000, sum)[0].failed);  // allowance ~1000 us
 }
 
-// Trials 1..n of a control and one arm, stall_us from stall(arm index, trial index).
-template <class F>
-std::vector<TrialMetrics> two_arm_trials(const std::vector<std::string>& arms, int n, F stall) {
-  std::vector<TrialMetrics> trials;
-  for (int i = 0; i < n; ++i)
-    for (int k = 0; k < 2; ++k) {
-      TrialMetrics t;
-      t.arm = arms[static_cast<std::size_t>(k)];
-      t.trial = i + 1;
-      for (auto& v : t.v) v = 0;
-      t.set(Metric::kStallUs, stall(k, i));
-      trials.push_back(t);
-    }
-  return trials;
-}
-
 // CI, stop 24: at 5 trials per arm with one slow control trial, the gate's own
 // bootstrap said "detectably > 0" while the verdict's said "no detectable
 // difference". Given the summary, the gate reads the verdict's interval.
@@ -380,7 +373,7 @@ TEST(CompareGate, AgreesWithTheVerdictOnBorderlineData) {
   // The shape of that run: one munmap trial and one reuse trial far off.
   const std::vector<std::string> arms = {"reuse", "munmap"};
   const double reuse[] = {900, 1054, 1237, 4976, 5500}, munmap[] = {3385, 34700, 39800, 41400, 45000};
-  const auto trials = two_arm_trials(arms, 5, [&](int k, int i) { return k ? munmap[i] : reuse[i]; });
+  const auto trials = trials_of(arms, 5, [&](int k, int i) { return k ? munmap[i] : reuse[i]; });
   int failed = 0;
   for (std::uint64_t seed = 1; seed <= 100; ++seed) {
     CompareOptions co;
@@ -407,7 +400,7 @@ TEST(CompareGate, AgreesWithTheVerdictOnBorderlineData) {
 // detectable difference"; a gate must follow the verdict.
 TEST(CompareGate, FollowsTheSequentialDecisionOnStall) {
   const std::vector<std::string> arms = {"mimalloc", "mimalloc#2"};
-  const auto trials = two_arm_trials(arms, 10, [](int k, int i) { return (k ? 120.0 : 100.0) + i; });
+  const auto trials = trials_of(arms, 10, [](int k, int i) { return (k ? 120.0 : 100.0) + i; });
   std::vector<ArmSummary> sum = summarize_arms(trials, arms, {});
   ASSERT_EQ(sum.size(), 2u);
   auto& c = sum[1].vs_control[static_cast<std::size_t>(Metric::kStallUs)];
