@@ -160,7 +160,16 @@ def membarrier_ipis(res, v):
         else:
             send = min([e["ns"] for e in cf if e["cpu"] in vcpus], default=hi)
         on_all = not any(a < send and b > lo for a, b in offs)
-        on_any = not any(a <= lo and b >= send for a, b in offs)
+        # A switch-in traced after the send can still have been chosen:
+        # __schedule() sets rq->curr (what membarrier reads) before
+        # trace_sched_switch fires (kernel/sched/core.c), and under TCG that
+        # gap can be long. Lab 2026-12-06, 6.12 smt-numa8 v7rt-membarrier
+        # cpu1, release 3: send +44 us (mask 0xee), switch-in to the victim
+        # +120 us, its call-function entry +150 us. An off interval that
+        # ends after the send but before the victim CPU's next call-function
+        # entry is "switching in" at the send: 0 or 1 owed.
+        handled = min([e["ns"] for e in cf if e["cpu"] == v["cpu"] and e["ns"] >= send], default=None)
+        on_any = not any(a <= lo and b >= send and not (handled is not None and b <= handled) for a, b in offs)
         if csd and mb_addr:
             # The csd tracepoints (6.3+) name each function run: exact.
             got = sum(1 for e in ev if e["cpu"] == v["cpu"] and e["type"] == "csd_function_entry"
