@@ -13,8 +13,10 @@
 #   none          no observer
 #   perf-stat     perf stat -a -e tlb:tlb_flush            (kernel-side count)
 #   bpftrace      bpftrace: @[reason] = count() on tlb:tlb_flush (map count)
-#   perf-record   perf record -a -g                        (samples + callchains to a file)
-#   monitor       shootdown monitor --trace on 1s          (every tlb_flush through a perf ring)
+#   perf-record   perf record -a -g -e tlb:tlb_flush       (every flush + callchain to a file)
+#   monitor       shootdown monitor 1s                     (defaults: BPF counts in kernel maps by CPU,
+#                                                           reason, process and cgroup)
+#   monitor-ring  shootdown monitor --trace ring 1s        (every tlb_flush through a perf ring)
 #   monitor-count shootdown monitor --trace count 1s       (kernel-side counters, no ring)
 #   blame         shootdown blame -p STORM_PID             (reason 4 + IPI sends with callchains)
 # Output: one line per run, then per arm the median rate, the median of the
@@ -43,16 +45,20 @@ arms=(none)
 command -v perf >/dev/null && perf list tlb:tlb_flush 2>/dev/null | grep -q tlb_flush && arms+=(perf-stat perf-record) ||
   echo "# perf-stat, perf-record skipped: perf (linux-perf) missing or tlb:tlb_flush not listed"
 command -v bpftrace >/dev/null && arms+=(bpftrace) || echo "# bpftrace skipped: bpftrace not installed"
-arms+=(monitor monitor-count blame)
+arms+=(monitor monitor-ring monitor-count blame)
+if [[ -n "${ARMS:-}" ]]; then  # ARMS="none blame perf-record": a subset (none is always kept)
+  keep=(none); for a in $ARMS; do [[ $a != none && " ${arms[*]} " == *" $a "* ]] && keep+=("$a"); done; arms=("${keep[@]}")
+fi
 
 start_observer() {  # start_observer ARM STORM_PID: sets OBS
   local arm=$1 pid=$2
   case $arm in
     none) OBS= ;;
     perf-stat) perf stat -a -e tlb:tlb_flush -o "$TMP/perf-stat.txt" -- sleep 3600 >/dev/null 2>&1 & OBS=$! ;;
-    perf-record) perf record -a -g -o "$TMP/perf.data" -- sleep 3600 >/dev/null 2>&1 & OBS=$! ;;
+    perf-record) perf record -a -g -e tlb:tlb_flush -o "$TMP/perf.data" -- sleep 3600 >/dev/null 2>&1 & OBS=$! ;;
     bpftrace) bpftrace -e 'tracepoint:tlb:tlb_flush { @[args->reason] = count(); }' >/dev/null 2>&1 & OBS=$! ;;
-    monitor) "$SD" monitor --trace on 1s >/dev/null 2>&1 & OBS=$! ;;
+    monitor) "$SD" monitor 1s >/dev/null 2>&1 & OBS=$! ;;
+    monitor-ring) "$SD" monitor --trace ring 1s >/dev/null 2>&1 & OBS=$! ;;
     monitor-count) "$SD" monitor --trace count 1s >/dev/null 2>&1 & OBS=$! ;;
     blame) "$SD" blame -p "$pid" >/dev/null 2>&1 & OBS=$! ;;
   esac

@@ -15,7 +15,7 @@ set -euo pipefail
 base=(
   cmake g++ make pkg-config
   libcli11-dev libfmt-dev nlohmann-json3-dev libnuma-dev zlib1g-dev
-  libcpp-httplib-dev libtraceevent-dev libdw-dev libelf-dev
+  libcpp-httplib-dev libtraceevent-dev libdw-dev libelf-dev libbpf-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev ccache jq
   libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0
@@ -23,7 +23,7 @@ base=(
 integration=(
   default-jre-headless default-jdk-headless libhdrhistogram-java
   influxdb
-  prometheus
+  prometheus bpftool
   lintian
   chromium
   curl procps jq python3 python3-jsonschema

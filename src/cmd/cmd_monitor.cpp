@@ -8,6 +8,8 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <map>
+#include <unordered_map>
 #include <fmt/core.h>
 #include <mutex>
 #include <thread>
@@ -24,6 +26,7 @@
 #include "core/units.hpp"
 #include "sink/influx.hpp"
 #include "sink/monitor_out.hpp"
+#include "sys/bpf_flush_counter.hpp"
 #include "sys/cpus.hpp"
 #include "sys/fs.hpp"
 #include "sys/interrupts.hpp"
@@ -104,8 +107,10 @@ Plan make_plan(const MonitorOptions& o) {
                                      format_cpulist(topo.online)));
     p.cpus = *l;
   }
-  if (o.trace != "auto" && o.trace != "on" && o.trace != "off" && o.trace != "count")
-    throw UsageError(fmt::format("--trace value '{}' is not accepted; accepted: auto, on, count, off", o.trace));
+  if (o.trace != "auto" && o.trace != "on" && o.trace != "bpf" && o.trace != "ring" && o.trace != "off" &&
+      o.trace != "count")
+    throw UsageError(
+        fmt::format("--trace value '{}' is not accepted; accepted: auto, on, bpf, ring, count, off", o.trace));
   p.trace = o.trace;
   if (!o.pid.empty()) {
     auto v = parse_int(o.pid, &why);
@@ -114,7 +119,7 @@ Plan make_plan(const MonitorOptions& o) {
     if (!sys::path_exists("/proc/" + std::to_string(*v)))
       throw UsageError(fmt::format("--pid value '{}': no such process", o.pid));
     if (o.trace == "off" || o.trace == "count")
-      throw UsageError(fmt::format("--pid value '{}' needs tracepoints; accepted only with --trace auto or on", o.pid));
+      throw UsageError(fmt::format("--pid value '{}' needs tracepoints; accepted only with --trace auto, on, bpf or ring", o.pid));
     p.pid = static_cast<int>(*v);
   }
   if (o.series < 0 || o.series > 1000)
@@ -152,10 +157,12 @@ Plan make_plan(const MonitorOptions& o) {
 // every tick and on every scrape, so a scrape sees current counters.
 class Collector {
  public:
+  // At most one source of tlb_flush counts: the BPF aggregation, the ring
+  // of traced events, or the kernel-side counters (no attribution).
   Collector(std::vector<int> cpus, sys::Tracer* tracer, int pid, std::size_t max_series,
-            const sys::TlbFlushCounter* counter = nullptr)
-      : cpus_(std::move(cpus)), tracer_(tracer), pid_(pid), attribution_(max_series), counter_(counter) {
-    totals_.trace = tracer_ != nullptr || counter_ != nullptr;
+            const sys::TlbFlushCounter* counter, sys::BpfFlushCounter* bpf)
+      : cpus_(std::move(cpus)), tracer_(tracer), pid_(pid), attribution_(max_series), counter_(counter), bpf_(bpf) {
+    totals_.trace = tracer_ != nullptr || counter_ != nullptr || bpf_ != nullptr;
   }
 
   // Everything: /proc/interrupts, the kernel-side counters and the traced
@@ -177,7 +184,12 @@ class Collector {
     }
     if (counter_)
       for (auto& c : totals_.cpus) c.flush = counter_->read(c.cpu);
-    fold_locked(snap->mono_ns);
+    if (bpf_) {
+      const auto by_cpu = bpf_->read_reasons();
+      for (auto& c : totals_.cpus)
+        if (c.cpu >= 0 && static_cast<std::size_t>(c.cpu) < by_cpu.size()) c.flush = by_cpu[static_cast<std::size_t>(c.cpu)];
+    }
+    fold_locked(snap->mono_ns, /*prune=*/true);
     return totals_;
   }
 
@@ -187,11 +199,12 @@ class Collector {
   void fold_events() {
     std::lock_guard<std::mutex> lk(mu_);
     if (totals_.cpus.empty()) return;  // the first refresh() lays out the CPUs
-    fold_locked(sys::mono_now_ns());
+    fold_locked(sys::mono_now_ns(), /*prune=*/false);
   }
 
  private:
-  void fold_locked(std::int64_t now_ns) {
+  void fold_locked(std::int64_t now_ns, bool prune) {
+    if (bpf_) fold_bpf_locked(now_ns, prune);
     if (!tracer_) return;
     EventTally tally;
     TallyFilter f;
@@ -212,12 +225,54 @@ class Collector {
     totals_.lost_events = tracer_->lost_events();
   }
 
+  // The kernel's table {tgid, reason} -> count, read as deltas since the
+  // last fold. A process that is gone keeps the name and cgroup the kernel
+  // saw; once its last count is folded its entry is erased (prune, at
+  // intervals and scrapes), which keeps the table bounded on a host whose
+  // processes come and go.
+  void fold_bpf_locked(std::int64_t now_ns, bool prune) {
+    std::map<int, bool> quiet;  // tgid -> nothing new in any of its entries
+    for (const auto& t : bpf_->tasks()) {
+      std::int64_t& seen = bpf_seen_[{t.tgid, t.reason}];
+      const std::int64_t delta = t.count - seen;
+      seen = t.count;
+      auto [q, fresh] = quiet.try_emplace(t.tgid, true);
+      q->second = q->second && delta == 0;
+      if (pid_ > 0 && t.tgid != pid_) continue;
+      attribution_.add_flushes(t.reason, t.tgid, delta, now_ns, [&](int pid) {
+        TaskInfo ti = tasks_.get(pid, now_ns);
+        if (ti.comm == "?" && !t.comm.empty()) ti.comm = t.comm;
+        if (ti.cgroup == "?" && t.cgroup_id != 0) ti.cgroup = cgroup_of_id(t.cgroup_id);
+        return ti;
+      });
+    }
+    if (prune)
+      for (const auto& [tgid, q] : quiet)
+        if (q && tgid > 0 && !sys::path_exists("/proc/" + std::to_string(tgid))) {
+          bpf_->erase(tgid);
+          bpf_seen_.erase({tgid, 1});
+          bpf_seen_.erase({tgid, 4});
+        }
+    attribution_.fill(totals_);
+    totals_.lost_events = bpf_->unattributed();
+  }
+
+  std::string cgroup_of_id(std::uint64_t id) {
+    if (cgroup_paths_.size() > 4096) cgroup_paths_.clear();
+    auto [it, fresh] = cgroup_paths_.try_emplace(id);
+    if (fresh) it->second = sys::cgroup_v2_path_of_id(id);
+    return it->second.empty() ? "?" : it->second;
+  }
+
   std::mutex mu_;
   std::vector<int> cpus_;
   sys::Tracer* tracer_;
   int pid_;
   MonitorAttribution attribution_;
   const sys::TlbFlushCounter* counter_;
+  sys::BpfFlushCounter* bpf_;
+  std::map<std::pair<int, int>, std::int64_t> bpf_seen_;  // {tgid, reason} -> count folded
+  std::unordered_map<std::uint64_t, std::string> cgroup_paths_;
   sys::TaskInfoCache tasks_;
   MonitorTotals totals_;
 };
@@ -229,17 +284,30 @@ class MonitorTool final : public Tool {
   void plan() override { plan_ = make_plan(o_); }
 
   void prepare() override {
-    // Tracepoints on every online CPU: initiators can run anywhere.
+    // Tracepoints on every online CPU: initiators can run anywhere. The
+    // engine: BPF aggregation in the kernel (bpf; auto and on prefer it),
+    // every event through a perf ring (ring; the fallback where BPF cannot
+    // load), or per-reason counters only (count).
+    std::string bpf_why;
     if (plan_.trace == "count") {
       std::string why;
       counter_ = sys::TlbFlushCounter::open(sys::read_topology().online, &why);
       if (!counter_) throw RuntimeError("kernel-side tlb_flush counters unavailable: " + why);
       trace_status_ = "count (kernel-side counters, no per-process attribution)";
-    } else if (plan_.trace != "off") {
+    } else if (plan_.trace == "auto" || plan_.trace == "on" || plan_.trace == "bpf") {
+      bpf_ = sys::BpfFlushCounter::open(&bpf_why);
+      if (bpf_) {
+        trace_status_ = fmt::format("bpf ({}{})", bpf_->attach_point(),
+                                    plan_.pid > 0 ? fmt::format(", pid {}", plan_.pid) : "");
+      } else if (plan_.trace == "bpf") {
+        throw RuntimeError("BPF aggregation unavailable: " + bpf_why + " (--trace ring uses a perf ring instead)");
+      }
+    }
+    if (!bpf_ && !counter_ && plan_.trace != "off") {
       std::string why;
       tracer_ = sys::Tracer::open(tracer_options(sys::read_topology().online, -1, false), &why);
       if (!tracer_) {
-        if (plan_.trace == "on" || plan_.pid > 0)
+        if (plan_.trace != "auto" || plan_.pid > 0)
           throw RuntimeError(
               fmt::format("tracepoints unavailable: {}{}", why, plan_.pid > 0 ? " (--pid needs them)" : ""));
         trace_status_ = "unavailable: " + why;
@@ -247,11 +315,16 @@ class MonitorTool final : public Tool {
                      why.c_str());
       } else {
         tracer_->start_reader();
-        trace_status_ = plan_.pid > 0 ? fmt::format("on (pid {})", plan_.pid) : "on";
+        trace_status_ = plan_.pid > 0 ? fmt::format("ring (pid {})", plan_.pid) : "ring";
+        if (!bpf_why.empty()) {
+          trace_status_ += " (BPF unavailable)";
+          std::fprintf(stderr, "shootdown monitor: BPF aggregation unavailable (%s); every tlb_flush goes through a perf ring\n",
+                       bpf_why.c_str());
+        }
       }
     }
     collector_ = std::make_unique<Collector>(plan_.cpus, tracer_.get(), plan_.pid,
-                                             static_cast<std::size_t>(o_.series), counter_.get());
+                                             static_cast<std::size_t>(o_.series), counter_.get(), bpf_.get());
     if (plan_.listen_port >= 0) {
       // The Prometheus endpoint: stopped and joined by its destructor on every exit.
       std::string why;
@@ -272,7 +345,7 @@ class MonitorTool final : public Tool {
     char host[256] = {};
     ::gethostname(host, sizeof host - 1);
     MonitorTotals prev = collector_->refresh();
-    if (!o_.json && !tty) std::fputs(format_monitor_header(tracer_ != nullptr || counter_ != nullptr).c_str(), stdout);
+    if (!o_.json && !tty) std::fputs(format_monitor_header(tracer_ != nullptr || counter_ != nullptr || bpf_ != nullptr).c_str(), stdout);
     std::fflush(stdout);
     std::int64_t next = prev.mono_ns + plan_.interval_ns;
     for (std::int64_t n = 0; plan_.count == 0 || n < plan_.count; ++n) {
@@ -286,7 +359,7 @@ class MonitorTool final : public Tool {
         const std::int64_t now = sys::mono_now_ns();
         const std::int64_t left = next - now;
         if (left <= 0) break;
-        if (tracer_ && now - folded >= 100000000) {
+        if ((tracer_ || bpf_) && now - folded >= 100000000) {
           collector_->fold_events();
           folded = now;
         }
@@ -349,6 +422,7 @@ class MonitorTool final : public Tool {
   Plan plan_;
   std::unique_ptr<sys::Tracer> tracer_;
   std::unique_ptr<sys::TlbFlushCounter> counter_;
+  std::unique_ptr<sys::BpfFlushCounter> bpf_;
   std::string trace_status_ = "off (--trace off)";
   std::unique_ptr<Collector> collector_;
   std::unique_ptr<sys::MetricsServer> server_;  // after collector_: stopped before it goes
@@ -370,8 +444,9 @@ Command add_monitor(CLI::App& root) {
   app->add_option("--influx", o->influx,
                   "Send points each interval: http://HOST:PORT/write?db=NAME or udp://HOST:PORT");
   app->add_option("--trace", o->trace,
-                  "tlb:tlb_flush tracepoints: auto (if permitted), on (required), count (kernel-side counters only: "
-                  "cheapest, no per-process/cgroup attribution), off")
+                  "tlb:tlb_flush tracepoints: auto (if permitted), on (required); both count in the kernel with "
+                  "BPF and fall back to a perf ring; bpf or ring (that engine only), count (kernel-side counters only: "
+                  "no per-process/cgroup attribution), off")
       ->capture_default_str();
   app->add_option("--top", o->top, "Top initiating processes to show (0..100)")->capture_default_str();
   app->add_option("--series", o->series,

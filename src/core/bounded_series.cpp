@@ -86,7 +86,6 @@ void BoundedSeries::add(const std::string& key, std::size_t column, std::int64_t
   // the weakest slot. Candidates are a Space-Saving sketch: a new key
   // replaces the lightest and inherits its weight, so a heavy hitter cannot
   // be crowded out by many light keys.
-  other_[column] += n;
   auto c = candidates_.find(key);
   if (c == candidates_.end()) {
     double inherited = 0;
@@ -102,9 +101,13 @@ void BoundedSeries::add(const std::string& key, std::size_t column, std::int64_t
   c->second.weight += static_cast<double>(n);
   const double guaranteed = c->second.weight - c->second.error;
   if (guaranteed > 2 * slots_[weakest].recent + 1) {
-    take_slot(weakest, key, column, 0, now_ns, attrs);  // erases the candidate
+    // This add's n goes to the new series (a batch of counts read from the
+    // kernel, monitor's BPF engine, is one add): only what came before stays in other.
+    take_slot(weakest, key, column, n, now_ns, attrs);  // erases the candidate
     slots_[weakest].recent = guaranteed;
+    return;
   }
+  other_[column] += n;
 }
 
 }  // namespace shootdown

@@ -9,10 +9,10 @@
 // keys, so any key with more than a 1/(4 max_keys) share of "other" is kept)
 // keeps a recent count, halved every decay_ns. A candidate whose guaranteed
 // recent count (without what it inherited in the sketch) exceeds twice the
-// smallest slot's plus one takes that slot: the evicted
-// series disappears from the output (Prometheus marks it stale) and the new
-// one starts from zero (what the key had before stays in "other"). A slot
-// without a count for idle_ns is reused at once. Pure, single-threaded.
+// smallest slot's plus one takes that slot: the evicted series disappears
+// from the output (Prometheus marks it stale) and the new one starts from
+// the count that promoted it (what the key had before stays in "other"). A
+// slot without a count for idle_ns is reused at once. Pure, single-threaded.
 #pragma once
 
 #include <cstddef>

@@ -12,22 +12,24 @@ constexpr std::size_t kReceived = 1;
 MonitorAttribution::MonitorAttribution(std::size_t max_series, std::int64_t idle_ns)
     : processes_(max_series, 1, idle_ns), cgroups_(max_series, 2, idle_ns) {}
 
-void MonitorAttribution::add_flush(int reason, int pid, std::int64_t now_ns, const TaskLookup& lookup) {
+void MonitorAttribution::add_flushes(int reason, int pid, std::int64_t n, std::int64_t now_ns,
+                                     const TaskLookup& lookup) {
+  if (n <= 0) return;
   if (reason == kReasonRemoteSendIpi && pid > 0) {
     const std::string key = std::to_string(pid);
     std::string cgroup;
     if (const auto* e = processes_.find(key)) {
       cgroup = e->attrs.size() > 1 ? e->attrs[1] : "?";
-      processes_.add(key, kInitiated, 1, now_ns);
+      processes_.add(key, kInitiated, n, now_ns);
     } else {
       const TaskInfo ti = lookup(pid);
       cgroup = ti.cgroup;
-      processes_.add(key, kInitiated, 1, now_ns, {ti.comm, ti.cgroup});
+      processes_.add(key, kInitiated, n, now_ns, {ti.comm, ti.cgroup});
     }
-    cgroups_.add(cgroup, kInitiated, 1, now_ns);
+    cgroups_.add(cgroup, kInitiated, n, now_ns);
   } else if (reason == kReasonRemoteShootdown) {
     const std::string cgroup = pid > 0 ? lookup(pid).cgroup : kIdleCgroup;
-    cgroups_.add(cgroup, kReceived, 1, now_ns);
+    cgroups_.add(cgroup, kReceived, n, now_ns);
   }
 }
 

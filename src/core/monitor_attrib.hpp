@@ -35,7 +35,11 @@ class MonitorAttribution {
 
   // One tlb:tlb_flush event (reason, tgid of the current task). Reasons
   // other than 1 and 4 are ignored.
-  void add_flush(int reason, int pid, std::int64_t now_ns, const TaskLookup& lookup);
+  void add_flush(int reason, int pid, std::int64_t now_ns, const TaskLookup& lookup) {
+    add_flushes(reason, pid, 1, now_ns, lookup);
+  }
+  // n such events at once (counts aggregated in the kernel, read as deltas).
+  void add_flushes(int reason, int pid, std::int64_t n, std::int64_t now_ns, const TaskLookup& lookup);
 
   // Copies the cumulative tables into t.initiators, t.initiators_other,
   // t.cgroups and t.cgroup_other.

@@ -1,0 +1,217 @@
+#include "sys/bpf_flush_counter.hpp"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <fcntl.h>
+#include <fmt/core.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdarg>
+#include <cstring>
+#include <sstream>
+
+#include "sys/fs.hpp"
+
+// The object file src/bpf/flush_count.bpf.c compiles to, embedded at build
+// time (src/bpf/CMakeLists.txt).
+extern "C" const unsigned char shootdown_flush_count_bpf[];
+extern "C" const unsigned long shootdown_flush_count_bpf_size;
+
+namespace shootdown::sys {
+
+namespace {
+
+constexpr std::uint32_t kSlotFull = 7;  // flush_count.bpf.c SLOT_FULL
+
+struct TaskKey {  // flush_count.bpf.c struct task_key
+  std::uint32_t tgid;
+  std::uint32_t reason;
+};
+struct TaskName {  // flush_count.bpf.c struct task_name
+  std::uint64_t cgroup_id;
+  char comm[16];
+};
+
+// libbpf prints the verifier's and its own messages through one callback:
+// keep the last non-empty line of the load for `why` instead of printing it.
+thread_local std::string* g_last_line = nullptr;
+int keep_last_line(enum libbpf_print_level level, const char* format, va_list args) {
+  if (level == LIBBPF_DEBUG || !g_last_line) return 0;
+  char buf[512];
+  const int n = std::vsnprintf(buf, sizeof buf, format, args);
+  std::string s(buf, n > 0 ? std::min<std::size_t>(static_cast<std::size_t>(n), sizeof buf - 1) : 0);
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  if (!s.empty()) *g_last_line = s;
+  return 0;
+}
+
+}  // namespace
+
+struct BpfFlushCounter::Impl {
+  bpf_object* obj = nullptr;
+  bpf_link* link = nullptr;
+  int reasons_fd = -1;
+  int tasks_fd = -1;
+  int names_fd = -1;
+  std::string attach_point;
+  int ncpus = 0;
+  ~Impl() {
+    if (link) bpf_link__destroy(link);
+    if (obj) bpf_object__close(obj);
+  }
+};
+
+BpfFlushCounter::~BpfFlushCounter() = default;
+
+std::unique_ptr<BpfFlushCounter> BpfFlushCounter::open(std::string* why) {
+  std::string last;
+  g_last_line = &last;
+  libbpf_set_print(keep_last_line);
+  auto fail = [&](const std::string& what) -> std::unique_ptr<BpfFlushCounter> {
+    if (why) *why = last.empty() ? what : fmt::format("{} ({})", what, last);
+    g_last_line = nullptr;
+    return nullptr;
+  };
+  std::unique_ptr<BpfFlushCounter> c(new BpfFlushCounter());
+  c->impl_ = std::make_unique<Impl>();
+  Impl& im = *c->impl_;
+  // The BTF-typed raw tracepoint first; the plain raw tracepoint where the
+  // kernel has no BTF (or refuses tp_btf).
+  std::string btf_failure;
+  for (const char* want : {"count_tlb_flush_btf", "count_tlb_flush_raw"}) {
+    if (im.obj) bpf_object__close(im.obj);
+    bpf_object_open_opts opts{};
+    opts.sz = sizeof opts;
+    opts.object_name = "shootdown_flush_count";
+    im.obj = bpf_object__open_mem(shootdown_flush_count_bpf, shootdown_flush_count_bpf_size, &opts);
+    if (!im.obj) return fail(fmt::format("BPF object: {}", std::strerror(errno)));
+    bpf_program* prog = nullptr;
+    bpf_program* p = nullptr;
+    bpf_object__for_each_program(p, im.obj) {
+      const bool mine = std::strcmp(bpf_program__name(p), want) == 0;
+      bpf_program__set_autoload(p, mine);
+      if (mine) prog = p;
+    }
+    if (!prog) return fail(fmt::format("BPF object: program {} missing", want));
+    last.clear();
+    if (bpf_object__load(im.obj) != 0) {
+      const int e = errno;
+      if (e == EPERM) return fail("BPF load: not permitted (needs root, or CAP_BPF and CAP_PERFMON)");
+      if (btf_failure.empty()) {
+        btf_failure = fmt::format("{}{}", std::strerror(e), last.empty() ? "" : " (" + last + ")");
+        continue;
+      }
+      return fail(fmt::format("BPF load: tp_btf: {}; raw_tp: {}", btf_failure, std::strerror(e)));
+    }
+    im.link = bpf_program__attach(prog);
+    if (!im.link) return fail(fmt::format("BPF attach to tlb_flush: {}", std::strerror(errno)));
+    im.attach_point = bpf_program__section_name(prog);
+    im.attach_point = im.attach_point.substr(0, im.attach_point.find('/'));
+    break;
+  }
+  bpf_map* reasons = bpf_object__find_map_by_name(im.obj, "by_reason");
+  bpf_map* tasks = bpf_object__find_map_by_name(im.obj, "tasks");
+  bpf_map* names = bpf_object__find_map_by_name(im.obj, "names");
+  if (!reasons || !tasks || !names) return fail("BPF object: maps missing");
+  im.names_fd = bpf_map__fd(names);
+  im.reasons_fd = bpf_map__fd(reasons);
+  im.tasks_fd = bpf_map__fd(tasks);
+  im.ncpus = libbpf_num_possible_cpus();
+  if (im.ncpus <= 0) return fail("libbpf: cannot count the possible CPUs");
+  g_last_line = nullptr;
+  return c;
+}
+
+std::vector<BpfFlushCounter::Reasons> BpfFlushCounter::read_reasons() const {
+  const Impl& im = *impl_;
+  std::vector<Reasons> out(static_cast<std::size_t>(im.ncpus), Reasons{});
+  std::vector<std::uint64_t> v(static_cast<std::size_t>(im.ncpus));
+  for (std::uint32_t r = 0; r < static_cast<std::uint32_t>(kTlbFlushReasons); ++r) {
+    if (bpf_map_lookup_elem(im.reasons_fd, &r, v.data()) != 0) continue;
+    for (std::size_t cpu = 0; cpu < v.size(); ++cpu) out[cpu][r] = static_cast<std::int64_t>(v[cpu]);
+  }
+  return out;
+}
+
+std::int64_t BpfFlushCounter::unattributed() const {
+  const Impl& im = *impl_;
+  std::vector<std::uint64_t> v(static_cast<std::size_t>(im.ncpus));
+  std::uint32_t slot = kSlotFull;
+  if (bpf_map_lookup_elem(im.reasons_fd, &slot, v.data()) != 0) return 0;
+  std::int64_t n = 0;
+  for (auto x : v) n += static_cast<std::int64_t>(x);
+  return n;
+}
+
+std::vector<BpfTaskCount> BpfFlushCounter::tasks() const {
+  const Impl& im = *impl_;
+  std::vector<BpfTaskCount> out;
+  std::vector<std::uint64_t> per_cpu(static_cast<std::size_t>(im.ncpus));
+  TaskKey key{}, next{};
+  const TaskKey* prev = nullptr;
+  while (bpf_map_get_next_key(im.tasks_fd, prev, &next) == 0) {
+    key = next;
+    prev = &key;
+    if (bpf_map_lookup_elem(im.tasks_fd, &key, per_cpu.data()) != 0) continue;  // erased meanwhile
+    BpfTaskCount t;
+    t.tgid = static_cast<int>(key.tgid);
+    t.reason = static_cast<int>(key.reason);
+    for (auto n : per_cpu) t.count += static_cast<std::int64_t>(n);
+    TaskName nm{};
+    if (bpf_map_lookup_elem(im.names_fd, &key.tgid, &nm) == 0) {
+      t.cgroup_id = nm.cgroup_id;
+      t.comm.assign(nm.comm, strnlen(nm.comm, sizeof nm.comm));
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+const std::string& BpfFlushCounter::attach_point() const { return impl_->attach_point; }
+
+void BpfFlushCounter::erase(int tgid) {
+  for (std::uint32_t reason : {1u, 4u}) {
+    TaskKey k{static_cast<std::uint32_t>(tgid), reason};
+    bpf_map_delete_elem(impl_->tasks_fd, &k);
+  }
+  const auto t = static_cast<std::uint32_t>(tgid);
+  bpf_map_delete_elem(impl_->names_fd, &t);
+}
+
+std::string cgroup_v2_path_of_id(std::uint64_t id) {
+  // The cgroup2 mount: "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS ... - cgroup2 SOURCE SUPEROPTS".
+  std::istringstream mi(read_file_or("/proc/self/mountinfo", ""));
+  std::string root, mnt;
+  for (std::string line; std::getline(mi, line);) {
+    const auto dash = line.find(" - cgroup2 ");
+    if (dash == std::string::npos) continue;
+    std::istringstream f(line);
+    std::string mid, parent, dev;
+    f >> mid >> parent >> dev >> root >> mnt;
+    break;
+  }
+  if (mnt.empty()) return "";
+  const int mfd = ::open(mnt.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (mfd < 0) return "";
+  // A kernfs file handle is the 64-bit id (FILEID_KERNFS, 0xfe).
+  alignas(file_handle) unsigned char buf[sizeof(file_handle) + sizeof id];
+  auto* fh = reinterpret_cast<file_handle*>(buf);
+  fh->handle_bytes = sizeof id;
+  fh->handle_type = 0xfe;
+  std::memcpy(fh->f_handle, &id, sizeof id);
+  const int fd = ::open_by_handle_at(mfd, fh, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ::close(mfd);
+  if (fd < 0) return "";
+  char path[4096];
+  const ssize_t n = ::readlink(fmt::format("/proc/self/fd/{}", fd).c_str(), path, sizeof path - 1);
+  ::close(fd);
+  if (n <= 0) return "";
+  std::string p(path, static_cast<std::size_t>(n));
+  if (p.rfind(mnt, 0) != 0) return "";
+  p = p.substr(mnt.size());
+  if (root != "/") p = root + p;
+  return p.empty() ? "/" : p;
+}
+
+}  // namespace shootdown::sys

@@ -1,0 +1,64 @@
+// In-kernel aggregation of tlb:tlb_flush with a BPF program (libbpf, CO-RE
+// against the running kernel's BTF): the engine `monitor` prefers, because a
+// fleet agent runs all the time and must cost what a bpftrace map count
+// costs, not one ring record per flush. The program (src/bpf/
+// flush_count.bpf.c, built into this binary) keeps per-CPU counts by reason
+// and a bounded table {tgid, reason 1|4} -> count, cgroup v2 id, comm.
+// This wrapper loads, attaches, reads and erases; what to make of the counts
+// is core/monitor_attrib's. Destruction detaches and unloads (the whole
+// restore: the program and maps live only as long as their fds).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/monitor.hpp"
+
+namespace shootdown::sys {
+
+struct BpfTaskCount {
+  int tgid = 0;      // 0: the idle task (reason 1 only)
+  int reason = 0;    // 1 (received: the interrupted task) or 4 (initiated)
+  std::int64_t count = 0;       // cumulative since open()
+  std::uint64_t cgroup_id = 0;  // cgroup v2 id of the process when first counted (0: unknown)
+  std::string comm;             // the comm of the thread counted first ("" unknown)
+};
+
+class BpfFlushCounter {
+ public:
+  // nullptr + why (no BPF permission, no BTF, verifier refusal: its log's
+  // last line, the tracepoint missing).
+  static std::unique_ptr<BpfFlushCounter> open(std::string* why);
+  ~BpfFlushCounter();
+  BpfFlushCounter(const BpfFlushCounter&) = delete;
+  BpfFlushCounter& operator=(const BpfFlushCounter&) = delete;
+
+  using Reasons = std::array<std::int64_t, kTlbFlushReasons>;
+  // Counts since open() by CPU (index = CPU number, every possible CPU).
+  std::vector<Reasons> read_reasons() const;
+  // Flushes of reason 1 or 4 the task table had no room for (counted by
+  // reason above, not by task).
+  std::int64_t unattributed() const;
+  // Every {tgid, reason} counted so far.
+  std::vector<BpfTaskCount> tasks() const;
+  // Where the program runs: "tp_btf" or "raw_tp".
+  const std::string& attach_point() const;
+  // Forgets a process (one that is gone, once its counts were read).
+  void erase(int tgid);
+
+ private:
+  BpfFlushCounter() = default;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The cgroup v2 path ("/system.slice/x.service") of a cgroup id as
+// bpf_get_current_cgroup_id() returns it (the kernfs inode of its
+// directory), through open_by_handle_at on the cgroup2 mount; "" when the
+// cgroup is gone or there is no cgroup2 mount.
+std::string cgroup_v2_path_of_id(std::uint64_t id);
+
+}  // namespace shootdown::sys
