@@ -5,6 +5,7 @@
 #include <fmt/core.h>
 #include <map>
 #include <set>
+#include <unordered_map>
 
 #include "sys/kallsyms.hpp"
 
@@ -49,8 +50,37 @@ BlameInput blame_input(int target, const std::string& command, sys::SamplerData&
     return f;
   };
   std::int64_t cut_stacks = 0;
+  // Symbolized once per distinct callchain (data.stacks), copied per flush.
+  struct Symbolized {
+    std::vector<std::string> kernel;
+    std::vector<UserFrame> user;
+    bool cut = false;
+  };
+  std::unordered_map<std::uint32_t, Symbolized> by_stack;
+  auto symbolized = [&](std::uint32_t index) -> const Symbolized& {
+    auto [it, fresh] = by_stack.try_emplace(index);
+    if (!fresh) return it->second;
+    Symbolized& out = it->second;
+    const sys::SampledStack& st = data.stacks[index];
+    for (auto ip : st.kernel_ips) {
+      std::string fn = ksyms.function(ip);
+      out.kernel.push_back(fn.empty() ? fmt::format("{:#x}", ip) : fn);
+    }
+    // Frames that are real code addresses (core user_frames: the walk ends
+    // at the first address outside every executable mapping of the target;
+    // the caller a frameless leaf hides comes from the stack copy).
+    const auto raw = user_frames(
+        st.user_ips, st.has_sp_word ? &st.sp_word : nullptr,
+        [&](std::uint64_t ip) { return syms.executable(st.pid, ip); }, &out.cut);
+    for (const RawFrame& r : raw) {
+      UserFrame u = frame(st.pid, r.ip, r.return_address);
+      u.recovered = r.recovered;
+      out.user.push_back(std::move(u));
+    }
+    return out;
+  };
   for (const auto& s : data.flushes) {
-    if (!pids.count(s.pid)) continue;
+    if (!pids.count(s.pid) || s.stack >= data.stacks.size()) continue;
     tids.insert(s.tid);
     FlushSample f;
     f.mono_ns = s.mono_ns;
@@ -58,23 +88,10 @@ BlameInput blame_input(int target, const std::string& command, sys::SamplerData&
     f.pid = s.pid;
     f.tid = s.tid;
     f.pages = s.pages;
-    for (auto ip : s.kernel_ips) {
-      std::string fn = ksyms.function(ip);
-      f.kernel.push_back(fn.empty() ? fmt::format("{:#x}", ip) : fn);
-    }
-    // Frames that are real code addresses (core user_frames: the walk ends
-    // at the first address outside every executable mapping of the target;
-    // the caller a frameless leaf hides comes from the stack copy).
-    bool cut = false;
-    const auto raw = user_frames(
-        s.user_ips, s.has_sp_word ? &s.sp_word : nullptr,
-        [&](std::uint64_t ip) { return syms.executable(s.pid, ip); }, &cut);
-    if (cut) ++cut_stacks;
-    for (const RawFrame& r : raw) {
-      UserFrame u = frame(s.pid, r.ip, r.return_address);
-      u.recovered = r.recovered;
-      f.user.push_back(std::move(u));
-    }
+    const Symbolized& sym = symbolized(s.stack);
+    if (sym.cut) ++cut_stacks;
+    f.kernel = sym.kernel;
+    f.user = sym.user;
     in.flushes.push_back(std::move(f));
   }
   if (cut_stacks > 0)

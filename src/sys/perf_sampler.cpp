@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <unordered_map>
 #include <fmt/core.h>
 #include <linux/perf_event.h>
 #include <sys/ioctl.h>
@@ -48,6 +49,8 @@ struct FlushSampler::Impl {
       f_csd_func;
   std::mutex mu;
   SamplerData data;
+  std::unordered_multimap<std::uint64_t, std::uint32_t> stack_index;  // hash -> data.stacks index
+  SampledStack scratch_stack;
   std::vector<std::uint8_t> scratch = std::vector<std::uint8_t>(65536);
   std::thread reader;
   std::atomic<bool> stop_reader{false};
@@ -187,6 +190,12 @@ struct FlushSampler::Impl {
     f.tid = tid;
     f.pages = read_field(raw, raw_size, f_pages);
     if (f.pages == static_cast<std::int64_t>(~0ULL >> 1) || static_cast<std::uint64_t>(f.pages) == ~0ULL) f.pages = -1;
+    SampledStack& st = scratch_stack;  // reused: no allocation once warm
+    st.kernel_ips.clear();
+    st.user_ips.clear();
+    st.pid = pid;
+    st.sp_word = 0;
+    st.has_sp_word = false;
     bool user = false;
     for (std::uint64_t i = 0; i < nr; ++i) {
       std::uint64_t ip = 0;
@@ -195,24 +204,45 @@ struct FlushSampler::Impl {
         user = ip == static_cast<std::uint64_t>(PERF_CONTEXT_USER);
         continue;
       }
-      (user ? f.user_ips : f.kernel_ips).push_back(ip);
+      (user ? st.user_ips : st.kernel_ips).push_back(ip);
     }
     std::uint64_t abi = 0;
     if (u64(abi) && abi != PERF_SAMPLE_REGS_ABI_NONE) {
       std::uint64_t bp = 0, sp = 0, ip = 0;
       if (!u64(bp) || !u64(sp) || !u64(ip)) return;
-      f.user_sp = sp;
     }
     std::uint64_t size = 0;
     if (u64(size) && size > 0 && size <= rd.left() && rd.left() - size >= 8) {
       std::uint64_t dyn = 0;
       std::memcpy(&dyn, p + size, 8);
       if (dyn >= 8) {
-        std::memcpy(&f.sp_word, p, 8);
-        f.has_sp_word = true;
+        std::memcpy(&st.sp_word, p, 8);
+        st.has_sp_word = true;
       }
     }
-    data.flushes.push_back(std::move(f));
+    f.stack = intern(st);
+    data.flushes.push_back(f);
+  }
+
+  // The index of `st` in data.stacks, appended when new.
+  std::uint32_t intern(const SampledStack& st) {
+    std::uint64_t h = 1469598103934665603ULL ^ static_cast<std::uint64_t>(st.pid);
+    auto mix = [&h](std::uint64_t v) { h = (h ^ v) * 1099511628211ULL; };
+    for (auto ip : st.kernel_ips) mix(ip);
+    mix(~0ULL);
+    for (auto ip : st.user_ips) mix(ip);
+    mix(st.has_sp_word ? st.sp_word : ~1ULL);
+    auto [lo, hi] = stack_index.equal_range(h);
+    for (auto it = lo; it != hi; ++it) {
+      const SampledStack& o = data.stacks[it->second];
+      if (o.pid == st.pid && o.has_sp_word == st.has_sp_word && o.sp_word == st.sp_word &&
+          o.kernel_ips == st.kernel_ips && o.user_ips == st.user_ips)
+        return it->second;
+    }
+    const auto idx = static_cast<std::uint32_t>(data.stacks.size());
+    data.stacks.push_back(st);
+    stack_index.emplace(h, idx);
+    return idx;
   }
 
   void close_all() {

@@ -43,15 +43,22 @@ struct SamplerOptions {
   std::size_t max_flush_samples = 2'000'000;  // beyond: counted in dropped()
 };
 
+// A distinct callchain of reason-4 flushes (with the word at the user stack
+// pointer): stored once, however many flushes share it (a storm repeats one
+// call site hundreds of thousands of times a second).
+struct SampledStack {
+  int pid = 0;                            // the process whose addresses these are
+  std::vector<std::uint64_t> kernel_ips;  // innermost first
+  std::vector<std::uint64_t> user_ips;    // innermost first (user_ips[0] = ip at syscall entry)
+  std::uint64_t sp_word = 0;              // *(u64*)user_sp from the stack copy
+  bool has_sp_word = false;
+};
+
 struct SampledFlush {  // tlb_flush reason 4
   std::int64_t mono_ns = 0;
   int cpu = -1, pid = 0, tid = 0;
-  std::int64_t pages = 0;                 // -1 = all
-  std::vector<std::uint64_t> kernel_ips;  // innermost first
-  std::vector<std::uint64_t> user_ips;    // innermost first (user_ips[0] = ip at syscall entry)
-  std::uint64_t user_sp = 0;
-  std::uint64_t sp_word = 0;  // *(u64*)user_sp from the stack copy
-  bool has_sp_word = false;
+  std::int64_t pages = 0;  // -1 = all
+  std::uint32_t stack = 0;  // index into SamplerData::stacks
 };
 
 struct SampledIpi {
@@ -80,6 +87,7 @@ struct ForkRecord {  // PERF_RECORD_FORK
 
 struct SamplerData {
   std::vector<SampledFlush> flushes;
+  std::vector<SampledStack> stacks;  // the distinct callchains flushes point to
   std::vector<SampledIpi> ipis;
   std::vector<MmapRecord> mmaps;
   std::vector<ForkRecord> forks;

@@ -73,7 +73,8 @@ TEST(HostilePerfRing, SaneCallchainDecodes) {
   Ring r(flush_sample(2, 2));
   const auto d = sys::decode_sampler_ring(r.mem.data(), sizeof(perf_event_mmap_page), r.data_size());
   ASSERT_EQ(d.flushes.size(), 1u);
-  EXPECT_EQ(d.flushes[0].kernel_ips.size(), 2u);
+  ASSERT_LT(d.flushes[0].stack, d.stacks.size());
+  EXPECT_EQ(d.stacks[d.flushes[0].stack].kernel_ips.size(), 2u);
 }
 
 // nr * 8 wrapped to 0 for nr = 2^61: the record passed the bounds check and
