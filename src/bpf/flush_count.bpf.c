@@ -55,6 +55,10 @@ struct {
   __type(value, struct task_name);
 } names SEC(".maps");
 
+// --pid: count only flushes whose current task belongs to this process (set
+// by user space before load; 0 = every process).
+volatile const __u32 target_tgid = 0;
+
 static __always_inline void bump(__u32 slot) {
   __u64* n = bpf_map_lookup_elem(&by_reason, &slot);
   if (n) *n += 1;
@@ -62,9 +66,11 @@ static __always_inline void bump(__u32 slot) {
 
 static __always_inline int count(int reason) {
   if (reason < 0 || reason >= REASONS) return 0;
+  const __u32 tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
+  if (target_tgid && tgid != target_tgid) return 0;
   bump((__u32)reason);
   if (reason != 1 && reason != 4) return 0;
-  struct task_key k = {.tgid = (__u32)(bpf_get_current_pid_tgid() >> 32), .reason = (__u32)reason};
+  struct task_key k = {.tgid = tgid, .reason = (__u32)reason};
   __u64* n = bpf_map_lookup_elem(&tasks, &k);
   if (n) {
     *n += 1;  // this CPU's slot

@@ -238,7 +238,6 @@ class Collector {
       seen = t.count;
       auto [q, fresh] = quiet.try_emplace(t.tgid, true);
       q->second = q->second && delta == 0;
-      if (pid_ > 0 && t.tgid != pid_) continue;
       attribution_.add_flushes(t.reason, t.tgid, delta, now_ns, [&](int pid) {
         TaskInfo ti = tasks_.get(pid, now_ns);
         if (ti.comm == "?" && !t.comm.empty()) ti.comm = t.comm;
@@ -295,7 +294,7 @@ class MonitorTool final : public Tool {
       if (!counter_) throw RuntimeError("kernel-side tlb_flush counters unavailable: " + why);
       trace_status_ = "count (kernel-side counters, no per-process attribution)";
     } else if (plan_.trace == "auto" || plan_.trace == "on" || plan_.trace == "bpf") {
-      bpf_ = sys::BpfFlushCounter::open(&bpf_why);
+      bpf_ = sys::BpfFlushCounter::open(plan_.pid, &bpf_why);
       if (bpf_) {
         trace_status_ = fmt::format("bpf ({}{})", bpf_->attach_point(),
                                     plan_.pid > 0 ? fmt::format(", pid {}", plan_.pid) : "");

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdarg>
 #include <cstring>
+#include <algorithm>
 #include <sstream>
 
 #include "sys/fs.hpp"
@@ -64,7 +65,7 @@ struct BpfFlushCounter::Impl {
 
 BpfFlushCounter::~BpfFlushCounter() = default;
 
-std::unique_ptr<BpfFlushCounter> BpfFlushCounter::open(std::string* why) {
+std::unique_ptr<BpfFlushCounter> BpfFlushCounter::open(int only_tgid, std::string* why) {
   std::string last;
   g_last_line = &last;
   libbpf_set_print(keep_last_line);
@@ -94,6 +95,21 @@ std::unique_ptr<BpfFlushCounter> BpfFlushCounter::open(std::string* why) {
       if (mine) prog = p;
     }
     if (!prog) return fail(fmt::format("BPF object: program {} missing", want));
+    // target_tgid, the one variable of .rodata (frozen at load).
+    bool set = false;
+    bpf_map* m = nullptr;
+    bpf_object__for_each_map(m, im.obj) {
+      const std::string name = bpf_map__name(m);
+      std::size_t size = 0;
+      void* init = nullptr;
+      if (name.size() >= 7 && name.compare(name.size() - 7, 7, ".rodata") == 0 &&
+          (init = bpf_map__initial_value(m, &size)) != nullptr && size >= sizeof(std::uint32_t)) {
+        const auto t = static_cast<std::uint32_t>(std::max(0, only_tgid));
+        std::memcpy(init, &t, sizeof t);
+        set = true;
+      }
+    }
+    if (!set) return fail("BPF object: .rodata (target_tgid) missing");
     last.clear();
     if (bpf_object__load(im.obj) != 0) {
       const int e = errno;

@@ -30,8 +30,9 @@ struct BpfTaskCount {
 class BpfFlushCounter {
  public:
   // nullptr + why (no BPF permission, no BTF, verifier refusal: its log's
-  // last line, the tracepoint missing).
-  static std::unique_ptr<BpfFlushCounter> open(std::string* why);
+  // last line, the tracepoint missing). only_tgid > 0: count only flushes
+  // whose current task belongs to that process.
+  static std::unique_ptr<BpfFlushCounter> open(int only_tgid, std::string* why);
   ~BpfFlushCounter();
   BpfFlushCounter(const BpfFlushCounter&) = delete;
   BpfFlushCounter& operator=(const BpfFlushCounter&) = delete;

@@ -402,6 +402,45 @@ def check_doctor(c, k, t, case, d, facts):
           "arrived as IPIs" in pv.get("found", ""), pv.get("found", "missing")[:100])
 
 
+def check_monitor(c, k, t, case, d):
+    """monitor --trace bpf around one run: the BPF engine loads on this kernel,
+    the in-kernel counts agree with /proc/interrupts (each flush_tlb_func that
+    counts a TLB interrupt traces at most one reason 1 or 5: never more traced
+    than counted, up to one in flight per CPU at the first and last read), and
+    the run's process is named among the initiators."""
+    rc, run_rc = read(os.path.join(d, "rc")).strip(), read(os.path.join(d, "run_rc")).strip()
+    c.add(k, t, case, "monitor and run exit 0", rc == "0" and run_rc == "0",
+          f"monitor rc={rc} run rc={run_rc} {read(os.path.join(d, 'stderr'))[-160:]}")
+    lines = []
+    for line in read(os.path.join(d, "monitor.jsonl")).splitlines():
+        try:
+            lines.append(json.loads(line))
+        except ValueError:
+            pass
+    status = lines[0].get("trace", "") if lines else "no output"
+    c.add(k, t, case, "BPF engine loads", status.startswith("bpf ("), status)
+    if not lines:
+        return
+    tot = dict(tlb=0, r1=0, r4=0, r5=0)
+    ncpu = 0
+    initiated = {}
+    for iv in lines:
+        ncpu = max(ncpu, len(iv.get("cpus", [])))
+        for cpu in iv.get("cpus", []):
+            fl = cpu.get("flush", {})
+            tot["tlb"] += cpu.get("tlb", 0)
+            tot["r1"] += fl.get("remote_shootdown", 0)
+            tot["r4"] += fl.get("remote_send_ipi", 0)
+            tot["r5"] += fl.get("remote_wrong_cpu", 0)
+        for ini in iv.get("top_initiators", []):
+            initiated[ini.get("comm", "?")] = initiated.get(ini.get("comm", "?"), 0) + ini.get("flushes", 0)
+    fig = f"TLB {tot['tlb']}, r1 {tot['r1']} + r5 {tot['r5']}, r4 {tot['r4']}, {len(lines)} intervals"
+    c.add(k, t, case, "traced r1+r5 <= TLB counted", tot["r1"] > 0 and
+          tot["r1"] + tot["r5"] <= tot["tlb"] + 2 * ncpu, fig)
+    c.add(k, t, case, "the run's process initiates", initiated.get("shootdown", 0) > 0,
+          ", ".join(f"{n} {v}" for n, v in sorted(initiated.items(), key=lambda x: -x[1])[:3]) or "none")
+
+
 def kernel_facts(res_any):
     if not res_any:
         return {}
@@ -440,6 +479,9 @@ def main():
                     continue
                 if case.startswith("doctor"):
                     check_doctor(c, kernel, topo, case, d, facts)
+                    continue
+                if case.startswith("monitor"):
+                    check_monitor(c, kernel, topo, case, d)
                     continue
                 res = check_run(c, kernel, topo, case, d, facts)
                 if res and case == "choice-default":

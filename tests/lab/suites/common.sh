@@ -47,3 +47,24 @@ doctor_case() {
   $SD doctor >"$d/doctor.txt" 2>&1
   echo "case $1 rc=$(cat "$d/rc")"
 }
+
+# monitor_case NAME RUN-ARGS...: `shootdown monitor --trace bpf --json` every
+# 100 ms around one `run` (the load); check.py sets its per-CPU tlb_flush
+# counts against the TLB row of the same intervals and looks for the run's
+# process among the initiators.
+monitor_case() {
+  name=$1
+  shift
+  d=$out/$name
+  mkdir -p "$d"
+  $SD monitor --trace bpf --json 100ms >"$d/monitor.jsonl" 2>"$d/stderr" &
+  mon=$!
+  sleep 1
+  timeout 240 $SD run --json "$@" >/dev/null 2>"$d/run.stderr"
+  echo $? >"$d/run_rc"
+  sleep 0.5
+  kill -TERM $mon
+  wait $mon
+  echo $? >"$d/rc"
+  echo "case $name rc=$(cat "$d/rc") run_rc=$(cat "$d/run_rc")"
+}
