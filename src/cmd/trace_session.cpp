@@ -12,10 +12,20 @@ class KernelTraceSession final : public exp::TraceSession {
  public:
   explicit KernelTraceSession(std::unique_ptr<sys::Tracer> t) : tracer_(std::move(t)) {}
   void start() override { tracer_->start_reader(); }
-  KernelTrace stop() override { return tracer_->stop(); }
+  void fold(std::int64_t from_ns, std::int64_t until_ns) override {
+    if (folded_.events == 0 && folded_.until_ns == 0) folded_.from_ns = from_ns;
+    tracer_->take_events_between(from_ns, until_ns, [this](const KernelEvent& e) { folded_.add(e); });
+    folded_.until_ns = std::max(folded_.until_ns, until_ns);
+  }
+  KernelTrace stop() override {
+    KernelTrace kt = tracer_->stop();
+    kt.folded = std::move(folded_);
+    return kt;
+  }
 
  private:
   std::unique_ptr<sys::Tracer> tracer_;  // its destructor closes everything on early exits
+  FoldedEvents folded_;
 };
 
 class Window final : public exp::TraceSession {

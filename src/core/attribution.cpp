@@ -535,8 +535,13 @@ void account_tlb(const Result& r, Attribution& a) {
       if (x.cpu == v.cpu) c = &x;
     if (!c) continue;
     v.tlb_counted = c->tlb;
-    v.tlb_traced_remote = 0;
-    v.tlb_traced_wrong_cpu = 0;
+    // Folded events (a run past its memory limit) lie inside [lo, hi].
+    auto folded = [&](int reason) {
+      auto it = r.trace.folded.tlb_flush.find({v.cpu, reason});
+      return it == r.trace.folded.tlb_flush.end() ? std::int64_t{0} : it->second;
+    };
+    v.tlb_traced_remote = folded(kTlbRemoteShootdown);
+    v.tlb_traced_wrong_cpu = folded(kTlbRemoteWrongCpu);
     for (const KernelEvent& e : r.trace.events) {
       if (e.cpu != v.cpu || e.type != EventType::kTlbFlush || e.mono_ns < lo || e.mono_ns > hi) continue;
       if (e.a == kTlbRemoteShootdown) ++v.tlb_traced_remote;

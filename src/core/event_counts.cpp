@@ -54,7 +54,7 @@ void tally_events(std::span<const KernelEvent> events, const TallyFilter& f, Eve
 }
 
 std::vector<EventCount> count_events(const KernelTrace& trace) {
-  std::map<std::pair<int, int>, std::int64_t> n;
+  std::map<std::pair<int, int>, std::int64_t> n = trace.folded.by_cpu_type;  // counted, not kept
   for (const auto& e : trace.events) ++n[{e.cpu, static_cast<int>(e.type)}];
   std::vector<EventCount> out;
   out.reserve(n.size());
@@ -71,7 +71,7 @@ std::vector<EventCount> event_counts(const Result& r) {
 }
 
 std::int64_t event_total(const Result& r) {
-  if (r.trace_counts.empty()) return static_cast<std::int64_t>(r.trace.events.size());
+  if (r.trace_counts.empty()) return static_cast<std::int64_t>(r.trace.events.size()) + r.trace.folded.events;
   std::int64_t total = 0;
   for (const auto& c : r.trace_counts) total += c.count;
   return total;

@@ -14,13 +14,13 @@
 
 namespace shootdown {
 
-// Counts of trace.events by (cpu, type), sorted by cpu then type order.
+// Counts of trace.events and trace.folded by (cpu, type), sorted by cpu then type order.
 std::vector<EventCount> count_events(const KernelTrace& trace);
 // r.trace_counts when set (a result read back from JSON), else
 // count_events(r.trace).
 std::vector<EventCount> event_counts(const Result& r);
-// Number of events the trace recorded: trace.events.size() after a run, the
-// sum of the saved counts for a result read back from JSON.
+// Number of events the trace recorded: trace.events.size() plus the folded
+// ones after a run, the sum of the saved counts for a result read back from JSON.
 std::int64_t event_total(const Result& r);
 
 // Counts of the events behind shootdowns, per CPU: what `trace` summarises,

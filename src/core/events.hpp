@@ -99,6 +99,23 @@ struct Callchain {
   std::vector<std::string> symbols;  // symbolized frames ("func+0x1f [kernel]"), same length as ips
 };
 
+// Events a run past its memory limit counted but did not keep: those of
+// [from_ns, until_ns), inside the counted span and before the samples it
+// kept (the baseline it dropped). What the counts and the TLB accounting
+// need survives; attribution never needed them (their samples are gone).
+struct FoldedEvents {
+  std::int64_t from_ns = 0, until_ns = 0;
+  std::int64_t events = 0;
+  std::map<std::pair<int, int>, std::int64_t> by_cpu_type;  // (cpu, EventType) -> events
+  std::map<std::pair<int, int>, std::int64_t> tlb_flush;    // (cpu, reason) -> tlb:tlb_flush events
+  // Adds the events of [from_ns, until_ns): the caller took them from the trace.
+  void add(const KernelEvent& e) {
+    ++events;
+    ++by_cpu_type[{e.cpu, static_cast<int>(e.type)}];
+    if (e.type == EventType::kTlbFlush) ++tlb_flush[{e.cpu, static_cast<int>(e.a)}];
+  }
+};
+
 // What the tracer delivered, and what it could not.
 struct KernelTrace {
   bool enabled = false;
@@ -107,6 +124,7 @@ struct KernelTrace {
   std::vector<std::string> missing;      // "csd:csd_function_entry: not in this kernel"
   std::int64_t lost_events = 0;          // PERF_FORMAT_LOST / PERF_RECORD_LOST total
   std::vector<KernelEvent> events;       // sorted by mono_ns
+  FoldedEvents folded;                   // counted, not kept (folded.events == 0: none)
   std::vector<Callchain> callchains;
   // Kernel addresses seen in events (csd func, ipi callsite/callback) ->
   // "func+0xoff" from /proc/kallsyms; empty when kallsyms was unreadable.

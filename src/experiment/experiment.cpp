@@ -6,6 +6,7 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <csignal>
+#include <limits>
 #include <poll.h>
 #include <pthread.h>
 #include <sys/prctl.h>
@@ -41,6 +42,10 @@ constexpr std::int64_t kEnterMaxNs = 600LL * 1000 * kMs;  // --trigger enter wai
 // smt-numa8: CAL 3, traced 4). A read slower than kSlowReadNs is taken again,
 // 3 tries in all; the last one's duration is returned.
 constexpr std::int64_t kSlowReadNs = 10 * kMs;
+// Events kept before the first kept sample when a run past its memory limit
+// folds the rest: attribution looks back at most this far (a sched_switch
+// that took a victim off its CPU, an IPI entry whose exit it kept).
+constexpr std::int64_t kFoldMarginNs = 1000 * kMs;
 std::int64_t capture_interrupts(sys::InterruptsCapture& c) {
   for (int i = 0; i < 3; ++i)
     if (!c.capture() || c.read_ns() <= kSlowReadNs) break;
@@ -63,6 +68,23 @@ struct Waiter {
   std::int64_t start_ns;
   std::int64_t last_tick = 0;
   std::string stop_reason;
+  // Kernel events follow the samples: once every victim dropped its oldest
+  // samples, the events of the counted span before what they kept (less a
+  // margin for the look-back of attribution) are counted, not kept.
+  TraceSession* trace = nullptr;
+  std::int64_t fold_from_ns = 0;  // the counted span's start
+  std::int64_t folded_until_ns = 0;
+
+  void fold_events() {
+    if (!trace || victims.empty()) return;
+    double kept_from = std::numeric_limits<double>::max();  // ns after start_ns, earliest over victims
+    for (const auto& v : victims)
+      kept_from = std::min(kept_from, static_cast<double>(v->dropped_ticks_so_far()) * v->config().ns_per_tick);
+    const std::int64_t until = start_ns + static_cast<std::int64_t>(kept_from) - kFoldMarginNs;
+    if (until <= std::max(folded_until_ns, fold_from_ns)) return;
+    trace->fold(fold_from_ns, until);
+    folded_until_ns = until;
+  }
 
   const Victim* victim_full() const {
     for (const auto& v : victims)
@@ -71,9 +93,10 @@ struct Waiter {
   }
   void tick() {
     const std::int64_t now = sys::mono_now_ns();
-    if (hooks.on_tick && now - last_tick >= 100 * kMs) {
+    if (now - last_tick >= 100 * kMs) {
       last_tick = now;
-      hooks.on_tick(now - start_ns, victims.empty() ? 0 : victims.front()->published_samples());
+      if (hooks.on_tick) hooks.on_tick(now - start_ns, victims.empty() ? 0 : victims.front()->published_samples());
+      fold_events();
     }
   }
   // false when interrupted (signal, samples full): stop_reason says why.
@@ -427,6 +450,8 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
   ctl.compactable.store(true, std::memory_order_seq_cst);  // baseline: a full store may drop its oldest samples
   ctl.go.store(true, std::memory_order_release);
   Waiter wait{hooks, victims, r.measure_start_ns, 0, {}};
+  wait.trace = trace.get();
+  wait.fold_from_ns = irq_cap_before.mono_ns();  // r.interrupts_start_ns
   bool ok = true;
 
   phase(hooks, "baseline");

@@ -19,6 +19,13 @@ class TraceSession {
   virtual ~TraceSession() = default;
   virtual void start() = 0;        // called before the baseline begins
   virtual KernelTrace stop() = 0;  // called after the measurement ends
+  // Count, and stop keeping, the events of [from_ns, until_ns) drained so
+  // far: the victims dropped the samples of that stretch (a run past its
+  // memory limit). stop() returns them in KernelTrace::folded.
+  virtual void fold(std::int64_t from_ns, std::int64_t until_ns) {
+    (void)from_ns;
+    (void)until_ns;
+  }
 };
 
 struct Hooks {

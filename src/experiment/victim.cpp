@@ -250,6 +250,7 @@ void Victim::fold_front_block() noexcept {
     dropped_hist_->record(std::max<std::int64_t>(1, static_cast<std::int64_t>(static_cast<double>(d) * cfg_.ns_per_tick)));
   }
   dropped_.samples += SampleStore::kBlockSamples;
+  dropped_ticks_pub_.store(dropped_.ticks, std::memory_order_release);
   store_.drop_front_block();
 }
 

@@ -114,6 +114,9 @@ class Victim {
     std::size_t overflow_samples = 0;  // of them >= 2^32 ticks (their lengths added by settle_dropped)
   };
   const Dropped& dropped() const { return dropped_; }
+  // Ticks of the samples dropped so far (overflowed ones not included: a
+  // lower bound), readable from any thread while the drainer compacts.
+  std::uint64_t dropped_ticks_so_far() const { return dropped_ticks_pub_.load(std::memory_order_acquire); }
   const hdr::Histogram* dropped_histogram() const { return dropped_.samples ? &*dropped_hist_ : nullptr; }
   // After the join: adds the dropped samples longer than 2^32 ticks, which
   // the drainer skipped (their lengths are in overflow(), written by the
@@ -145,6 +148,7 @@ class Victim {
   Dropped dropped_;
   std::size_t reserve_ = 0;  // samples a compaction leaves free for the releases and the after phase
   std::optional<hdr::Histogram> dropped_hist_;  // made in prepare() (allocates before the barrier)
+  alignas(64) std::atomic<std::uint64_t> dropped_ticks_pub_{0};  // dropped_.ticks, published by the drainer
   bool dropped_settled_ = false;
 };
 

@@ -419,6 +419,15 @@ json result_json(const Result& r, const Analysis& a) {
   j["trace"]["callchains"] = callchains_json(r.trace);
   j["trace"]["events_truncated"] = r.events_truncated || r.trace.events.size() > kResultMaxEvents;
   j["trace"]["events_table"] = events_table_json(r);
+  if (r.trace.folded.events > 0 || r.trace.folded.until_ns > 0) {
+    json tlb = json::array();
+    for (const auto& [key, n] : r.trace.folded.tlb_flush)
+      tlb.push_back({{"cpu", key.first}, {"reason", key.second}, {"count", n}});
+    j["trace"]["folded"] = {{"from_ns", r.trace.folded.from_ns - r.measure_start_ns},
+                            {"until_ns", r.trace.folded.until_ns - r.measure_start_ns},
+                            {"events", r.trace.folded.events},
+                            {"tlb_flush", tlb}};
+  }
   j["trace"]["symbols"] = symbols_json(r.trace);
   j["attribution"] = attribution_json(r, a);
   return j;

@@ -640,6 +640,15 @@ LoadedResult result_from_json(std::string_view text) {
   // Added within schema 1: optional (older results keep only the counts).
   if (t.has("events_table")) read_events_table(t["events_table"], r);
   if (t.has("events_truncated")) r.events_truncated = t["events_truncated"].boolean();
+  if (t.has("folded")) {  // a run past its memory limit: events counted, not kept
+    const Node f = t["folded"];
+    r.trace.folded.from_ns = f["from_ns"].i64() + r.measure_start_ns;
+    r.trace.folded.until_ns = f["until_ns"].i64() + r.measure_start_ns;
+    r.trace.folded.events = f["events"].i64();
+    const Node tlb = f["tlb_flush"];
+    for (std::size_t i = 0; i < tlb.array_size(); ++i)
+      r.trace.folded.tlb_flush[{tlb[i]["cpu"].i32(), tlb[i]["reason"].i32()}] = tlb[i]["count"].i64();
+  }
   if (t.has("symbols")) {
     const Node sym = t["symbols"];
     if (!sym.raw().is_object()) fail(sym.path(), "expected an object");

@@ -101,12 +101,14 @@ std::unique_ptr<BpfFlushCounter> BpfFlushCounter::open(int only_tgid, std::strin
     bpf_object__for_each_map(m, im.obj) {
       const std::string name = bpf_map__name(m);
       std::size_t size = 0;
-      void* init = nullptr;
+      const void* init = nullptr;
       if (name.size() >= 7 && name.compare(name.size() - 7, 7, ".rodata") == 0 &&
           (init = bpf_map__initial_value(m, &size)) != nullptr && size >= sizeof(std::uint32_t)) {
+        std::vector<unsigned char> data(static_cast<const unsigned char*>(init),
+                                        static_cast<const unsigned char*>(init) + size);
         const auto t = static_cast<std::uint32_t>(std::max(0, only_tgid));
-        std::memcpy(init, &t, sizeof t);
-        set = true;
+        std::memcpy(data.data(), &t, sizeof t);
+        set = bpf_map__set_initial_value(m, data.data(), data.size()) == 0;
       }
     }
     if (!set) return fail("BPF object: .rodata (target_tgid) missing");

@@ -38,6 +38,7 @@ class InterruptsCapture {
   // is generated CPU by CPU: an interrupt on a CPU whose column was already
   // read, before the stamp, is traced inside the window but not counted.
   std::int64_t read_ns() const { return read_ns_; }
+  std::int64_t mono_ns() const { return mono_ns_; }  // the stamp of the last capture (InterruptsSnapshot::mono_ns)
   const std::string& error() const { return file_.error(); }
   std::optional<InterruptsSnapshot> snapshot(std::string* why = nullptr) const;  // parse the captured text
 

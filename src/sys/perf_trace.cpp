@@ -44,6 +44,17 @@ class ChunkedVec {
   T& operator[](std::size_t i) { return chunks_[i / kChunk][i % kChunk]; }
   // Forget the contents, keep the chunks (no free while measuring).
   void clear() { size_ = 0; }
+  // Removes the elements `take` says yes to, in order, keeping the chunks.
+  template <class Take>
+  void remove_if(Take take) {
+    std::size_t w = 0;
+    for (std::size_t i = 0; i < size_; ++i) {
+      if (take((*this)[i])) continue;
+      if (w != i) (*this)[w] = (*this)[i];
+      ++w;
+    }
+    size_ = w;
+  }
 
  private:
   std::vector<std::unique_ptr<T[]>> chunks_;
@@ -411,6 +422,17 @@ std::vector<KernelEvent> Tracer::take_events() {
   for (std::size_t i = 0; i < im.events.size(); ++i) out.push_back(im.events[i]);
   im.events.clear();  // chains stay: their indices remain valid
   return out;
+}
+
+void Tracer::take_events_between(std::int64_t from_ns, std::int64_t until_ns,
+                                 const std::function<void(const KernelEvent&)>& each) {
+  Impl& im = *impl_;
+  std::lock_guard<std::mutex> lk(im.mu);
+  im.events.remove_if([&](const KernelEvent& e) {
+    if (e.mono_ns < from_ns || e.mono_ns >= until_ns) return false;
+    each(e);
+    return true;
+  });
 }
 
 Callchain Tracer::callchain(int index) const {

@@ -21,6 +21,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -66,6 +67,12 @@ class Tracer {
   // callchain indices refer to callchain()).
   void drain();
   std::vector<KernelEvent> take_events();
+  // Removes the events drained so far with from_ns <= mono_ns < until_ns,
+  // passing each to `each` (under the tracer's lock: keep it short). The
+  // storage they held is reused (a run past its memory limit keeps events
+  // bounded this way).
+  void take_events_between(std::int64_t from_ns, std::int64_t until_ns,
+                           const std::function<void(const KernelEvent&)>& each);
   Callchain callchain(int index) const;                 // symbolized
   std::string symbolize(std::uint64_t addr) const;      // "func+0xoff" or "0x..."
   std::string function_name(std::uint64_t addr) const;  // "func" or ""

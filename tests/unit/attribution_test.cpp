@@ -4,6 +4,7 @@
 #include <tuple>
 
 #include "core/attribution.hpp"
+#include "core/event_counts.hpp"
 
 namespace shootdown {
 namespace {
@@ -618,6 +619,69 @@ TEST(AttributionOffCpu, WithoutSchedSwitchTheTidHeuristicStaysAndReleasesAreUnkn
   EXPECT_EQ(a.releases_on_cpu, -1);
   EXPECT_TRUE(a.release_on_cpu.empty());
   EXPECT_NE(at.note.find("sched_switch"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace shootdown
+
+namespace shootdown {
+namespace {
+
+// A run past its memory limit folds the events of the dropped stretch into
+// counts (KernelTrace::folded): the event counts and the TLB accounting must
+// come out exactly as if every event had been kept.
+TEST(FoldedEvents, CountsAndTlbAccountingAsIfKept) {
+  Result r;
+  r.trace.enabled = true;
+  r.interrupts_start_ns = 1'000;
+  r.interrupts_span_ns = 10'000'000;
+  r.counters = {CpuCounters{1, "victim", 700, 0, 0, 0}, CpuCounters{2, "victim", 50, 0, 0, 0}};
+  // Events every 1 us over the span on CPUs 0..2, all types, tlb_flush reasons 0..5.
+  const EventType types[] = {EventType::kTlbFlush, EventType::kCallFunctionEntry, EventType::kLocalTimerEntry,
+                             EventType::kSchedSwitch};
+  for (std::int64_t i = 0; i < 9000; ++i) {
+    KernelEvent e;
+    e.mono_ns = 500 + i * 1000;  // the first one before the span: never folded
+    e.cpu = static_cast<int>((i / 7) % 3);
+    e.type = types[i % 4];
+    e.a = e.type == EventType::kTlbFlush ? (i / 4) % kTlbFlushReasons : 0;
+    r.trace.events.push_back(e);
+  }
+  Attribution kept;
+  kept.victims = {VictimAttribution{}, VictimAttribution{}};
+  kept.victims[0].cpu = 1;
+  kept.victims[1].cpu = 2;
+  Attribution folded = kept;
+  account_tlb(r, kept);
+  const auto counts_kept = count_events(r.trace);
+
+  // Fold [from, until) as the experiment does: from the span's start.
+  const std::int64_t from = r.interrupts_start_ns, until = 6'000'000;
+  std::vector<KernelEvent> rest;
+  r.trace.folded.from_ns = from;
+  r.trace.folded.until_ns = until;
+  for (const auto& e : r.trace.events)
+    if (e.mono_ns >= from && e.mono_ns < until)
+      r.trace.folded.add(e);
+    else
+      rest.push_back(e);
+  ASSERT_GT(r.trace.folded.events, 5000);
+  r.trace.events = rest;
+  account_tlb(r, folded);
+  const auto counts_folded = count_events(r.trace);
+
+  ASSERT_EQ(counts_kept.size(), counts_folded.size());
+  for (std::size_t i = 0; i < counts_kept.size(); ++i) {
+    EXPECT_EQ(counts_kept[i].cpu, counts_folded[i].cpu);
+    EXPECT_EQ(counts_kept[i].event, counts_folded[i].event);
+    EXPECT_EQ(counts_kept[i].count, counts_folded[i].count);
+  }
+  for (std::size_t v = 0; v < 2; ++v) {
+    EXPECT_GT(kept.victims[v].tlb_traced_remote, 0);
+    EXPECT_EQ(kept.victims[v].tlb_traced_remote, folded.victims[v].tlb_traced_remote);
+    EXPECT_EQ(kept.victims[v].tlb_traced_wrong_cpu, folded.victims[v].tlb_traced_wrong_cpu);
+    EXPECT_EQ(kept.victims[v].tlb_untraced, folded.victims[v].tlb_untraced);
+  }
 }
 
 }  // namespace
