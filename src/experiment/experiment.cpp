@@ -33,7 +33,6 @@ namespace shootdown::exp {
 namespace {
 
 constexpr std::int64_t kMs = 1000000;
-constexpr std::int64_t kEnterMaxNs = 600LL * 1000 * kMs;  // --trigger enter waits at most 10 min
 
 // /proc/interrupts brackets the counted span. The kernel generates it CPU by
 // CPU, so a reader that loses its CPU mid-read (the lab: a TCG vCPU starved
@@ -116,10 +115,11 @@ struct Waiter {
       sleep_ns(std::min<std::int64_t>(deadline - now, 5 * kMs));
     }
   }
-  // Waits for a line on stdin (the article's "Press enter to free chunkA").
-  bool enter(std::int64_t deadline) {
+  // Waits for a line on stdin (the article's "Press enter to free chunkA"),
+  // as long as it takes.
+  bool enter() {
     for (;;) {
-      if (!until(std::min(deadline, sys::mono_now_ns() + 0))) return false;
+      if (!until(sys::mono_now_ns())) return false;
       pollfd p{STDIN_FILENO, POLLIN, 0};
       const int rc = poll(&p, 1, 50);
       if (rc > 0) {
@@ -130,10 +130,6 @@ struct Waiter {
           return false;
         }
         return true;
-      }
-      if (sys::mono_now_ns() >= deadline) {
-        stop_reason = "no Enter within 10 minutes";
-        return false;
       }
     }
   }
@@ -291,7 +287,10 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
   r.env.tsc_hz_pre = pre.hz();
 
   const std::int64_t trigger_ns = std::max(plan.trigger_after_ns, plan.baseline_ns);
-  std::int64_t planned = plan.trigger == "enter" ? kEnterMaxNs : trigger_ns;
+  // --trigger enter waits as long as the user likes: the plan counts its
+  // baseline only; a longer wait is what compaction (the memory limit) is for.
+  const std::int64_t before_release = plan.trigger == "enter" ? plan.baseline_ns : trigger_ns;
+  std::int64_t planned = before_release;
   // A paced release lasts its gaps plus its steps (each a madvise and, on a
   // VM, a flush IPI of tens of us): allow 200 us per step besides the gap.
   const std::int64_t spread =
@@ -307,7 +306,7 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
   // copy them again (~32 bytes per sample in all). So each ring gets at most
   // an eighth of its share, less 32 MiB for the rest of the process: a long
   // run ends early with its samples instead of being OOM-killed. (A budget by
-  // configuration rather than by the limit is issue 19's streaming analysis.)
+  // configuration: --memory-limit, by default default_memory_limit().)
   // The same rule applies to the machine's MemAvailable (read now, with
   // chunk A resident): a store that grows past it would push the kernel into
   // reclaim and compaction, whose page migrations flush our CPUs too.
@@ -321,12 +320,14 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
       ring_budget_why = fmt::format("MemAvailable {} leaves room for {} of samples per victim", format_size(avail),
                                     format_size(static_cast<std::int64_t>(ring_budget)));
     }
-    if (plan.memory_limit > 0) {
-      const auto b = static_cast<std::size_t>(plan.memory_limit / n / 8);
+    {
+      const std::int64_t limit = plan.memory_limit > 0 ? plan.memory_limit : default_memory_limit(plan.victim_cpus.size());
+      const auto b = static_cast<std::size_t>(limit / n / 8);
       if (ring_budget == 0 || b < ring_budget) {
         ring_budget = b;
-        ring_budget_why = fmt::format("--memory-limit {} leaves {} of samples per victim",
-                                      format_size(plan.memory_limit), format_size(static_cast<std::int64_t>(b)));
+        ring_budget_why = fmt::format("{} {} leaves {} of samples per victim",
+                                      plan.memory_limit > 0 ? "--memory-limit" : "the default memory limit (--memory-limit)",
+                                      format_size(limit), format_size(static_cast<std::int64_t>(b)));
       }
     }
     if (const auto cg = sys::read_cgroup_memory(); cg && cg->limit >= 0) {
@@ -354,7 +355,7 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
     vc.chunk_b = hooks.victim_chunk ? hooks.victim_chunk(cpu, size, mode, plan.numa_node) : nullptr;
     vc.ring_slot = hooks.victim_ring ? hooks.victim_ring(cpu, plan.numa_node) : nullptr;
     vc.planned_ns = planned;
-    vc.tail_ns = planned - (plan.trigger == "enter" ? kEnterMaxNs : trigger_ns);
+    vc.tail_ns = planned - before_release;
     vc.ring_budget_bytes = ring_budget;
     vc.ring_budget_why = ring_budget_why;
     vc.ns_per_tick = pre.ns_per_tick;
@@ -457,7 +458,7 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
   phase(hooks, "baseline");
   if (plan.trigger == "enter") {
     if (hooks.prompt) hooks.prompt("Press Enter to release chunk A...");
-    ok = wait.until(r.measure_start_ns + plan.baseline_ns) && wait.enter(r.measure_start_ns + kEnterMaxNs);
+    ok = wait.until(r.measure_start_ns + plan.baseline_ns) && wait.enter();
   } else {
     ok = wait.until(r.measure_start_ns + trigger_ns);
   }
