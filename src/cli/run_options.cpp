@@ -130,8 +130,8 @@ void add_run_options(CLI::App& app, RunOptions& o, bool for_compare) {
   app.add_flag("--no-mlock", o.no_mlock, "Do not mlock chunk B and the sample ring");
   app.add_option("--memory-limit", o.memory_limit,
                  "Memory for the victims' samples and their analysis, e.g. 512MiB (at least 256MiB per victim); a "
-                 "baseline longer than fits keeps its oldest samples only as a histogram (default: from MemAvailable "
-                 "and the memory cgroup)");
+                 "baseline longer than fits keeps its oldest samples and kernel events only as a histogram and "
+                 "counts (default: from MemAvailable and the memory cgroup)");
   app.add_flag("--rt", o.rt,
                "Run victims SCHED_FIFO (priority 1) so they keep their CPU: a preempted victim gets no shootdown IPI");
   if (!for_compare) {

@@ -3,7 +3,6 @@
 // analysed by src/core/analysis.hpp. Units: ns unless a name says otherwise.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -57,15 +56,6 @@ struct Environment {
 // baseline and the rest free for the releases), times 8 for the analysis
 // after the run (32 bytes per 4-byte sample).
 inline constexpr std::int64_t kMemoryLimitPerVictim = 256LL << 20;
-// Without --memory-limit: the victims' samples and their analysis get
-// max(1 GiB, kMemoryLimitPerVictim per victim), so a run that waits long
-// (--trigger enter, a long after=) stays in a few hundred MB beyond its
-// chunks (bench/long_run.sh) instead of taking a share of MemAvailable.
-inline constexpr std::int64_t kDefaultMemoryLimit = 1LL << 30;
-inline std::int64_t default_memory_limit(std::size_t victims) {
-  return std::max<std::int64_t>(kDefaultMemoryLimit,
-                                kMemoryLimitPerVictim * static_cast<std::int64_t>(std::max<std::size_t>(victims, 1)));
-}
 
 struct Plan {
   int culprit_cpu = -1;

@@ -306,7 +306,7 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
   // copy them again (~32 bytes per sample in all). So each ring gets at most
   // an eighth of its share, less 32 MiB for the rest of the process: a long
   // run ends early with its samples instead of being OOM-killed. (A budget by
-  // configuration: --memory-limit, by default default_memory_limit().)
+  // configuration: --memory-limit.)
   // The same rule applies to the machine's MemAvailable (read now, with
   // chunk A resident): a store that grows past it would push the kernel into
   // reclaim and compaction, whose page migrations flush our CPUs too.
@@ -320,14 +320,12 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
       ring_budget_why = fmt::format("MemAvailable {} leaves room for {} of samples per victim", format_size(avail),
                                     format_size(static_cast<std::int64_t>(ring_budget)));
     }
-    {
-      const std::int64_t limit = plan.memory_limit > 0 ? plan.memory_limit : default_memory_limit(plan.victim_cpus.size());
-      const auto b = static_cast<std::size_t>(limit / n / 8);
+    if (plan.memory_limit > 0) {
+      const auto b = static_cast<std::size_t>(plan.memory_limit / n / 8);
       if (ring_budget == 0 || b < ring_budget) {
         ring_budget = b;
-        ring_budget_why = fmt::format("{} {} leaves {} of samples per victim",
-                                      plan.memory_limit > 0 ? "--memory-limit" : "the default memory limit (--memory-limit)",
-                                      format_size(limit), format_size(static_cast<std::int64_t>(b)));
+        ring_budget_why = fmt::format("--memory-limit {} leaves {} of samples per victim",
+                                      format_size(plan.memory_limit), format_size(static_cast<std::int64_t>(b)));
       }
     }
     if (const auto cg = sys::read_cgroup_memory(); cg && cg->limit >= 0) {
