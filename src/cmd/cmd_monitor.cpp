@@ -236,8 +236,8 @@ class Collector {
       std::int64_t& seen = bpf_seen_[{t.tgid, t.reason}];
       const std::int64_t delta = t.count - seen;
       seen = t.count;
-      auto [q, fresh] = quiet.try_emplace(t.tgid, true);
-      q->second = q->second && delta == 0;
+      bool& q = quiet.try_emplace(t.tgid, true).first->second;
+      q = q && delta == 0;
       attribution_.add_flushes(t.reason, t.tgid, delta, now_ns, [&](int pid) {
         TaskInfo ti = tasks_.get(pid, now_ns);
         if (ti.comm == "?" && !t.comm.empty()) ti.comm = t.comm;

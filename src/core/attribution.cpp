@@ -520,7 +520,10 @@ std::string untraced_tlb_rule(const std::string& kernel_release) {
   if (v >= 6015) s += "the mm uses a global ASID flushed by INVLPGB, ";
   s += "or its TLB is already at the requested generation (f->new_tlb_gen <= local tlb_gen: a later flush "
        "caught it up)";
-  if (v >= 6014) s += "; another mm loaded is traced as reason 5";
+  if (v >= 6014)
+    s += "; another mm loaded is traced as reason 5, also by the initiating CPU's own flush_tlb_func() (no IPI, "
+         "not in the TLB row: x86/mm/tlb \"Also remove local CPU from mm_cpumask if stale\", 6.14), so traced "
+         "reason 5 can exceed the TLB row and the untraced count go negative";
   return s;
 }
 
