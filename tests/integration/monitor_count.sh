@@ -22,10 +22,18 @@ for engine in count ring bpf; do
   PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
   N=5000
   mounts_before=$(grep -c ' tracefs ' /proc/mounts || true)
+  before_progs=$(command -v bpftool >/dev/null && bpftool prog show 2>/dev/null | awk '/count_tlb_flush/ { sub(":", "", $1); print $1 }' || true)
   taskset -c 0 "$SHOOTDOWN" monitor 1s --trace $engine --listen "127.0.0.1:$PORT" >/dev/null 2>"$TMP/err" &
   MON=$!
   for _ in $(seq 1 100); do grep -q serving "$TMP/err" && break; kill -0 $MON 2>/dev/null || break; sleep 0.1; done
   grep -q serving "$TMP/err" && ok "monitor --trace $engine serves /metrics" || { not_ok "monitor --trace $engine did not start: $(cat "$TMP/err")"; continue; }
+  # The BPF programs this monitor loaded (another tool's may be loaded too).
+  progs() { bpftool prog show 2>/dev/null | awk '/count_tlb_flush/ { sub(":", "", $1); print $1 }' | sort; }
+  mine=
+  if [[ $engine == bpf ]] && command -v bpftool >/dev/null; then
+    mine=$(comm -13 <(printf '%s\n' "${before_progs:-}" | sed '/^$/d' | sort) <(progs) | tr '\n' ' ')
+    [[ -n $mine ]] && ok "bpf: the monitor loaded its program (id $mine)" || not_ok "bpf: no new count_tlb_flush program while the monitor runs"
+  fi
   curl -s "http://127.0.0.1:$PORT/metrics" >"$TMP/m1"
   "$LOOP" $N munmap 0 1 >"$TMP/work"
   curl -s "http://127.0.0.1:$PORT/metrics" >"$TMP/m2"
@@ -38,8 +46,11 @@ for engine in count ring bpf; do
   dtl=$(($(val "$TMP/m2" "$tl") - $(val "$TMP/m1" "$tl")))
   tol=$((munmaps / 100 + 5))
   echo "# $engine: munmaps $munmaps: remote_send_ipi on cpu0 +$dsi, remote_shootdown on cpu1 +$drs, TLB cpu1 +$dtl"
-  d=$((dsi - munmaps)); d=${d#-}
-  ((d <= tol)) && ok "$engine: remote_send_ipi matches the munmaps ($dsi vs $munmaps)" || not_ok "remote_send_ipi $dsi vs $munmaps"
+  # CPU 0's count is system-wide: every munmap sends one (the victim spins in
+  # the mm), and other tasks on CPU 0 may send more (5060 for 5000 munmaps
+  # once in a Release-tier run here), never fewer.
+  ((dsi >= munmaps - tol && dsi <= munmaps + munmaps / 20 + 50)) &&
+    ok "$engine: remote_send_ipi matches the munmaps ($dsi vs $munmaps)" || not_ok "$engine: remote_send_ipi $dsi vs $munmaps"
   d=$((drs - dtl)); d=${d#-}
   ((d <= tol)) && ok "$engine: remote_shootdown matches /proc/interrupts ($drs vs $dtl)" || not_ok "remote_shootdown $drs vs TLB $dtl"
   if [[ $engine == count ]]; then
@@ -52,12 +63,13 @@ for engine in count ring bpf; do
     d=$((dpi - munmaps)); d=${d#-}
     ((d <= tol)) && ok "bpf: process_initiated{comm=munmap_loop} +$dpi matches the munmaps" || not_ok "bpf: process_initiated munmap_loop +$dpi vs $munmaps"
   else
-    # ring: the flushes are attributed to processes (named only if the
-    # process lived until a fold read its /proc entry: every 100 ms).
-    pi() { awk '/^shootdown_process_initiated_total/ { s += $2 } END { print s + 0 }' "$1"; }
+    # ring: the flushes are attributed to munmap_loop by name only if it
+    # lived until a fold read its /proc entry (every 100 ms), else to "?"
+    # (with any other process that exited unnamed: never fewer).
+    pi() { awk '/^shootdown_process_initiated_total/ && /comm="(munmap_loop|\?)"/ { s += $2 } END { print s + 0 }' "$1"; }
     dpi=$(($(pi "$TMP/m2") - $(pi "$TMP/m1")))
-    d=$((dpi - munmaps)); d=${d#-}
-    ((d <= tol)) && ok "ring: process_initiated (all series) +$dpi matches the munmaps" || not_ok "ring: process_initiated +$dpi vs $munmaps"
+    ((dpi >= munmaps - tol && dpi <= munmaps + munmaps / 20 + 50)) &&
+      ok "ring: process_initiated{comm=munmap_loop or ?} +$dpi matches the munmaps" || not_ok "ring: process_initiated{munmap_loop or ?} +$dpi vs $munmaps"
   fi
   if command -v promtool >/dev/null; then
     out=$(promtool check metrics <"$TMP/m2" 2>&1) && [[ -z "$out" ]] && ok "promtool check metrics: no findings" || not_ok "promtool: $out"
@@ -66,13 +78,16 @@ for engine in count ring bpf; do
   wait $MON && ok "$engine: exit 0 on SIGTERM" || not_ok "$engine: exit status $? on SIGTERM"
   MON=
   [[ $(grep -c ' tracefs ' /proc/mounts || true) == "$mounts_before" ]] && ok "$engine: tracefs mounts unchanged" || not_ok "$engine: tracefs mounts changed"
-  if [[ $engine == bpf ]]; then
-    if command -v bpftool >/dev/null; then
-      # The kernel frees a program after an RCU grace period and a work item: allow 2 s.
-      for _ in $(seq 1 20); do bpftool prog show 2>/dev/null | grep -q count_tlb_flush || break; sleep 0.1; done
-      bpftool prog show 2>/dev/null | grep -q count_tlb_flush && not_ok "bpf: a count_tlb_flush program is still loaded 2 s after exit" ||
-        ok "bpf: no count_tlb_flush program loaded after exit (bpftool prog show)"
-    fi
+  if [[ -n $mine ]]; then
+    # The kernel frees a program after an RCU grace period and a work item: allow 2 s.
+    left=
+    for _ in $(seq 1 20); do
+      left=$(comm -12 <(printf '%s\n' $mine | sort) <(progs) | tr '\n' ' ')
+      [[ -z $left ]] && break
+      sleep 0.1
+    done
+    [[ -z $left ]] && ok "bpf: its program (id $mine) is unloaded after exit (bpftool prog show)" ||
+      not_ok "bpf: program id $left still loaded 2 s after the monitor exited"
   fi
 done
 finish
