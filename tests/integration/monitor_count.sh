@@ -18,17 +18,17 @@ N=5000
 MON=
 trap '[[ -n $MON ]] && kill -KILL $MON 2>/dev/null; rm -rf "$TMP"' EXIT
 val() { awk -v k="$2" '$1 == k { print $2 }' "$1"; }
+# Ids of the loaded count_tlb_flush BPF programs (another tool's monitor may have one too).
+progs() { command -v bpftool >/dev/null || return 0; bpftool prog show 2>/dev/null | awk '/count_tlb_flush/ { sub(":", "", $1); print $1 }' | sort; }
 for engine in count ring bpf; do
   PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
   N=5000
   mounts_before=$(grep -c ' tracefs ' /proc/mounts || true)
-  before_progs=$(command -v bpftool >/dev/null && bpftool prog show 2>/dev/null | awk '/count_tlb_flush/ { sub(":", "", $1); print $1 }' || true)
+  before_progs=$(progs)
   taskset -c 0 "$SHOOTDOWN" monitor 1s --trace $engine --listen "127.0.0.1:$PORT" >/dev/null 2>"$TMP/err" &
   MON=$!
   for _ in $(seq 1 100); do grep -q serving "$TMP/err" && break; kill -0 $MON 2>/dev/null || break; sleep 0.1; done
   grep -q serving "$TMP/err" && ok "monitor --trace $engine serves /metrics" || { not_ok "monitor --trace $engine did not start: $(cat "$TMP/err")"; continue; }
-  # The BPF programs this monitor loaded (another tool's may be loaded too).
-  progs() { bpftool prog show 2>/dev/null | awk '/count_tlb_flush/ { sub(":", "", $1); print $1 }' | sort; }
   mine=
   if [[ $engine == bpf ]] && command -v bpftool >/dev/null; then
     mine=$(comm -13 <(printf '%s\n' "${before_progs:-}" | sed '/^$/d' | sort) <(progs) | tr '\n' ' ')
