@@ -10,9 +10,9 @@
 #include <cstdarg>
 #include <cstring>
 #include <algorithm>
-#include <sstream>
 
 #include "sys/fs.hpp"
+#include "sys/meminfo.hpp"
 
 // The object file src/bpf/flush_count.bpf.c compiles to, embedded at build
 // time (src/bpf/CMakeLists.txt).
@@ -198,17 +198,13 @@ void BpfFlushCounter::erase(int tgid) {
 }
 
 std::string cgroup_v2_path_of_id(std::uint64_t id) {
-  // The cgroup2 mount: "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS ... - cgroup2 SOURCE SUPEROPTS".
-  std::istringstream mi(read_file_or("/proc/self/mountinfo", ""));
   std::string root, mnt;
-  for (std::string line; std::getline(mi, line);) {
-    const auto dash = line.find(" - cgroup2 ");
-    if (dash == std::string::npos) continue;
-    std::istringstream f(line);
-    std::string mid, parent, dev;
-    f >> mid >> parent >> dev >> root >> mnt;
-    break;
-  }
+  for (const MountInfo& m : parse_mountinfo(read_file_or("/proc/self/mountinfo", "")))
+    if (m.fstype == "cgroup2") {
+      root = m.root;
+      mnt = m.mountpoint;
+      break;
+    }
   if (mnt.empty()) return "";
   const int mfd = ::open(mnt.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (mfd < 0) return "";

@@ -79,6 +79,24 @@ std::optional<std::string> relative(const std::string& path, const std::string& 
 }
 }  // namespace
 
+std::vector<MountInfo> parse_mountinfo(const std::string& text) {
+  std::vector<MountInfo> out;
+  std::istringstream mi(text);
+  for (std::string line; std::getline(mi, line);) {
+    const auto dash = line.find(" - ");
+    if (dash == std::string::npos) continue;
+    std::istringstream f(line);
+    std::string id, parent, dev;
+    MountInfo m;
+    f >> id >> parent >> dev >> m.root >> m.mountpoint;
+    std::istringstream tail(line.substr(dash + 3));
+    std::string source;
+    tail >> m.fstype >> source >> m.superopts;
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
 std::optional<CgroupMemory> parse_cgroup_memory(
     const std::string& proc_cgroup, const std::string& mountinfo,
     const std::function<std::optional<std::string>(const std::string&)>& read) {
@@ -97,17 +115,8 @@ std::optional<CgroupMemory> parse_cgroup_memory(
     for (const auto& c : split(ctl, ','))
       if (c == "memory") v1_path = path;
   }
-  // Mounts: "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS ... - FSTYPE SOURCE SUPEROPTS".
-  std::istringstream mi(mountinfo);
-  for (std::string line; std::getline(mi, line);) {
-    std::istringstream f(line);
-    std::string id, parent, dev, root, mnt;
-    f >> id >> parent >> dev >> root >> mnt;
-    const auto dash = line.find(" - ");
-    if (dash == std::string::npos) continue;
-    std::istringstream tail(line.substr(dash + 3));
-    std::string fstype, source, superopts;
-    tail >> fstype >> source >> superopts;
+  for (const MountInfo& m : parse_mountinfo(mountinfo)) {
+    const std::string &root = m.root, &mnt = m.mountpoint, &fstype = m.fstype, &superopts = m.superopts;
     CgroupMemory c;
     std::optional<std::string> rel;
     if (fstype == "cgroup" && !v1_path.empty()) {

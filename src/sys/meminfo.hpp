@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "sys/fs.hpp"
 
@@ -36,6 +37,13 @@ struct CgroupMemory {
 // From /proc/self/cgroup and /proc/self/mountinfo text and a reader of files
 // under the cgroup mount (relative path -> content): testable on fixtures.
 // nullopt when no memory cgroup is mounted or found.
+// One line of /proc/PID/mountinfo: "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS
+// ... - FSTYPE SOURCE SUPEROPTS" (the fields the cgroup readers need).
+struct MountInfo {
+  std::string root, mountpoint, fstype, superopts;
+};
+std::vector<MountInfo> parse_mountinfo(const std::string& text);
+
 std::optional<CgroupMemory> parse_cgroup_memory(const std::string& proc_cgroup, const std::string& mountinfo,
                                                 const std::function<std::optional<std::string>(const std::string&)>& read);
 std::optional<CgroupMemory> read_cgroup_memory();
