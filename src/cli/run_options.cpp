@@ -129,9 +129,10 @@ void add_run_options(CLI::App& app, RunOptions& o, bool for_compare) {
   app.add_option("--stall-factor", o.stall_factor, "Auto stall threshold = factor x baseline median (default 8)");
   app.add_flag("--no-mlock", o.no_mlock, "Do not mlock chunk B and the sample ring");
   app.add_option("--memory-limit", o.memory_limit,
-                 "Memory for the victims' samples and their analysis, e.g. 512MiB (at least 256MiB per victim); a "
-                 "baseline longer than fits keeps its oldest samples and kernel events only as a histogram and "
-                 "counts (default: from MemAvailable and the memory cgroup)");
+                 "Memory for the victims' samples and their analysis, e.g. 512MiB (at least 256MiB per victim); "
+                 "a run longer than fits keeps raw samples and kernel events around each release and the rest "
+                 "only as interval histograms and counts (default 1GiB, or 256MiB per victim if more; lowered to "
+                 "fit MemAvailable and the memory cgroup)");
   app.add_flag("--rt", o.rt,
                "Run victims SCHED_FIFO (priority 1) so they keep their CPU: a preempted victim gets no shootdown IPI");
   if (!for_compare) {
@@ -349,6 +350,9 @@ Plan validate_run_options(const RunOptions& o, const MachineFacts& m, std::vecto
       bad(fmt::format("--memory-limit {}: below the least for {} victim{} ({}: a 32 MiB sample store per victim, "
                       "8 bytes of analysis per stored byte) (accepted: a size like 512MiB, 2GiB)",
                       o.memory_limit, p.victim_cpus.size(), p.victim_cpus.size() == 1 ? "" : "s", format_size(least)));
+  } else {
+    p.memory_limit = std::max(kMemoryLimitDefault,
+                              kMemoryLimitPerVictim * static_cast<std::int64_t>(std::max<std::size_t>(p.victim_cpus.size(), 1)));
   }
   const std::int64_t chunks = 1 + static_cast<std::int64_t>(p.victim_cpus.size());
   std::int64_t margin = std::max<std::int64_t>(1LL << 30, m.mem_available / 10);

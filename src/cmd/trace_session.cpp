@@ -12,10 +12,12 @@ class KernelTraceSession final : public exp::TraceSession {
  public:
   explicit KernelTraceSession(std::unique_ptr<sys::Tracer> t) : tracer_(std::move(t)) {}
   void start() override { tracer_->start_reader(); }
-  void fold(std::int64_t from_ns, std::int64_t until_ns) override {
-    if (folded_.events == 0 && folded_.until_ns == 0) folded_.from_ns = from_ns;
-    tracer_->take_events_between(from_ns, until_ns, [this](const KernelEvent& e) { folded_.add(e); });
-    folded_.until_ns = std::max(folded_.until_ns, until_ns);
+  void fold(std::span<const std::pair<std::int64_t, std::int64_t>> ranges) override {
+    if (ranges.empty()) return;
+    if (folded_.events == 0 && folded_.until_ns == 0) folded_.from_ns = ranges.front().first;
+    folded_.from_ns = std::min(folded_.from_ns, ranges.front().first);
+    tracer_->take_events_between(ranges, [this](const KernelEvent& e) { folded_.add(e); });
+    folded_.until_ns = std::max(folded_.until_ns, ranges.back().second);
   }
   KernelTrace stop() override {
     KernelTrace kt = tracer_->stop();

@@ -41,9 +41,9 @@ constexpr std::int64_t kMs = 1000000;
 // smt-numa8: CAL 3, traced 4). A read slower than kSlowReadNs is taken again,
 // 3 tries in all; the last one's duration is returned.
 constexpr std::int64_t kSlowReadNs = 10 * kMs;
-// Events kept before the first kept sample when a run past its memory limit
-// folds the rest: attribution looks back at most this far (a sched_switch
-// that took a victim off its CPU, an IPI entry whose exit it kept).
+// Events kept around the raw samples when a run past its memory limit folds
+// the rest: attribution looks back at most this far (a sched_switch that
+// took a victim off its CPU, an IPI entry whose exit it kept).
 constexpr std::int64_t kFoldMarginNs = 1000 * kMs;
 std::int64_t capture_interrupts(sys::InterruptsCapture& c) {
   for (int i = 0; i < 3; ++i)
@@ -67,22 +67,36 @@ struct Waiter {
   std::int64_t start_ns;
   std::int64_t last_tick = 0;
   std::string stop_reason;
-  // Kernel events follow the samples: once every victim dropped its oldest
-  // samples, the events of the counted span before what they kept (less a
-  // margin for the look-back of attribution) are counted, not kept.
+  // Kernel events follow the samples: the events of the counted span
+  // farther than kFoldMarginNs from every sample the victims still hold raw
+  // (the look-back of attribution: a sched_switch that took a victim off its
+  // CPU, an IPI entry whose exit it kept) are counted, not kept.
   TraceSession* trace = nullptr;
-  std::int64_t fold_from_ns = 0;  // the counted span's start
-  std::int64_t folded_until_ns = 0;
+  const sys::TscClock* clock = nullptr;  // the pre-run calibration
+  std::int64_t fold_from_ns = 0;         // the counted span's start
+  // Reserved before the counted span: folding allocates nothing.
+  std::vector<TickRange> spans;
+  std::vector<std::pair<std::int64_t, std::int64_t>> kept, gaps;
 
+  void reserve_folding() {
+    std::size_t n = 2;
+    for (const auto& v : victims) n += v->samples().slots();
+    spans.reserve(n);
+    kept.reserve(n);
+    gaps.reserve(n + 1);
+  }
   void fold_events() {
-    if (!trace || victims.empty()) return;
-    double kept_from = std::numeric_limits<double>::max();  // ns after start_ns, earliest over victims
-    for (const auto& v : victims)
-      kept_from = std::min(kept_from, static_cast<double>(v->dropped_ticks_so_far()) * v->config().ns_per_tick);
-    const std::int64_t until = start_ns + static_cast<std::int64_t>(kept_from) - kFoldMarginNs;
-    if (until <= std::max(folded_until_ns, fold_from_ns)) return;
-    trace->fold(fold_from_ns, until);
-    folded_until_ns = until;
+    if (!trace || !clock || victims.empty()) return;
+    spans.clear();
+    std::uint64_t newest = UINT64_MAX;
+    for (const auto& v : victims) newest = std::min(newest, v->held_spans(spans));
+    if (newest == 0 || newest == UINT64_MAX) return;
+    kept.clear();
+    for (const TickRange& s : spans) kept.emplace_back(clock->to_mono(s.from), clock->to_mono(s.to));
+    const std::int64_t hi = clock->to_mono(newest) - kFoldMarginNs;
+    if (hi <= fold_from_ns) return;
+    fold_gaps(kept, fold_from_ns, hi, kFoldMarginNs, gaps);
+    if (!gaps.empty()) trace->fold(gaps);
   }
 
   const Victim* victim_full() const {
@@ -140,63 +154,119 @@ void phase(const Hooks& h, const std::string& s) {
 }
 
 VictimSamples convert(const Victim& v, const sys::TscClock& clock, std::int64_t pages_per_batch) {
+  constexpr std::size_t B = SampleStore::kBlockSamples;
   VictimSamples s;
   s.cpu = v.config().cpu;
   s.tid = v.output().tid;
   s.pages_per_batch = pages_per_batch;
-  const SampleStore& ring = v.samples();
-  // Compaction dropped [0, first): the series starts where they ended.
-  const std::size_t first = ring.first();
-  const std::size_t n = ring.size() - first;
+  const SampleStore& store = v.samples();
+  const auto& held = store.held_blocks();
+  const std::uint64_t t0 = v.output().start_tsc;
+  // Blocks folded before the first one held only move the start; a block
+  // folded between two held ones makes the series partial (index[]).
+  s.start_ns = clock.to_mono(t0 + (held.empty() ? 0 : v.block_ticks(held.front()).from));
+  const std::size_t n = store.held();
   s.end_ns.resize(n);
   s.lat_ns.resize(n);
-  std::uint64_t t = v.output().start_tsc + v.dropped().ticks;
-  s.start_ns = clock.to_mono(t);
-  std::int64_t prev = s.start_ns;
-  std::size_t of = 0;
-  const auto& overflow = v.overflow();
-  for (std::size_t i = 0; i < n; ++i) {
-    std::uint64_t d = ring[first + i];
-    if (d == UINT32_MAX) {
-      while (of < overflow.size() && overflow[of].index < first + i) ++of;
-      if (of < overflow.size() && overflow[of].index == first + i) d = overflow[of].ticks;
+  bool gaps = false;
+  for (std::size_t k = 1; k < held.size(); ++k) gaps = gaps || held[k].block != held[k - 1].block + 1;
+  if (gaps) s.index.resize(n);
+  std::size_t i = 0;
+  for (const auto& h : held) {
+    const std::size_t g0 = h.block << SampleStore::kBlockShift;
+    const std::size_t m = std::min(B, store.size() - g0);
+    const std::uint32_t* d = store.data(h);
+    std::uint64_t t = t0 + v.block_ticks(h).from;
+    std::int64_t prev = clock.to_mono(t);
+    for (std::size_t j = 0; j < m && i < n; ++j, ++i) {
+      t += d[j] != UINT32_MAX ? d[j] : v.overflow_ticks(g0 + j);
+      const std::int64_t end = clock.to_mono(t);
+      s.end_ns[i] = end;
+      s.lat_ns[i] = end - prev;
+      prev = end;
+      if (gaps) s.index[i] = static_cast<std::int64_t>(g0 + j);
     }
-    t += d;
-    const std::int64_t end = clock.to_mono(t);
-    s.end_ns[i] = end;
-    s.lat_ns[i] = end - prev;
-    prev = end;
   }
   return s;
 }
 
-// The baseline stretch a victim's compaction dropped, as one interval (its
-// latencies in one histogram) placed before the victim's first interval,
-// and a warning that says what was kept of it.
-void add_dropped_stretch(Result& r, const Victim& v, const sys::TscClock& clock) {
-  const hdr::Histogram* h = v.dropped_histogram();
-  if (h == nullptr) return;
+// The stretches a victim's full store folded, as intervals (one histogram
+// each) among the victim's own, and warnings that say what was kept raw and
+// which releases lost their raw window.
+void add_folded(Result& r, const Victim& v, const sys::TscClock& clock, const std::string& store_why) {
+  const auto& folds = v.folds();
+  if (folds.empty()) return;
   const int cpu = v.config().cpu;
-  Interval iv;
-  iv.victim_cpu = cpu;
-  iv.start_ns = clock.to_mono(v.output().start_tsc);
-  iv.end_ns = clock.to_mono(v.output().start_tsc + v.dropped().ticks);
-  iv.set_histogram(*h);
-  iv.phase = to_string(Phase::kBaseline);
-  const std::int64_t kept_from = iv.end_ns;
-  const std::string kept =
-      r.releases.empty() ? std::string("the samples after it")
-                         : "the last " + format_duration_ns(std::max<std::int64_t>(r.releases.front().before_ns - kept_from, 0)) +
-                               " of the baseline and everything after it";
-  r.warnings.push_back(fmt::format(
-      "victim cpu{}: the sample store ({}) filled during the baseline: its first {} ({} samples) are kept only as one "
-      "interval histogram (p50 {}, max {}); the phase tables and the attribution cover {} (--memory-limit sets the "
-      "store)",
-      cpu, format_size(static_cast<std::int64_t>(v.samples().max_samples() * sizeof(std::uint32_t))),
-      format_duration_ns(iv.end_ns - iv.start_ns), v.dropped().samples, format_duration_ns(std::llround(iv.summary.p50)),
-      format_duration_ns(std::llround(iv.summary.max)), kept));
-  auto at = std::find_if(r.intervals.begin(), r.intervals.end(), [cpu](const Interval& x) { return x.victim_cpu == cpu; });
-  r.intervals.insert(at, std::move(iv));
+  const std::uint64_t t0 = v.output().start_tsc;
+  hdr::Histogram all = make_latency_histogram();
+  std::int64_t folded_ns = 0, before_first = 0;
+  const std::int64_t first_release = r.releases.empty() ? INT64_MAX : r.releases.front().before_ns;
+  std::vector<bool> lost(r.releases.size(), false);
+  for (const auto& f : folds) {
+    Interval iv;
+    iv.victim_cpu = cpu;
+    iv.start_ns = clock.to_mono(t0 + f.from_tick);
+    iv.end_ns = clock.to_mono(t0 + f.to_tick);
+    const auto counts = v.fold_counts(f);
+    iv.counts.assign(counts.begin(), counts.end());
+    hdr::Histogram h = iv.histogram();
+    iv.summary = summarize(h);
+    iv.add_to(all);
+    iv.phase = to_string(interval_phase(r, iv.start_ns, iv.end_ns));
+    iv.folded = true;
+    folded_ns += iv.end_ns - iv.start_ns;
+    if (iv.end_ns <= first_release) before_first += static_cast<std::int64_t>(f.samples);
+    for (std::size_t k = 0; k < r.releases.size(); ++k)
+      if (iv.start_ns < r.releases[k].after_ns + r.plan.settle_ns && iv.end_ns > r.releases[k].before_ns) lost[k] = true;
+    r.intervals.push_back(std::move(iv));
+  }
+  // The victim's intervals in time order, the victims in their order.
+  auto victim_pos = [&](int c) {
+    return std::find(r.plan.victim_cpus.begin(), r.plan.victim_cpus.end(), c) - r.plan.victim_cpus.begin();
+  };
+  std::stable_sort(r.intervals.begin(), r.intervals.end(), [&](const Interval& x, const Interval& y) {
+    const auto px = victim_pos(x.victim_cpu), py = victim_pos(y.victim_cpu);
+    return px != py ? px < py : x.start_ns < y.start_ns;
+  });
+  const Summary sum = summarize(all);
+  const std::string store = format_size(static_cast<std::int64_t>(v.samples().max_samples() * sizeof(std::uint32_t)));
+  const std::size_t n = folds.size();
+  if (static_cast<std::size_t>(before_first) == v.folded_samples()) {
+    const std::int64_t kept_from = clock.to_mono(t0 + folds.back().to_tick);
+    const std::string kept =
+        r.releases.empty() ? std::string("the samples after it")
+                           : "the last " + format_duration_ns(std::max<std::int64_t>(first_release - kept_from, 0)) +
+                                 " of the baseline and everything after it";
+    r.warnings.push_back(fmt::format(
+        "victim cpu{}: the sample store ({}) filled during the baseline: its first {} ({} samples) are kept only as {} "
+        "interval histogram{} (p50 {}, max {}); the phase tables and the attribution cover {} (--memory-limit sets the "
+        "store: {})",
+        cpu, store, format_duration_ns(folded_ns), v.folded_samples(), n, n == 1 ? "" : "s",
+        format_duration_ns(std::llround(sum.p50)), format_duration_ns(std::llround(sum.max)), kept, store_why));
+  } else {
+    r.warnings.push_back(fmt::format(
+        "victim cpu{}: the sample store ({}) filled: {} of its samples ({}, {} before the first release) are kept only "
+        "as {} interval histograms (p50 {}, max {}); raw samples are kept around each release, and the phase tables "
+        "and the attribution cover those (--memory-limit sets the store: {})",
+        cpu, store, v.folded_samples(), format_duration_ns(folded_ns), before_first, n,
+        format_duration_ns(std::llround(sum.p50)), format_duration_ns(std::llround(sum.max)), store_why));
+  }
+  std::string which;
+  std::size_t nlost = 0;
+  for (std::size_t k = 0; k < lost.size(); ++k)
+    if (lost[k]) {
+      if (++nlost <= 8) which += (which.empty() ? "" : ", ") + std::to_string(k + 1);
+    }
+  if (nlost > 8) which += fmt::format(" and {} more", nlost - 8);
+  if (nlost > 0)
+    r.warnings.push_back(fmt::format(
+        "victim cpu{}: the raw samples of release{} {} were folded to make room: their stalls are in the interval "
+        "histograms but not attributed to causes (a larger --memory-limit keeps them)",
+        cpu, nlost == 1 ? "" : "s", which));
+  if (v.folds_coarsened())
+    r.warnings.push_back(fmt::format("victim cpu{}: the table of folded intervals filled: its last interval spans "
+                                     "stretches that are also kept raw",
+                                     cpu));
 }
 
 }  // namespace
@@ -353,7 +423,7 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
     vc.chunk_b = hooks.victim_chunk ? hooks.victim_chunk(cpu, size, mode, plan.numa_node) : nullptr;
     vc.ring_slot = hooks.victim_ring ? hooks.victim_ring(cpu, plan.numa_node) : nullptr;
     vc.planned_ns = planned;
-    vc.tail_ns = planned - before_release;
+    vc.keep_ns = std::max<std::int64_t>(plan.baseline_ns, 1000 * kMs);
     vc.ring_budget_bytes = ring_budget;
     vc.ring_budget_why = ring_budget_why;
     vc.ns_per_tick = pre.ns_per_tick;
@@ -446,11 +516,12 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
 
   // Barrier: victims start measuring.
   r.measure_start_ns = sys::mono_now_ns();
-  ctl.compactable.store(true, std::memory_order_seq_cst);  // baseline: a full store may drop its oldest samples
   ctl.go.store(true, std::memory_order_release);
-  Waiter wait{hooks, victims, r.measure_start_ns, 0, {}};
+  Waiter wait{hooks, victims, r.measure_start_ns, 0, {}, nullptr, nullptr, 0, {}, {}, {}};
   wait.trace = trace.get();
+  wait.clock = &pre;
   wait.fold_from_ns = irq_cap_before.mono_ns();  // r.interrupts_start_ns
+  wait.reserve_folding();
   bool ok = true;
 
   phase(hooks, "baseline");
@@ -461,9 +532,6 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
     ok = wait.until(r.measure_start_ns + trigger_ns);
   }
 
-  // From here on nothing is dropped: everything the store drops ended before
-  // this store, so before the first release's "before" marker.
-  ctl.compactable.store(false, std::memory_order_seq_cst);
   const int repeat = std::max(plan.repeat, 1);
   std::int64_t next = sys::mono_now_ns();
   for (int i = 0; ok && i < repeat; ++i) {
@@ -477,6 +545,9 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
     rel.strategy = plan.release;
     rel.bytes = bytes_per_release;
     rss_before = rss.bytes();  // with everything of the run resident, just before the release (no allocation)
+    // The release window opens before its marker: a drainer that reads it
+    // closed knows no sample it drained is in it (Control::open_window).
+    ctl.open_window(sys::rdtsc_fenced());
     rel.before_ns = sys::mono_now_ns();
     std::string rwhy;
     const bool released = journal ? journal->append(size, &rwhy)
@@ -501,9 +572,10 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
       break;
     }
     next = rel.before_ns + std::max<std::int64_t>(plan.every_ns, 1);
+    ok = wait.until(rel.after_ns + plan.settle_ns);
+    ctl.close_window(sys::rdtsc_fenced());
+    if (!ok) break;
     if (i + 1 < repeat) {
-      ok = wait.until(rel.after_ns + plan.settle_ns);
-      if (!ok) break;
       if (churn ? !churn->rearm(&rwhy) : !rearm_chunk(strategy, a, a_size, mode, plan.numa_node, &rwhy)) {
         r.warnings.push_back("re-arming chunk A failed: " + rwhy);
         break;
@@ -511,6 +583,7 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
       if (sys::mono_now_ns() > next) next = sys::mono_now_ns();
     }
   }
+  if (ctl.open_from.load(std::memory_order_relaxed) != 0) ctl.close_window(sys::rdtsc_fenced());  // a release that failed or was stopped
   if (ok) {
     phase(hooks, "after");
     const std::int64_t last = r.releases.empty() ? sys::mono_now_ns() : r.releases.back().after_ns;
@@ -530,7 +603,7 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
   drainer.join();
   for (auto& v : victims) {
     v->drain();  // what the victims wrote since the drainer's last pass
-    v->settle_dropped();
+    v->finish_folds();
   }
   r.measure_end_ns = sys::mono_now_ns();
   const sys::TscPoint last = sys::tsc_point();
@@ -580,7 +653,7 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
     r.memory = m;
   }
   build_intervals(r);
-  for (const auto& v : victims) add_dropped_stretch(r, *v, clock);
+  for (const auto& v : victims) add_folded(r, *v, clock, ring_budget_why);
   return r;
 }
 

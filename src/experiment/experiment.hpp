@@ -5,7 +5,9 @@
 
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
+#include <utility>
 
 #include "core/result.hpp"
 #include "experiment/arena.hpp"
@@ -19,13 +21,10 @@ class TraceSession {
   virtual ~TraceSession() = default;
   virtual void start() = 0;        // called before the baseline begins
   virtual KernelTrace stop() = 0;  // called after the measurement ends
-  // Count, and stop keeping, the events of [from_ns, until_ns) drained so
-  // far: the victims dropped the samples of that stretch (a run past its
-  // memory limit). stop() returns them in KernelTrace::folded.
-  virtual void fold(std::int64_t from_ns, std::int64_t until_ns) {
-    (void)from_ns;
-    (void)until_ns;
-  }
+  // Count, and stop keeping, the events drained so far in `ranges` ([from,
+  // until) mono ns, sorted, disjoint): no victim holds raw samples there (a
+  // run past its memory limit). stop() returns them in KernelTrace::folded.
+  virtual void fold(std::span<const std::pair<std::int64_t, std::int64_t>> ranges) { (void)ranges; }
 };
 
 struct Hooks {

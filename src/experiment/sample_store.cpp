@@ -18,19 +18,35 @@ SampleStore::SampleStore(std::size_t max_samples, int numa_node, bool recycle)
   recycle_ = recycle && max_samples >= 2 * kBlockSamples;
   if (!recycle_) ++slots_;
   blocks_.reserve(slots_);
-  if (!grow()) throw std::runtime_error("sample store: " + why_);
+  held_.reserve(slots_);
+  free_.reserve(slots_);
+  if (!next_block()) throw std::runtime_error("sample store: " + why_);
 }
 
-void SampleStore::drop_front_block() noexcept {
-  if (!can_drop()) return;
-  first_ += kBlockSamples;
-  if (full_ && blocks_.size() == slots_ && size_ - first_ < max_) {
+std::uint32_t SampleStore::operator[](std::size_t i) const noexcept {
+  const std::size_t g = i >> kBlockShift;
+  const auto it = std::lower_bound(held_.begin(), held_.end(), g, [](const Held& h, std::size_t b) { return h.block < b; });
+  return data(*it)[i & (kBlockSamples - 1)];
+}
+
+void SampleStore::drop_block(std::size_t k) noexcept {
+  if (!can_drop() || k + 1 >= held_.size()) return;
+  free_.push_back(held_[k].slot);  // within the reserved capacity: one entry per slot at most
+  held_.erase(held_.begin() + static_cast<std::ptrdiff_t>(k));
+  dropped_ += kBlockSamples;
+  if (full_ && held() < max_) {  // the limit, or a block that could not be mapped: a slot is free now
     full_ = false;
     why_.clear();
   }
 }
 
-bool SampleStore::grow() noexcept {
+bool SampleStore::next_block() noexcept {
+  const std::size_t g = size_ >> kBlockShift;
+  if (!free_.empty()) {
+    held_.push_back(Held{g, free_.back()});
+    free_.pop_back();
+    return true;
+  }
   if (blocks_.size() >= slots_) {  // never reallocate the table during a run
     full_ = true;
     why_ = "block table exhausted";
@@ -46,23 +62,23 @@ bool SampleStore::grow() noexcept {
            " block: " + e.what();
     return false;
   }
+  held_.push_back(Held{g, blocks_.size() - 1});
   return true;
 }
 
 std::size_t SampleStore::append(const std::uint32_t* p, std::size_t n) noexcept {
   std::size_t done = 0;
   while (done < n && !full_) {
-    if (size_ - first_ == max_) {
+    if (held() == max_) {
       full_ = true;
       why_ = "the limit of " + std::to_string(max_) + " samples (" +
              format_size(static_cast<std::int64_t>(max_ * sizeof(std::uint32_t))) + ") per victim is reached";
       break;
     }
     const std::size_t off = size_ & (kBlockSamples - 1);
-    if (off == 0 && (size_ >> kBlockShift) % slots_ == blocks_.size() && !grow()) break;
-    const std::size_t k = std::min({n - done, kBlockSamples - off, max_ - (size_ - first_)});
-    std::memcpy(reinterpret_cast<std::uint32_t*>(blocks_[(size_ >> kBlockShift) % slots_].data()) + off, p + done,
-                k * sizeof(std::uint32_t));
+    if (off == 0 && (held_.empty() || held_.back().block != size_ >> kBlockShift) && !next_block()) break;
+    const std::size_t k = std::min({n - done, kBlockSamples - off, max_ - held()});
+    std::memcpy(const_cast<std::uint32_t*>(data(held_.back())) + off, p + done, k * sizeof(std::uint32_t));
     size_ += k;
     done += k;
   }

@@ -29,6 +29,9 @@ namespace {
 constexpr std::int64_t kRingMinNs = 2'000'000'000;
 constexpr double kRingMinSamples = 8.0 * 1024 * 1024;
 constexpr std::int64_t kRingMaxNs = 5'000'000'000;
+// A fold slice (one interval of the timeline where samples were summarized)
+// spans about this much, doubling as the slice table fills.
+constexpr std::int64_t kSliceNs = 1'000'000'000;
 }
 
 Victim::Victim(VictimConfig cfg, Control& ctl) : cfg_(std::move(cfg)), ctl_(ctl) {}
@@ -111,30 +114,41 @@ bool Victim::prepare() {
   if (const std::size_t budget = cfg_.ring_budget_bytes / sizeof(std::uint32_t);
       cfg_.ring_budget_bytes > 0 && budget < store_max) {
     store_max = std::max<std::size_t>(budget, 4096);
+    // A store that folds (core/compaction) says after the run what it
+    // summarized; one that cannot says now that the run may end early.
     const double planned_samples = static_cast<double>(cfg_.planned_ns) / fastest_ns;
-    if (static_cast<double>(store_max) < planned_samples)
+    const bool folds = cfg_.compact && store_max >= 2 * SampleStore::kBlockSamples;
+    if (!folds && static_cast<double>(store_max) < planned_samples)
       out_.warnings.push_back(fmt::format(
-          "sample store capped to {} ({} of samples at the fastest batch rate instead of the planned {}): {}; {}",
+          "sample store capped to {} ({} of samples at the fastest batch rate instead of the planned {}): {}; a longer "
+          "run ends early when it is full",
           format_size(static_cast<std::int64_t>(store_max * sizeof(std::uint32_t))),
           format_duration_ns(static_cast<std::int64_t>(static_cast<double>(store_max) * fastest_ns)),
-          format_duration_ns(cfg_.planned_ns), cfg_.ring_budget_why,
-          cfg_.compact && store_max >= 2 * SampleStore::kBlockSamples ? "a longer baseline keeps its oldest samples only as a histogram, and a run whose releases "
-                         "and after phase do not fit ends early"
-                       : "a longer run ends early when it is full"));
+          format_duration_ns(cfg_.planned_ns), cfg_.ring_budget_why));
   }
   try {
     store_ = SampleStore(store_max, cfg_.numa_node, cfg_.compact);
+    const std::size_t slots = store_.slots();
+    slot_from_.assign(slots, 0);
+    slot_to_.assign(slots, 0);
     if (store_.recycling()) {
-      dropped_hist_.emplace(make_latency_histogram());
-      // Room for the releases and the after phase at the fastest rate, kept
-      // free while the baseline runs (drain() folds ahead of need), so a
-      // compacted baseline does not leave the tail without space; but at
-      // least one block of the baseline is always kept raw (a drop needs
-      // two held, so folding stops between one and two blocks held).
-      const std::size_t B = SampleStore::kBlockSamples;
-      reserve_ = static_cast<std::size_t>(std::min(static_cast<double>(cfg_.tail_ns) / fastest_ns,
-                                                   static_cast<double>(store_max >= 2 * B ? store_max - 2 * B : 0)));
+      // Raw around each release: cfg_.keep_ns, but at most a quarter of the
+      // store at the fastest rate, so the start of an open window (its
+      // margin both sides) never takes more than half of it.
+      const double quarter_ns = static_cast<double>(store_max / 4) * fastest_ns;
+      margin_ticks_ = static_cast<std::uint64_t>(std::min(static_cast<double>(cfg_.keep_ns), quarter_ns) / cfg_.ns_per_tick);
+      slice_ticks_ = static_cast<std::uint64_t>(static_cast<double>(kSliceNs) / cfg_.ns_per_tick);
+      blocks_scratch_.reserve(slots);
+      windows_scratch_.reserve(Control::kWindows);
+      fold_hist_.emplace(make_latency_histogram());
+      // The slices' sparse counts: an eighth of the store's bytes, at least
+      // 4 MiB, plus one whole histogram so the last slice always fits.
+      const std::size_t entries = std::max<std::size_t>(store_max * sizeof(std::uint32_t) / 8, 4u << 20) /
+                                  sizeof(std::pair<std::int32_t, std::int64_t>);
+      counts_.reserve(entries + static_cast<std::size_t>(fold_hist_->counts_length()));
+      slices_.reserve(entries / 16 + 1);
     }
+    spans_.reserve(slots);
   } catch (const std::exception& e) {
     out_.error = e.what();
     return false;
@@ -207,67 +221,154 @@ void Victim::measure() {
 }
 
 void Victim::drain() noexcept {
+  constexpr std::size_t B = SampleStore::kBlockSamples;
   const std::size_t pub = published_.load(std::memory_order_acquire);
   std::size_t c = consumed_.load(std::memory_order_relaxed);
+  if (c == pub) return;
   const auto* ring = reinterpret_cast<const std::uint32_t*>(rp_->data());
+  // Entries up to the capacity are written before the victim publishes their sample.
+  const std::size_t of_known = overflow_.size();
   while (c < pub) {
     const std::size_t pos = c % ring_cap_;
-    const std::size_t len = std::min(pub - c, ring_cap_ - pos);
+    const bool new_block = (store_.size() & (B - 1)) == 0;
+    const std::size_t len = std::min({pub - c, ring_cap_ - pos, B - (store_.size() & (B - 1))});
     const std::size_t got = store_.append(ring + pos, len);
-    c += got;
-    // Fold ahead of need: while the baseline runs, keep reserve_ free for
-    // the releases and the after phase (CI stop 24: folding only when full
-    // left the tail whatever the last fold happened to leave, 0.8 Mi
-    // samples of a 2-block store, and the after phase filled it).
-    // Everything in the store ended before this load: while it reads true,
-    // no release has begun (Control::compactable).
-    if (store_.can_drop() && (got < len || store_.held() + reserve_ > store_.max_samples()) &&
-        ctl_.compactable.load(std::memory_order_seq_cst)) {
-      do fold_front_block();
-      while (store_.can_drop() && store_.held() + reserve_ > store_.max_samples());
-      continue;
-    }
-    if (got < len) {
+    if (got == 0) {
+      if (make_room()) continue;
       store_full_.store(true, std::memory_order_release);
       break;
     }
+    if (new_block) {  // a block begins: the one before it ends here
+      if (cur_slot_ != SIZE_MAX) slot_to_[cur_slot_] = ticks_;
+      cur_slot_ = store_.held_blocks().back().slot;
+      slot_from_[cur_slot_] = ticks_;
+    }
+    for (std::size_t j = 0; j < got; ++j) {
+      const std::uint32_t d = ring[pos + j];
+      if (d != UINT32_MAX) {
+        ticks_ += d;
+      } else {  // its length is in the overflow list, written before the victim published it
+        ticks_ += of_cursor_ < of_known && overflow_[of_cursor_].index == c + j ? overflow_[of_cursor_].ticks : UINT32_MAX;
+        ++of_cursor_;
+      }
+    }
+    slot_to_[cur_slot_] = ticks_;
+    c += got;
   }
   consumed_.store(c, std::memory_order_release);
+  publish_spans();
 }
 
-void Victim::fold_front_block() noexcept {
-  // Samples of >= 2^32 ticks (UINT32_MAX here) are skipped: their lengths
-  // sit in overflow_, which the victim thread is still writing;
-  // settle_dropped() adds them after the join.
-  const std::uint32_t* blk = store_.front_block();
-  for (std::size_t k = 0; k < SampleStore::kBlockSamples; ++k) {
-    const std::uint32_t d = blk[k];
-    if (d == UINT32_MAX) {
-      ++dropped_.overflow_samples;
-      continue;
-    }
-    dropped_.ticks += d;
-    dropped_hist_->record(std::max<std::int64_t>(1, static_cast<std::int64_t>(static_cast<double>(d) * cfg_.ns_per_tick)));
-  }
-  dropped_.samples += SampleStore::kBlockSamples;
-  dropped_ticks_pub_.store(dropped_.ticks, std::memory_order_release);
-  store_.drop_front_block();
+std::uint64_t Victim::overflow_ticks(std::size_t i) const noexcept {
+  const std::size_t known = std::min(overflow_.size(), of_cursor_);  // the ones the drainer has passed
+  const auto end = overflow_.begin() + static_cast<std::ptrdiff_t>(known);
+  const auto it = std::lower_bound(overflow_.begin(), end, i, [](const Overflow& o, std::size_t x) { return o.index < x; });
+  return it != end && it->index == i ? it->ticks : UINT32_MAX;
 }
 
-void Victim::settle_dropped() {
-  if (dropped_.samples == 0 || dropped_settled_) return;
-  dropped_settled_ = true;
-  const std::size_t known = std::min(overflow_n_, overflow_.size());
-  std::size_t found = 0;
-  for (std::size_t j = 0; j < known && overflow_[j].index < dropped_.samples; ++j, ++found) {
-    dropped_.ticks += overflow_[j].ticks;
-    dropped_hist_->record(static_cast<std::int64_t>(static_cast<double>(overflow_[j].ticks) * cfg_.ns_per_tick));
+bool Victim::make_room() noexcept {
+  if (!store_.can_drop() || !fold_hist_) return false;
+  blocks_scratch_.clear();
+  for (const auto& h : store_.held_blocks()) blocks_scratch_.push_back(block_ticks(h));
+  const std::uint64_t t0 = out_.start_tsc;
+  auto rel = [t0](std::uint64_t tsc) { return tsc > t0 ? tsc - t0 : 0; };
+  KeepRules rules;
+  rules.now = ticks_;
+  rules.margin = margin_ticks_;
+  // Read after the samples drained: an open_from of 0 here means no release
+  // began before the newest of them ended (Control::open_window).
+  if (const std::uint64_t open = ctl_.open_from.load(std::memory_order_seq_cst); open != 0) rules.open = rel(open);
+  if (const std::uint64_t first = ctl_.first_from.load(std::memory_order_relaxed); first != 0) rules.first = rel(first);
+  const std::size_t n = ctl_.windows_n.load(std::memory_order_acquire);
+  windows_scratch_.clear();
+  for (std::size_t i = n > Control::kWindows ? n - Control::kWindows : 0; i < n; ++i) {
+    const std::size_t at = 2 * (i % Control::kWindows);
+    windows_scratch_.push_back(TickRange{rel(ctl_.windows[at].load(std::memory_order_relaxed)),
+                                         rel(ctl_.windows[at + 1].load(std::memory_order_relaxed))});
   }
-  // Beyond the list's capacity a length is lost: counted as 2^32 ticks.
-  for (std::size_t j = found; j < dropped_.overflow_samples; ++j) {
-    dropped_.ticks += UINT32_MAX;
-    dropped_hist_->record(static_cast<std::int64_t>(static_cast<double>(UINT32_MAX) * cfg_.ns_per_tick));
+  rules.windows = windows_scratch_;
+  const auto k = choose_fold(blocks_scratch_, rules);
+  if (!k) return false;
+  fold_block(*k);
+  return true;
+}
+
+void Victim::fold_block(std::size_t k) noexcept {
+  constexpr std::size_t B = SampleStore::kBlockSamples;
+  const SampleStore::Held h = store_.held_blocks()[k];
+  const TickRange span = block_ticks(h);
+  // A slice is consecutive blocks over at most slice_ticks_; when the table
+  // is full the open slice takes whatever comes (coarse_).
+  if (slice_open_ && (h.block != slice_last_block_ + 1 || span.to - slice_.from_tick > slice_ticks_)) {
+    if (!close_slice(false)) coarse_ = coarse_ || h.block != slice_last_block_ + 1;
   }
+  if (!slice_open_) {
+    slice_ = FoldSlice{};
+    slice_.first_sample = h.block << SampleStore::kBlockShift;
+    slice_.from_tick = span.from;
+    fold_hist_->reset();
+    slice_open_ = true;
+  }
+  const std::uint32_t* blk = store_.data(h);
+  const std::size_t base = h.block << SampleStore::kBlockShift;
+  for (std::size_t j = 0; j < B; ++j) {
+    const std::uint64_t d = blk[j] != UINT32_MAX ? blk[j] : overflow_ticks(base + j);
+    fold_hist_->record(std::max<std::int64_t>(1, static_cast<std::int64_t>(static_cast<double>(d) * cfg_.ns_per_tick)));
+  }
+  slice_.samples += B;
+  slice_.from_tick = std::min(slice_.from_tick, span.from);
+  slice_.to_tick = std::max(slice_.to_tick, span.to);
+  slice_last_block_ = h.block;
+  folded_samples_ += B;
+  store_.drop_block(k);
+}
+
+bool Victim::close_slice(bool last) noexcept {
+  if (!slice_open_) return true;
+  const hdr::Histogram& hist = *fold_hist_;
+  std::size_t nz = 0;
+  for (std::int32_t i = 0; i < hist.counts_length(); ++i) nz += hist.count_at_index(i) != 0;
+  // The last counts_length() entries are the final slice's: it always fits.
+  const std::size_t room = counts_.capacity() - counts_.size();
+  const std::size_t reserve = last ? 0 : static_cast<std::size_t>(hist.counts_length());
+  if (slices_.size() == slices_.capacity() || nz + reserve > room) return false;
+  slice_.counts_at = counts_.size();
+  for (std::int32_t i = 0; i < hist.counts_length(); ++i)
+    if (const std::int64_t n = hist.count_at_index(i); n != 0) counts_.emplace_back(i, n);
+  slice_.counts_n = nz;
+  slices_.push_back(slice_);
+  slice_open_ = false;
+  // As the table fills, slices get longer: each halving of the room left
+  // doubles them, so the table covers ever longer runs.
+  const double used = static_cast<double>(counts_.size()) / static_cast<double>(counts_.capacity() - hist.counts_length());
+  if (used > 1.0 - std::ldexp(1.0, -(slice_doublings_ + 1))) {
+    slice_ticks_ *= 2;
+    ++slice_doublings_;
+  }
+  return true;
+}
+
+void Victim::finish_folds() noexcept {
+  // Samples the drainer never saw (the victim published them past the last
+  // drain) are not in any block: nothing more to do than close the slice.
+  (void)close_slice(true);
+}
+
+void Victim::publish_spans() {
+  const std::uint64_t t0 = out_.start_tsc;
+  std::lock_guard<std::mutex> lk(spans_mu_);
+  spans_.clear();
+  for (const auto& h : store_.held_blocks()) {
+    const TickRange r = block_ticks(h);
+    spans_.push_back(TickRange{t0 + r.from, t0 + r.to});
+  }
+  spans_now_ = t0 + ticks_;
+}
+
+std::uint64_t Victim::held_spans(std::vector<TickRange>& out) const {
+  std::lock_guard<std::mutex> lk(spans_mu_);
+  out.insert(out.end(), spans_.begin(), spans_.end());
+  return spans_now_;
 }
 
 std::string Victim::full_reason() const {

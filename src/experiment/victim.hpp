@@ -6,17 +6,23 @@
 // allocated, pre-faulted and mlocked before the barrier. A drainer thread on
 // the culprit's CPU copies the ring into a SampleStore as the victim goes,
 // so the run's length is bounded by memory, not by the ring. Histograms (per
-// interval, per phase) are built from the store after the run: it holds every
-// sample, so recording into a histogram in the loop as well would only cost
-// the victim time (bench/bench_victim measures both).
+// interval, per phase) are built from the store after the run, and by the
+// drainer for the blocks a full store folds (core/compaction): recording
+// into a histogram in the loop as well would only cost the victim time
+// (bench/bench_victim measures both).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <optional>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "core/compaction.hpp"
 #include "core/hdr/histogram.hpp"
 #include "experiment/arena.hpp"
 #include "experiment/sample_store.hpp"
@@ -28,11 +34,27 @@ struct alignas(64) Control {
   std::atomic<bool> go{false};  // barrier: the victims start measuring
   alignas(64) std::atomic<bool> stop{false};
   alignas(64) std::atomic<int> abort{0};  // stop preparation (signal)
-  // True while no release has begun: a full sample store may then drop its
-  // oldest (baseline) samples after summarizing them (Victim::drain). The
-  // run clears it before it reads the first release's "before" time, so
-  // everything dropped ended before that marker.
-  alignas(64) std::atomic<bool> compactable{false};
+  // Release windows, whose raw samples a full store keeps (core/compaction):
+  // the run opens one (its TSC) before a release's "before" marker and
+  // closes it after the settle; closed ones go into a ring the drainers
+  // read. A drainer that reads no open window after it drained a sample
+  // knows no release began before that sample ended.
+  static constexpr std::size_t kWindows = 1024;
+  alignas(64) std::atomic<std::uint64_t> open_from{0};  // TSC, 0: none open
+  std::atomic<std::uint64_t> first_from{0};             // TSC of the first window, 0: none yet
+  std::atomic<std::size_t> windows_n{0};
+  std::array<std::atomic<std::uint64_t>, 2 * kWindows> windows{};  // [2i] from, [2i+1] to (TSC), ring by i % kWindows
+  void open_window(std::uint64_t tsc) noexcept {
+    if (first_from.load(std::memory_order_relaxed) == 0) first_from.store(tsc, std::memory_order_relaxed);
+    open_from.store(tsc, std::memory_order_seq_cst);
+  }
+  void close_window(std::uint64_t tsc) noexcept {
+    const std::size_t n = windows_n.load(std::memory_order_relaxed);
+    windows[2 * (n % kWindows)].store(open_from.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    windows[2 * (n % kWindows) + 1].store(tsc, std::memory_order_relaxed);
+    windows_n.store(n + 1, std::memory_order_release);
+    open_from.store(0, std::memory_order_seq_cst);
+  }
 };
 
 struct VictimConfig {
@@ -46,7 +68,9 @@ struct VictimConfig {
   Chunk* chunk_b = nullptr;        // borrowed B (Hooks::victim_chunk); nullptr = own a fresh one
   Chunk* ring_slot = nullptr;      // borrowed ring slot (Hooks::victim_ring); nullptr = own a fresh ring
   std::int64_t planned_ns = 0;     // measurement length, sizes the ring
-  std::int64_t tail_ns = 0;        // of it, from the first release on: compaction leaves room for it
+  // A full store keeps raw samples this long before and after each release
+  // window, and behind the newest (capped to a quarter of the store).
+  std::int64_t keep_ns = 1'000'000'000;
   std::size_t max_ring_samples = 256u << 20;  // the store's limit (samples per victim)
   // Under a memory cgroup's limit: the most the sample ring may take (0 = no
   // limit). A ring capped by it ends the measurement early when full rather
@@ -54,8 +78,8 @@ struct VictimConfig {
   std::size_t ring_budget_bytes = 0;
   std::string ring_budget_why;  // "the memory cgroup /x allows 80 MiB more"
   double ns_per_tick = 0;  // pre-run TSC calibration (sizes the ring, converts dropped samples)
-  // A full store summarizes and drops its oldest samples while
-  // Control::compactable is set, instead of ending the measurement.
+  // A full store summarizes blocks of samples into interval histograms
+  // (core/compaction chooses which) instead of ending the measurement.
   bool compact = true;
   bool rt = false;         // SCHED_FIFO: the victim keeps its CPU (and so gets its IPIs)
 };
@@ -104,29 +128,39 @@ class Victim {
   };
   const std::vector<Overflow>& overflow() const { return overflow_; }
   std::size_t overflow_count() const { return overflow_n_; }
-  // What compaction dropped: the oldest samples, their total ticks (the
-  // first sample kept starts at start_tsc + ticks) and their latencies (ns,
-  // at the pre-run calibration) in one histogram. Complete only after the
-  // thread joined, a last drain() and settle_dropped().
-  struct Dropped {
-    std::size_t samples = 0;
-    std::uint64_t ticks = 0;
-    std::size_t overflow_samples = 0;  // of them >= 2^32 ticks (their lengths added by settle_dropped)
+  // Where a held block's samples lie: TSC ticks after start_tsc, [from, to).
+  TickRange block_ticks(const SampleStore::Held& h) const noexcept { return {slot_from_[h.slot], slot_to_[h.slot]}; }
+  // The length of sample i, a UINT32_MAX entry of the store (from the
+  // overflow list; UINT32_MAX when the list was full).
+  std::uint64_t overflow_ticks(std::size_t i) const noexcept;
+  // What compaction summarized: stretches of consecutive folded blocks, each
+  // one histogram (counts by index of make_latency_histogram()), oldest
+  // first. Complete after the thread joined, a last drain() and finish_folds().
+  struct FoldSlice {
+    std::size_t first_sample = 0, samples = 0;
+    std::uint64_t from_tick = 0, to_tick = 0;  // after start_tsc
+    std::size_t counts_at = 0, counts_n = 0;   // in fold_counts()
   };
-  const Dropped& dropped() const { return dropped_; }
-  // Ticks of the samples dropped so far (overflowed ones not included: a
-  // lower bound), readable from any thread while the drainer compacts.
-  std::uint64_t dropped_ticks_so_far() const { return dropped_ticks_pub_.load(std::memory_order_acquire); }
-  const hdr::Histogram* dropped_histogram() const { return dropped_.samples ? &*dropped_hist_ : nullptr; }
-  // After the join: adds the dropped samples longer than 2^32 ticks, which
-  // the drainer skipped (their lengths are in overflow(), written by the
-  // victim thread).
-  void settle_dropped();
+  const std::vector<FoldSlice>& folds() const noexcept { return slices_; }
+  std::span<const std::pair<std::int32_t, std::int64_t>> fold_counts(const FoldSlice& f) const noexcept {
+    return {counts_.data() + f.counts_at, f.counts_n};
+  }
+  std::size_t folded_samples() const noexcept { return folded_samples_; }
+  // True when slices had to merge across gaps (the slice table was full).
+  bool folds_coarsened() const noexcept { return coarse_; }
+  void finish_folds() noexcept;
+  // The spans (TSC) of the samples held now, appended to `out`, and the
+  // end of the newest drained (0: none yet): from any thread, for the run's
+  // folding of kernel events.
+  std::uint64_t held_spans(std::vector<TickRange>& out) const;
 
  private:
   bool prepare();
   void measure();
-  void fold_front_block() noexcept;  // drainer: summarize the store's oldest block, then drop it
+  bool make_room() noexcept;            // drainer: fold the block core/compaction chooses
+  void fold_block(std::size_t k) noexcept;
+  bool close_slice(bool last) noexcept;  // the open slice's histogram into counts_
+  void publish_spans();
 
   VictimConfig cfg_;
   Control& ctl_;
@@ -144,12 +178,27 @@ class Victim {
   SampleStore store_;
   alignas(64) std::atomic<std::size_t> consumed_{0};  // written by the drainer only
   std::atomic<bool> store_full_{false};
-  // Drainer-side compaction state (written by the drainer only).
-  Dropped dropped_;
-  std::size_t reserve_ = 0;  // samples a compaction leaves free for the releases and the after phase
-  std::optional<hdr::Histogram> dropped_hist_;  // made in prepare() (allocates before the barrier)
-  alignas(64) std::atomic<std::uint64_t> dropped_ticks_pub_{0};  // dropped_.ticks, published by the drainer
-  bool dropped_settled_ = false;
+  // Drainer-side state (written by the drainer only; every container is
+  // reserved in prepare(): the drainer never allocates or frees).
+  std::uint64_t ticks_ = 0;      // ticks of every sample drained (overflowed ones from overflow_)
+  std::size_t of_cursor_ = 0;    // overflow_ entries the drainer has passed
+  std::size_t cur_slot_ = SIZE_MAX;
+  std::vector<std::uint64_t> slot_from_, slot_to_;  // by store slot: the held block's ticks
+  std::uint64_t margin_ticks_ = 0;
+  std::vector<TickRange> blocks_scratch_, windows_scratch_;
+  std::optional<hdr::Histogram> fold_hist_;  // the open slice
+  bool slice_open_ = false;
+  FoldSlice slice_;
+  std::size_t slice_last_block_ = 0;
+  std::uint64_t slice_ticks_ = 0;  // a slice closes past this span (doubles as counts_ fills)
+  int slice_doublings_ = 0;
+  bool coarse_ = false;
+  std::vector<FoldSlice> slices_;
+  std::vector<std::pair<std::int32_t, std::int64_t>> counts_;
+  std::size_t folded_samples_ = 0;
+  mutable std::mutex spans_mu_;
+  std::vector<TickRange> spans_;  // held spans (TSC), published under spans_mu_
+  std::uint64_t spans_now_ = 0;
 };
 
 // Instrumentation of one batch, shared by the victim's loop and bench/ so the

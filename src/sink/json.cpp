@@ -402,6 +402,7 @@ json result_json(const Result& r, const Analysis& a) {
                    {"p999", s.p999},
                    {"max", s.max},
                    {"histogram", hdr::encode_compressed_base64(iv.histogram())}});
+    if (iv.folded) ivs.back()["folded"] = true;
   }
   j["intervals"] = ivs;
   j["raw_windows"] = raw_windows(r);

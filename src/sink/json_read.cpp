@@ -259,6 +259,7 @@ void read_intervals(const Node& n, Result& r) {
     iv.set_histogram(dec.value());
     if (iv.total_count() != x["count"].i64())
       fail(h.path(), fmt::format("holds {} samples but count is {}", iv.total_count(), x["count"].i64()));
+    if (x.has("folded")) iv.folded = x["folded"].boolean();  // added within schema 1: optional
     r.intervals.push_back(std::move(iv));
   }
 }

@@ -424,12 +424,16 @@ std::vector<KernelEvent> Tracer::take_events() {
   return out;
 }
 
-void Tracer::take_events_between(std::int64_t from_ns, std::int64_t until_ns,
+void Tracer::take_events_between(std::span<const std::pair<std::int64_t, std::int64_t>> ranges,
                                  const std::function<void(const KernelEvent&)>& each) {
+  if (ranges.empty()) return;
   Impl& im = *impl_;
   std::lock_guard<std::mutex> lk(im.mu);
   im.events.remove_if([&](const KernelEvent& e) {
-    if (e.mono_ns < from_ns || e.mono_ns >= until_ns) return false;
+    // The last range starting at or before the event holds it, if any does.
+    auto it = std::upper_bound(ranges.begin(), ranges.end(), e.mono_ns,
+                               [](std::int64_t t, const std::pair<std::int64_t, std::int64_t>& r) { return t < r.first; });
+    if (it == ranges.begin() || e.mono_ns >= std::prev(it)->second) return false;
     each(e);
     return true;
   });

@@ -24,8 +24,10 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/events.hpp"
@@ -67,11 +69,11 @@ class Tracer {
   // callchain indices refer to callchain()).
   void drain();
   std::vector<KernelEvent> take_events();
-  // Removes the events drained so far with from_ns <= mono_ns < until_ns,
-  // passing each to `each` (under the tracer's lock: keep it short). The
-  // storage they held is reused (a run past its memory limit keeps events
-  // bounded this way).
-  void take_events_between(std::int64_t from_ns, std::int64_t until_ns,
+  // Removes the events drained so far that lie in one of `ranges` ([from,
+  // until) mono ns, sorted and disjoint), passing each to `each` (under the
+  // tracer's lock: keep it short). The storage they held is reused (a run
+  // past its memory limit keeps events bounded this way).
+  void take_events_between(std::span<const std::pair<std::int64_t, std::int64_t>> ranges,
                            const std::function<void(const KernelEvent&)>& each);
   Callchain callchain(int index) const;                 // symbolized
   std::string symbolize(std::uint64_t addr) const;      // "func+0xoff" or "0x..."

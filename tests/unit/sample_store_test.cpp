@@ -126,3 +126,36 @@ TEST(SampleStore, ALimitUnderTwoBlocksDoesNotRecycle) {
 
 }  // namespace
 }  // namespace shootdown::exp
+
+namespace shootdown::exp {
+namespace {
+
+TEST(SampleStore, DropsABlockFromTheMiddleAndReusesItsSlot) {
+  constexpr std::size_t B = SampleStore::kBlockSamples;
+  SampleStore s(3 * B, 0, /*recycle=*/true);
+  std::vector<std::uint32_t> v(B);
+  std::uint32_t next = 0;
+  for (int b = 0; b < 3; ++b) {
+    for (auto& x : v) x = next++;
+    ASSERT_EQ(s.append(v.data(), B), B);
+  }
+  ASSERT_EQ(s.held_blocks().size(), 3u);
+  const std::size_t slot1 = s.held_blocks()[1].slot;
+  s.drop_block(2);  // the newest: never
+  EXPECT_EQ(s.held_blocks().size(), 3u);
+  s.drop_block(1);
+  ASSERT_EQ(s.held_blocks().size(), 2u);
+  EXPECT_EQ(s.held_blocks()[0].block, 0u);
+  EXPECT_EQ(s.held_blocks()[1].block, 2u);
+  EXPECT_EQ(s.held(), 2 * B);
+  for (auto& x : v) x = next++;
+  ASSERT_EQ(s.append(v.data(), B), B);  // block 3 takes block 1's slot
+  ASSERT_EQ(s.held_blocks().size(), 3u);
+  EXPECT_EQ(s.held_blocks()[2].block, 3u);
+  EXPECT_EQ(s.held_blocks()[2].slot, slot1);
+  EXPECT_EQ(s.first(), 0u);
+  for (std::size_t i : {std::size_t{0}, B - 1, 2 * B, 3 * B - 1, 3 * B, 4 * B - 1}) EXPECT_EQ(s[i], static_cast<std::uint32_t>(i)) << i;
+}
+
+}  // namespace
+}  // namespace shootdown::exp

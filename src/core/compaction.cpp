@@ -1,0 +1,54 @@
+#include "core/compaction.hpp"
+
+#include <algorithm>
+
+namespace shootdown {
+
+namespace {
+std::uint64_t sat_sub(std::uint64_t a, std::uint64_t b) { return a > b ? a - b : 0; }
+bool overlaps(const TickRange& b, std::uint64_t lo, std::uint64_t hi) { return b.from < hi && b.to > lo; }
+}  // namespace
+
+std::optional<std::size_t> choose_fold(std::span<const TickRange> blocks, const KeepRules& r) {
+  if (blocks.size() < 2) return std::nullopt;
+  const std::size_t last = blocks.size() - 1;  // takes the next samples: never folded
+  auto kept_raw = [&](const TickRange& b) {
+    if (b.to > sat_sub(r.now, r.margin)) return true;
+    if (r.open && b.to > sat_sub(*r.open, r.margin)) return true;
+    for (const TickRange& w : r.windows)
+      if (overlaps(b, sat_sub(w.from, r.margin), w.to + r.margin)) return true;
+    return false;
+  };
+  for (std::size_t i = 0; i < last; ++i)
+    if (!kept_raw(blocks[i])) return i;
+  // Only raw windows and the look-back are left: the oldest goes, but not
+  // the start of an open window, and the first baseline last.
+  auto open_start = [&](const TickRange& b) {
+    return r.open && overlaps(b, sat_sub(*r.open, r.margin), *r.open + r.margin);
+  };
+  auto first_baseline = [&](const TickRange& b) { return r.first && overlaps(b, sat_sub(*r.first, r.margin), *r.first); };
+  for (std::size_t i = 0; i < last; ++i)
+    if (!open_start(blocks[i]) && !first_baseline(blocks[i])) return i;
+  for (std::size_t i = 0; i < last; ++i)
+    if (!open_start(blocks[i])) return i;
+  return std::nullopt;
+}
+
+void fold_gaps(std::vector<std::pair<std::int64_t, std::int64_t>>& kept, std::int64_t lo, std::int64_t hi,
+               std::int64_t margin, std::vector<std::pair<std::int64_t, std::int64_t>>& out) {
+  out.clear();
+  std::sort(kept.begin(), kept.end());
+  std::int64_t at = lo;  // everything before `at` is decided
+  for (const auto& [a, b] : kept) {
+    const std::int64_t from = a - margin;
+    if (from > at) {
+      const std::int64_t to = std::min(from, hi);
+      if (to > at) out.emplace_back(at, to);
+    }
+    at = std::max(at, b + margin);
+    if (at >= hi) break;
+  }
+  if (at < hi) out.emplace_back(at, hi);
+}
+
+}  // namespace shootdown

@@ -1,0 +1,53 @@
+// Compaction policy of a run past its memory limit (issue 19), pure so it is
+// unit-tested: which block of a full sample store is summarized and dropped,
+// and which stretches of time the kernel events may be folded from.
+//
+// The store holds blocks of raw samples in time order. A full store folds
+// one block into the run's interval histograms to make room. It keeps raw,
+// as long as it can, everything within `margin` of a release window (the
+// baseline just before it, the release, the settle and the start of the
+// after phase: what attribution and the phase tables read) and the newest
+// `margin` (the look-back of a release that may begin at any moment). When
+// only such blocks are left it folds the oldest of them (a closed window's
+// raw samples go first; the run says which releases lost theirs), keeping
+// the baseline just before the first release (the reference of every stall
+// threshold) to the last, and never the start of a window still open (its
+// first `margin` and the `margin` before it) nor the newest block, which
+// takes the next samples.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <utility>
+#include <vector>
+
+namespace shootdown {
+
+// [from, to): TSC ticks, or ns (fold_gaps).
+struct TickRange {
+  std::uint64_t from = 0, to = 0;
+};
+
+struct KeepRules {
+  std::uint64_t now = 0;     // the end of the newest sample drained
+  std::uint64_t margin = 0;  // raw samples kept before and after each window, and behind now
+  std::optional<std::uint64_t> open;   // start of a release window still open
+  std::optional<std::uint64_t> first;  // start of the first release's window (its baseline is the reference)
+  std::span<const TickRange> windows;  // closed release windows [before, after + settle)
+};
+
+// The index in `blocks` (held blocks' spans, oldest first) of the block to
+// fold, or nullopt when none may be folded (fewer than two blocks, or all
+// are protected).
+std::optional<std::size_t> choose_fold(std::span<const TickRange> blocks, const KeepRules& rules);
+
+// The stretches of [lo, hi) at least `margin` away from every kept span:
+// where nothing raw is left for the events to explain. `kept` is sorted in
+// place (by start). `out` is cleared and filled in order, disjoint,
+// non-empty (its capacity is reused: no allocation when it suffices).
+void fold_gaps(std::vector<std::pair<std::int64_t, std::int64_t>>& kept, std::int64_t lo, std::int64_t hi,
+               std::int64_t margin, std::vector<std::pair<std::int64_t, std::int64_t>>& out);
+
+}  // namespace shootdown

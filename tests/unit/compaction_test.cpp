@@ -1,0 +1,76 @@
+// Which block a full sample store folds, and where kernel events may be
+// folded (core/compaction): the raw windows around releases survive.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "core/compaction.hpp"
+
+namespace shootdown {
+namespace {
+
+// Ten blocks of 100 ticks: [0,100), [100,200), ...
+std::vector<TickRange> blocks(int n) {
+  std::vector<TickRange> b;
+  for (int i = 0; i < n; ++i) b.push_back({static_cast<std::uint64_t>(i) * 100, static_cast<std::uint64_t>(i + 1) * 100});
+  return b;
+}
+
+TEST(ChooseFold, TheOldestBlockAwayFromWindowsAndTheLookBack) {
+  const auto b = blocks(10);
+  KeepRules r;
+  r.now = 1000;
+  r.margin = 50;
+  EXPECT_EQ(choose_fold(b, r), 0u);
+  const std::vector<TickRange> w = {{120, 180}};  // a closed release window inside block 1
+  r.windows = w;
+  EXPECT_EQ(choose_fold(b, r), 3u) << "the window and its margin (70..230) touch blocks 0-2";
+  const std::vector<TickRange> w2 = {{20, 30}, {160, 280}};
+  r.windows = w2;
+  EXPECT_EQ(choose_fold(b, r), 4u) << "blocks 0 and 1-3 are within 50 of a window";
+}
+
+TEST(ChooseFold, NeverTheNewestBlockNorTheStartOfAnOpenWindow) {
+  const auto b = blocks(3);
+  KeepRules r;
+  r.now = 300;
+  r.margin = 20;
+  r.open = 50;  // a release window opened at tick 50: block 0 holds its start (30..70)
+  EXPECT_EQ(choose_fold(b, r), 1u) << "only the open window is left: block 1 goes, block 0 (its start) stays";
+  r.margin = 150;  // the open start's margin (0..200) covers blocks 0 and 1
+  EXPECT_EQ(choose_fold(b, r), std::nullopt);
+  EXPECT_EQ(choose_fold(blocks(1), KeepRules{}), std::nullopt);
+}
+
+TEST(ChooseFold, UnderPressureOldWindowsGoFirstAndTheFirstBaselineLast) {
+  const auto b = blocks(6);
+  KeepRules r;
+  r.now = 600;
+  r.margin = 10;
+  r.first = 200;  // the first release began at 200: block 1 is its baseline
+  const std::vector<TickRange> w = {{200, 250}, {320, 330}, {420, 430}, {510, 520}};
+  r.windows = w;  // every block is near a window
+  EXPECT_EQ(choose_fold(b, r), 0u) << "block 0 is away from all windows (margin 10)";
+  const std::vector<TickRange> w2 = {{90, 95}, {200, 250}, {320, 330}, {420, 430}, {510, 520}};
+  r.windows = w2;
+  EXPECT_EQ(choose_fold(b, r), 0u) << "all pinned: the oldest, block 0, is not the first baseline";
+  std::vector<TickRange> from1(b.begin() + 1, b.end());
+  EXPECT_EQ(choose_fold(from1, r), 1u) << "block 1 (index 0) is the first release's baseline: block 2 goes first";
+}
+
+TEST(FoldGaps, StretchesFarFromEveryKeptSpan) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> kept = {{500, 600}, {100, 200}, {150, 250}};
+  std::vector<std::pair<std::int64_t, std::int64_t>> out;
+  fold_gaps(kept, 0, 1000, 10, out);
+  const std::vector<std::pair<std::int64_t, std::int64_t>> want = {{0, 90}, {260, 490}, {610, 1000}};
+  EXPECT_EQ(out, want);
+  fold_gaps(kept, 0, 400, 10, out);
+  const std::vector<std::pair<std::int64_t, std::int64_t>> want2 = {{0, 90}, {260, 400}};
+  EXPECT_EQ(out, want2);
+  kept = {{0, 1000}};
+  fold_gaps(kept, 0, 1000, 10, out);
+  EXPECT_TRUE(out.empty());
+}
+
+}  // namespace
+}  // namespace shootdown
