@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Issue 19 must-show: peak RSS, post-processing time and output size of
 # `run` for measured spans of 10 s, 60 s and 10 min, in one session.
-#   [SPANS="10s 60s 10m"] [CHUNK=256MiB] [MEMORY_LIMIT=] bench/long_run.sh [extra run options...]
-# Each span is `run --release munmap --chunk-size CHUNK --trigger after=SPAN
-# --after 1s` (plus --memory-limit MEMORY_LIMIT when set). Measured per run:
+#   [SPANS="10s 60s 10m"] [CHUNK=256MiB] [MEMORY_LIMIT=] [SHAPE=baseline|after|repeat] bench/long_run.sh [extra run options...]
+# Each span is `run --release munmap --chunk-size CHUNK` (plus --memory-limit
+# MEMORY_LIMIT when set) shaped by SHAPE: baseline (default) `--trigger
+# after=SPAN --after 1s`, a long wait before one release; after `--trigger
+# after=2s --after SPAN`, a long after phase; repeat `--trigger after=2s
+# --repeat N --every 1s --after 1s`, one release a second for SPAN. Measured per run:
 # wall time, peak RSS (getrusage of the child), peak RSS beyond the chunks
 # (A and one B per victim), post-processing (from the tool's "analysing"
 # phase line to its exit: trace drain, conversion, analysis, files), the
@@ -14,20 +17,35 @@ set -euo pipefail
 SHOOTDOWN=${SHOOTDOWN:-build/src/shootdown}
 SPANS=${SPANS:-10s 60s 10m}
 CHUNK=${CHUNK:-256MiB}
+SHAPE=${SHAPE:-baseline}
+secs() {  # 10s, 60s, 10m, 1h -> seconds
+  local v=${1%[smh]}
+  case $1 in *h) echo $((v * 3600)) ;; *m) echo $((v * 60)) ;; *) echo "$v" ;; esac
+}
+shape_args() {
+  case $SHAPE in
+    baseline) echo "--trigger after=$1 --after 1s" ;;
+    after) echo "--trigger after=2s --after $1" ;;
+    repeat) echo "--trigger after=2s --repeat $(secs "$1") --every 1s --after 1s" ;;
+    *) echo "long_run: SHAPE=$SHAPE: expected baseline, after or repeat" >&2; exit 2 ;;
+  esac
+}
+shape_args 1s >/dev/null
 [[ -x "$SHOOTDOWN" ]] || { echo "long_run: $SHOOTDOWN not found (make build, or set SHOOTDOWN)" >&2; exit 1; }
 command -v jq >/dev/null || { echo "long_run: needs jq" >&2; exit 1; }
 OUT=$(mktemp -d /tmp/shootdown-long.XXXXXX)
 trap 'rm -rf "$OUT"' EXIT
 extra=()
 [[ -n "${MEMORY_LIMIT:-}" ]] && extra+=(--memory-limit "$MEMORY_LIMIT")
-echo "# $(uname -r), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), chunk $CHUNK${MEMORY_LIMIT:+, --memory-limit $MEMORY_LIMIT}, $(date -u '+%F %T') UTC"
+echo "# $(uname -r), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), chunk $CHUNK${MEMORY_LIMIT:+, --memory-limit $MEMORY_LIMIT}, shape $SHAPE, $(date -u '+%F %T') UTC"
 printf '%-6s %5s %8s %10s %12s %9s %9s %10s %9s\n' span rc wall_s peak_MiB beyond_MiB post_s out_MB intervals events
 rows=()
 for span in $SPANS; do
   d=$OUT/$span
   # rc wall_s maxrss_kib post_s (post: from the "analysing" line to exit)
+  read -ra shape <<<"$(shape_args "$span")"
   read -r rc wall kb post < <(python3 - "$d.log" "$SHOOTDOWN" run --release munmap --chunk-size "$CHUNK" \
-      --trigger "after=$span" --after 1s --out "$d" "${extra[@]}" "$@" <<'PY'
+      "${shape[@]}" --out "$d" "${extra[@]}" "$@" <<'PY'
 import resource, subprocess, sys, time
 log = open(sys.argv[1], "w")
 t0 = time.monotonic()

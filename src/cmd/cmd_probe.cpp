@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <deque>
 #include <fcntl.h>
 #include <optional>
 #include <sys/stat.h>
@@ -32,6 +33,8 @@
 #include "cmd/run_support.hpp"
 #include "cmd/trace_session.hpp"
 #include "core/analysis.hpp"
+#include "core/compaction.hpp"
+#include "core/stats.hpp"
 #include "core/cpulist.hpp"
 #include "core/units.hpp"
 #include "experiment/finish.hpp"
@@ -60,6 +63,12 @@ namespace shootdown::cmd {
 
 namespace {
 
+// Raw samples a long probe keeps around each IPI on its CPU, and the kernel
+// events kept around raw samples when the rest fold (issue 19).
+constexpr std::int64_t kProbeKeepNs = 2'000'000;
+constexpr std::int64_t kProbeEventMarginNs = 10'000'000;
+constexpr std::int64_t kProbeMemoryLeast = 64LL << 20;
+
 struct ProbeOpts {
   std::string cpu;  // cpulist; default: the last online CPU
   std::string duration;
@@ -74,6 +83,7 @@ struct ProbeOpts {
   std::string output;  // -o FILE: the console report
   bool no_callsites = false;
   std::string only;  // --only PID|PROGRAM,...: which processes to report (default all)
+  std::string memory_limit;  // --memory-limit SIZE ("" = 1 GiB)
   std::vector<std::string> command;
 };
 
@@ -162,6 +172,17 @@ class ProbeTool final : public Tool {
     }
     cpu_ = cpus_.front();
     std::string why;
+    // Each raw sample costs 8 bytes while probing and ~24 more in its
+    // analysis: the limit holds limit / 32 of them (all probes together).
+    std::int64_t limit = kMemoryLimitDefault;
+    if (!o_.memory_limit.empty()) {
+      const auto m = parse_size(o_.memory_limit, &why);
+      if (!m || *m < kProbeMemoryLeast)
+        throw UsageError(fmt::format("--memory-limit '{}': {} (accepted: a size of at least 64MiB, e.g. 512MiB)",
+                                     o_.memory_limit, m ? "below the least, 64MiB" : why));
+      limit = *m;
+    }
+    max_samples_ = static_cast<std::size_t>(limit / 32);
     const auto arena = parse_size(o_.arena, &why);
     if (!arena || *arena < 4096 || *arena > (1LL << 30))
       throw UsageError(
@@ -264,9 +285,11 @@ class ProbeTool final : public Tool {
       else
         r_.warnings.push_back("call sites unavailable (" + swhy + "): shootdown blame -- CMD");
     }
+    pre_ = sys::calibrate(50'000'000);  // folds convert with it while the command runs
     std::this_thread::sleep_for(std::chrono::milliseconds(20));  // enabling tracepoints sends IPIs: let them pass
     irq0_ = sys::read_interrupts();
     first_ = sys::tsc_point();
+    events_folded_until_ = pre_.to_mono(first_.tsc);
   }
 
   void run() override {
@@ -316,6 +339,7 @@ class ProbeTool final : public Tool {
     last_ = sys::tsc_point();
     irq1_ = sys::read_interrupts();
     r_.trace = tracer_->stop();
+    r_.trace.folded = std::move(folded_events_);
     if (sampler_) sampler_data_ = sampler_->stop();
     child_done_ = child_.done();
     child_.terminate();  // --duration or a signal: do not leave the command behind
@@ -345,9 +369,9 @@ class ProbeTool final : public Tool {
       p.comm = std::string(sl.comm, strnlen(sl.comm, sizeof sl.comm));
       p.image = static_cast<int>(sl.seq);
       p.cpu = sl.cpu;
-      p.samples = static_cast<std::int64_t>(ticks_[k].size());
-      if (!ticks_[k].empty())
-        p.probed_ns = clock.to_mono(ticks_[k].back()) - clock.to_mono(sl.start_tsc);
+      const Series& se = series_[k];
+      p.samples = static_cast<std::int64_t>(se.samples());
+      if (!se.tail.empty()) p.probed_ns = clock.to_mono(se.tail.back()) - clock.to_mono(sl.start_tsc);
       if (sl.successor >= 0 && sl.successor < SD_PROBE_SLOTS) {
         p.successor_pid = shm->slots[sl.successor].pid;
         const char* c = shm->slots[sl.successor].comm;
@@ -421,26 +445,58 @@ class ProbeTool final : public Tool {
         r.warnings.push_back("probe arena/ring not mlocked (RLIMIT_MEMLOCK): page faults may show as stalls");
       if (p.fate == ProbeFate::kOverrun)
         r.warnings.push_back("probe ring full (the tool fell behind): measurement ended early; raise --ring");
+      Series& se = series_[k];
       VictimSamples v;
       v.cpu = p.cpu;
       v.tid = sl.tid;
       v.pages_per_batch = o_.batch_pages;
-      v.start_ns = clock.to_mono(sl.start_tsc);
-      v.end_ns.reserve(ticks_[k].size());
-      v.lat_ns.reserve(ticks_[k].size());
-      std::int64_t prev = v.start_ns;
-      for (std::uint64_t t : ticks_[k]) {
-        const std::int64_t e = clock.to_mono(t);
+      // A probe past its --memory-limit: the raw windows kept around IPIs,
+      // then the raw tail (partial: index[] numbers the samples).
+      const bool partial = !se.folded.empty();
+      v.start_ns = clock.to_mono(partial && !se.kept_index.empty() ? se.kept_start.front() : se.prev);
+      const std::size_t n = se.kept_index.size() + se.tail.size();
+      v.end_ns.reserve(n);
+      v.lat_ns.reserve(n);
+      if (partial) v.index.reserve(n);
+      for (std::size_t j = 0; j < se.kept_index.size(); ++j) {
+        const std::int64_t e = clock.to_mono(se.kept_end[j]);
+        v.end_ns.push_back(e);
+        v.lat_ns.push_back(e - clock.to_mono(se.kept_start[j]));
+        v.index.push_back(static_cast<std::int64_t>(se.kept_index[j]));
+      }
+      std::int64_t prev = clock.to_mono(se.prev);
+      for (std::size_t j = 0; j < se.tail.size(); ++j) {
+        const std::int64_t e = clock.to_mono(se.tail[j]);
         v.end_ns.push_back(e);
         v.lat_ns.push_back(e - prev);
+        if (partial) v.index.push_back(static_cast<std::int64_t>(se.tail_first + j));
         prev = e;
       }
-      ticks_[k] = {};
-      r.measure_start_ns = v.start_ns;
+      se.tail = {};
+      r.measure_start_ns = clock.to_mono(sl.start_tsc);
       r.measure_end_ns = v.end_ns.back();
       r.victims.push_back(std::move(v));
       if (irq0_ && irq1_) r.counters = exp::cpu_counters(*irq0_, *irq1_, r.plan);
       build_intervals(r);
+      if (partial) {
+        hdr::Histogram all = make_latency_histogram();
+        for (const Interval& iv : se.folded) iv.add_to(all);
+        const Summary sum = summarize(all);
+        r.warnings.push_back(fmt::format(
+            "the probe's samples passed --memory-limit ({} raw samples at most): {} of them ({}) are kept only as {} "
+            "interval histograms (p50 {}, max {}); raw samples are kept for the last {} and within {} of each of "
+            "the {} IPIs on cpu{} in the folded stretch{}, and the attribution covers those",
+            max_samples_, se.folded_samples, format_duration_ns(se.folded.back().end_ns - se.folded.front().start_ns),
+            se.folded.size(), format_duration_ns(std::llround(sum.p50)), format_duration_ns(std::llround(sum.max)),
+            format_duration_ns(r.measure_end_ns - clock.to_mono(se.prev)), format_duration_ns(kProbeKeepNs), se.ipis,
+            p.cpu,
+            se.ipis_dropped ? fmt::format(" ({} samples near IPIs folded too: the raw windows took half the budget)",
+                                          se.ipis_dropped)
+                            : ""));
+        r.intervals.insert(r.intervals.begin(), se.folded.begin(), se.folded.end());
+        std::stable_sort(r.intervals.begin(), r.intervals.end(),
+                         [](const Interval& x, const Interval& y) { return x.start_ns < y.start_ns; });
+      }
       Analysis a = shootdown::analyze(r);
       results_.push_back({std::move(r), std::move(a)});
     }
@@ -550,9 +606,110 @@ class ProbeTool final : public Tool {
       const std::uint64_t* ring = sd_probe_ring(shm, k);
       const std::uint64_t count = __atomic_load_n(&sl.count, __ATOMIC_ACQUIRE);
       std::uint64_t c = sl.consumed;
-      for (; c < count; ++c) ticks_[k].push_back(ring[c % capacity_]);
+      Series& se = series_[k];
+      if (c < count && se.samples() == 0) se.prev = sl.start_tsc;
+      for (; c < count; ++c) se.tail.push_back(ring[c % capacity_]);
       __atomic_store_n(&sl.consumed, c, __ATOMIC_RELEASE);
     }
+    bound();
+  }
+
+  // Past the budget: the largest tail folds its oldest 1 Mi samples, then
+  // the kernel events no raw sample needs any more are counted, not kept.
+  void bound() {
+    constexpr std::size_t kFold = std::size_t{1} << 20;
+    for (;;) {
+      std::size_t held = 0;
+      int largest = -1;
+      for (int k = 0; k < SD_PROBE_SLOTS; ++k) {
+        held += series_[k].tail.size() + series_[k].kept_index.size();
+        if (largest < 0 || series_[k].tail.size() > series_[largest].tail.size()) largest = k;
+      }
+      if (held <= max_samples_ || largest < 0 || series_[largest].tail.size() < 2 * kFold) break;
+      fold(largest, kFold);
+    }
+    fold_events();
+  }
+
+  static bool is_ipi(const KernelEvent& e) {
+    return (e.type == EventType::kTlbFlush && e.a == kTlbRemoteShootdown) || e.type == EventType::kCallFunctionEntry ||
+           e.type == EventType::kCallFunctionSingleEntry;
+  }
+
+  void fold(int k, std::size_t n) {
+    Series& se = series_[k];
+    const int cpu = (*shm_)->slots[k].cpu;
+    const std::int64_t start = pre_.to_mono(se.prev);
+    std::vector<std::int64_t> end(n);
+    for (std::size_t i = 0; i < n; ++i) end[i] = pre_.to_mono(se.tail[i]);
+    std::vector<std::int64_t> ipis;
+    if (tracer_) tracer_->event_times(cpu, start - kProbeKeepNs, end.back() + kProbeKeepNs, is_ipi, ipis);
+    std::vector<bool> keep;
+    mark_near(start, end, ipis, kProbeKeepNs, keep);
+    se.ipis += static_cast<std::size_t>(std::count_if(ipis.begin(), ipis.end(),
+                                                      [&](std::int64_t t) { return t >= start && t < end.back(); }));
+    hdr::Histogram h = make_latency_histogram();
+    std::uint64_t from = se.prev;
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::uint64_t to = se.tail[i];
+      // Raw windows take at most half the budget; beyond it they fold too.
+      if (keep[i] && se.kept_index.size() < max_samples_ / (2 * SD_PROBE_SLOTS)) {
+        se.kept_index.push_back(se.tail_first + i);
+        se.kept_start.push_back(from);
+        se.kept_end.push_back(to);
+      } else {
+        if (keep[i]) ++se.ipis_dropped;
+        h.record(std::max<std::int64_t>(1, end[i] - (i ? end[i - 1] : start)));
+      }
+      from = to;
+    }
+    Interval iv;
+    iv.victim_cpu = cpu;
+    iv.start_ns = start;
+    iv.end_ns = end.back();
+    iv.phase = to_string(Phase::kBaseline);
+    iv.folded = true;
+    iv.set_histogram(h);
+    se.folded_samples += static_cast<std::size_t>(h.total_count());
+    se.folded.push_back(std::move(iv));
+    se.prev = se.tail[n - 1];
+    se.tail.erase(se.tail.begin(), se.tail.begin() + static_cast<std::ptrdiff_t>(n));
+    se.tail_first += n;
+  }
+
+  // Once a probe folded samples, the kernel events farther than
+  // kProbeEventMarginNs from every raw sample (each probe's raw tail and the
+  // windows kept around IPIs) are counted and dropped, up to the newest
+  // sample of the probes still running.
+  void fold_events() {
+    if (!tracer_) return;
+    bool folded_any = false;
+    std::int64_t hi = INT64_MAX, newest = INT64_MIN;
+    std::vector<std::pair<std::int64_t, std::int64_t>> kept, gaps;
+    for (int k = 0; k < SD_PROBE_SLOTS; ++k) {
+      const Series& se = series_[k];
+      if (se.samples() == 0) continue;
+      folded_any = folded_any || !se.folded.empty();
+      const std::int64_t a = pre_.to_mono(se.prev), b = se.tail.empty() ? a : pre_.to_mono(se.tail.back());
+      kept.emplace_back(a, b);
+      newest = std::max(newest, b);
+      const auto st = __atomic_load_n(&(*shm_)->slots[k].state, __ATOMIC_ACQUIRE);
+      if (st == SD_PROBE_RUNNING || st == SD_PROBE_PREPARING) hi = std::min(hi, b);
+      for (std::size_t i = 0; i < se.kept_index.size(); ++i) {
+        const std::int64_t x = pre_.to_mono(se.kept_start[i]), y = pre_.to_mono(se.kept_end[i]);
+        if (y + kProbeEventMarginNs > events_folded_until_) kept.emplace_back(x, y);
+      }
+    }
+    if (!folded_any) return;  // a probe that fits keeps every event
+    hi = (hi == INT64_MAX ? newest : hi) - kProbeEventMarginNs;
+    if (hi <= events_folded_until_) return;
+    fold_gaps(kept, events_folded_until_, hi, kProbeEventMarginNs, gaps);
+    if (!gaps.empty()) {
+      if (folded_events_.events == 0 && folded_events_.until_ns == 0) folded_events_.from_ns = gaps.front().first;
+      tracer_->take_events_between(gaps, [this](const KernelEvent& e) { folded_events_.add(e); });
+      folded_events_.until_ns = std::max(folded_events_.until_ns, gaps.back().second);
+    }
+    events_folded_until_ = hi;
   }
 
   int running_probes() const {
@@ -643,7 +800,25 @@ class ProbeTool final : public Tool {
   bool child_done_ = false;
   bool stopping_ = false;
   std::string stop_reason_ = "command exited";
-  std::array<std::vector<std::uint64_t>, SD_PROBE_SLOTS> ticks_;  // per slot: batch-end TSC values, in order
+  // Per slot: the probe's samples, bounded by --memory-limit (issue 19). The
+  // newest are raw batch-end TSC values; past the budget the oldest 1 Mi
+  // fold into an interval histogram, keeping raw the samples within
+  // kProbeKeepNs of an IPI on the probe's CPU (attribution reads them).
+  struct Series {
+    std::deque<std::uint64_t> tail;  // batch-end TSC, oldest first
+    std::size_t tail_first = 0;      // sample number of tail.front()
+    std::uint64_t prev = 0;          // TSC where tail.front() began (the slot's start_tsc at first)
+    std::vector<std::size_t> kept_index;               // raw samples kept from folded stretches
+    std::vector<std::uint64_t> kept_start, kept_end;   // their TSC span
+    std::vector<Interval> folded;
+    std::size_t folded_samples = 0, ipis = 0, ipis_dropped = 0;
+    std::size_t samples() const { return tail_first + tail.size(); }
+  };
+  std::array<Series, SD_PROBE_SLOTS> series_;
+  std::size_t max_samples_ = 0;  // raw samples held at most, all slots
+  sys::TscClock pre_;            // calibrated before the command starts: converts while folding
+  FoldedEvents folded_events_;
+  std::int64_t events_folded_until_ = 0;
   std::array<bool, SD_PROBE_SLOTS> exited_{};
   std::vector<ProbeProcess> processes_;
   std::vector<int> slot_of_;
@@ -674,6 +849,10 @@ Command add_probe(CLI::App& root) {
                   "Write the report to FILE (atomically) instead of stdout: the command keeps its stdout");
   app->add_flag("--no-callsites", o->no_callsites,
                 "Do not sample the target's reason-4 flushes with user stacks (its call sites; blame's sampler)");
+  app->add_option("--memory-limit", o->memory_limit,
+                  "Memory for the probes' samples and their analysis (default 1GiB, at least 64MiB): past it the "
+                  "oldest samples fold into interval histograms, keeping raw samples around each IPI on the probe's "
+                  "CPU, and the kernel events away from raw samples are counted, not kept");
   app->add_option("--only", o->only,
                   "Report only these processes of the target: PIDs or program names, comma-separated "
                   "(default: every process that was measured)");

@@ -82,8 +82,11 @@ void build_intervals(Result& r) {
   const std::int64_t per_interval =
       r.plan.batch > 0 ? std::max<std::int64_t>(1, r.plan.report_every / r.plan.batch) : 1;
   for (const auto& v : r.victims) {
-    for (std::size_t i = 0; i < v.size(); i += static_cast<std::size_t>(per_interval)) {
-      const std::size_t j = std::min(v.size(), i + static_cast<std::size_t>(per_interval));
+    for (std::size_t i = 0, j = 0; i < v.size(); i = j) {
+      // A partial series (samples folded between its raw stretches) starts
+      // a new interval where the sample numbers jump: no interval spans a gap.
+      const std::size_t cap = std::min(v.size(), i + static_cast<std::size_t>(per_interval));
+      for (j = i + 1; j < cap && (!v.partial() || v.index[j] == v.index[j - 1] + 1);) ++j;
       Interval iv;
       iv.victim_cpu = v.cpu;
       iv.start_ns = v.span_start(i);

@@ -51,4 +51,16 @@ void fold_gaps(std::vector<std::pair<std::int64_t, std::int64_t>>& kept, std::in
   if (at < hi) out.emplace_back(at, hi);
 }
 
+void mark_near(std::int64_t start, std::span<const std::int64_t> end, std::span<const std::int64_t> times,
+               std::int64_t window, std::vector<bool>& keep) {
+  keep.assign(end.size(), false);
+  std::size_t e = 0;
+  std::int64_t from = start;
+  for (std::size_t i = 0; i < end.size(); ++i) {
+    while (e < times.size() && times[e] < from - window) ++e;
+    keep[i] = e < times.size() && times[e] <= end[i] + window;
+    from = end[i];
+  }
+}
+
 }  // namespace shootdown

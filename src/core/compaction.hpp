@@ -50,4 +50,11 @@ std::optional<std::size_t> choose_fold(std::span<const TickRange> blocks, const 
 void fold_gaps(std::vector<std::pair<std::int64_t, std::int64_t>>& kept, std::int64_t lo, std::int64_t hi,
                std::int64_t margin, std::vector<std::pair<std::int64_t, std::int64_t>>& out);
 
+// A probe's samples (no releases to keep windows around): sample i spans
+// (end[i-1], end[i]] (end[-1] = start). Sets keep[i] for the samples within
+// `window` ns of one of `times` (sorted): an IPI on the probe's CPU, whose
+// stall is one sample and whose neighbours give the baseline.
+void mark_near(std::int64_t start, std::span<const std::int64_t> end, std::span<const std::int64_t> times,
+               std::int64_t window, std::vector<bool>& keep);
+
 }  // namespace shootdown

@@ -439,6 +439,20 @@ void Tracer::take_events_between(std::span<const std::pair<std::int64_t, std::in
   });
 }
 
+void Tracer::event_times(int cpu, std::int64_t from_ns, std::int64_t until_ns,
+                         const std::function<bool(const KernelEvent&)>& want, std::vector<std::int64_t>& out) const {
+  Impl& im = *impl_;
+  const std::size_t at = out.size();
+  {
+    std::lock_guard<std::mutex> lk(im.mu);
+    for (std::size_t i = 0; i < im.events.size(); ++i) {
+      const KernelEvent& e = im.events[i];
+      if (e.cpu == cpu && e.mono_ns >= from_ns && e.mono_ns < until_ns && want(e)) out.push_back(e.mono_ns);
+    }
+  }
+  std::sort(out.begin() + static_cast<std::ptrdiff_t>(at), out.end());
+}
+
 Callchain Tracer::callchain(int index) const {
   std::lock_guard<std::mutex> lk(impl_->mu);
   return impl_->make_chain(index);

@@ -75,6 +75,10 @@ class Tracer {
   // past its memory limit keeps events bounded this way).
   void take_events_between(std::span<const std::pair<std::int64_t, std::int64_t>> ranges,
                            const std::function<void(const KernelEvent&)>& each);
+  // Appends to `out`, in time order, the mono ns of the events drained so
+  // far on `cpu` in [from_ns, until_ns) that `want` accepts.
+  void event_times(int cpu, std::int64_t from_ns, std::int64_t until_ns,
+                   const std::function<bool(const KernelEvent&)>& want, std::vector<std::int64_t>& out) const;
   Callchain callchain(int index) const;                 // symbolized
   std::string symbolize(std::uint64_t addr) const;      // "func+0xoff" or "0x..."
   std::string function_name(std::uint64_t addr) const;  // "func" or ""

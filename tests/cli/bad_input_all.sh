@@ -120,6 +120,7 @@ probe|--stall-threshold|10us|10;;x
 probe|--rt|FLAG|
 probe|--no-callsites|FLAG|
 probe|--only|xz|,;;a,,b
+probe|--memory-limit|256MiB|1x;;0;;63MiB;;99999999999GiB
 probe|--pid|1|abc;;1;;-1
 probe|--output|out.txt|@FILE/sub;;@EMPTY;;@RO/out.txt
 blame|--pid|1|abc;;0;;-1;;99999999999
