@@ -131,7 +131,7 @@ void add_run_options(CLI::App& app, RunOptions& o, bool for_compare) {
   app.add_option("--memory-limit", o.memory_limit,
                  "Memory for the victims' samples and their analysis, e.g. 512MiB (at least 256MiB per victim); "
                  "a run longer than fits keeps raw samples and kernel events around each release and the rest "
-                 "only as interval histograms and counts (default 1GiB, or 256MiB per victim if more; lowered to "
+                 "only as interval histograms and counts (default 512MiB, or 256MiB per victim if more; lowered to "
                  "fit MemAvailable and the memory cgroup)");
   app.add_flag("--rt", o.rt,
                "Run victims SCHED_FIFO (priority 1) so they keep their CPU: a preempted victim gets no shootdown IPI");

@@ -83,7 +83,7 @@ struct ProbeOpts {
   std::string output;  // -o FILE: the console report
   bool no_callsites = false;
   std::string only;  // --only PID|PROGRAM,...: which processes to report (default all)
-  std::string memory_limit;  // --memory-limit SIZE ("" = 1 GiB)
+  std::string memory_limit;  // --memory-limit SIZE ("" = kMemoryLimitDefault)
   std::vector<std::string> command;
 };
 
@@ -850,7 +850,7 @@ Command add_probe(CLI::App& root) {
   app->add_flag("--no-callsites", o->no_callsites,
                 "Do not sample the target's reason-4 flushes with user stacks (its call sites; blame's sampler)");
   app->add_option("--memory-limit", o->memory_limit,
-                  "Memory for the probes' samples and their analysis (default 1GiB, at least 64MiB): past it the "
+                  "Memory for the probes' samples and their analysis (default 512MiB, at least 64MiB): past it the "
                   "oldest samples fold into interval histograms, keeping raw samples around each IPI on the probe's "
                   "CPU, and the kernel events away from raw samples are counted, not kept");
   app->add_option("--only", o->only,

@@ -13,7 +13,7 @@ std::optional<std::size_t> choose_fold(std::span<const TickRange> blocks, const 
   if (blocks.size() < 2) return std::nullopt;
   const std::size_t last = blocks.size() - 1;  // takes the next samples: never folded
   auto kept_raw = [&](const TickRange& b) {
-    if (b.to > sat_sub(r.now, r.margin)) return true;
+    if (!r.final && b.to > sat_sub(r.now, r.margin)) return true;
     if (r.open && b.to > sat_sub(*r.open, r.margin)) return true;
     for (const TickRange& w : r.windows)
       if (overlaps(b, sat_sub(w.from, r.margin), w.to + r.margin)) return true;
@@ -21,8 +21,9 @@ std::optional<std::size_t> choose_fold(std::span<const TickRange> blocks, const 
   };
   for (std::size_t i = 0; i < last; ++i)
     if (!kept_raw(blocks[i])) return i;
-  // Only raw windows and the look-back are left: the oldest goes, but not
-  // the start of an open window, and the first baseline last.
+  if (r.final) return std::nullopt;
+  // Only raw windows and the look-back are left: the oldest goes, keeping
+  // the first baseline, then the start of an open window, to the last.
   auto open_start = [&](const TickRange& b) {
     return r.open && overlaps(b, sat_sub(*r.open, r.margin), *r.open + r.margin);
   };
@@ -31,6 +32,8 @@ std::optional<std::size_t> choose_fold(std::span<const TickRange> blocks, const 
     if (!open_start(blocks[i]) && !first_baseline(blocks[i])) return i;
   for (std::size_t i = 0; i < last; ++i)
     if (!open_start(blocks[i])) return i;
+  for (std::size_t i = 0; i < last; ++i)
+    if (!(blocks[i].from <= *r.open && *r.open < blocks[i].to)) return i;
   return std::nullopt;
 }
 

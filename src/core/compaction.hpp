@@ -11,9 +11,12 @@
 // only such blocks are left it folds the oldest of them (a closed window's
 // raw samples go first; the run says which releases lost theirs), keeping
 // the baseline just before the first release (the reference of every stall
-// threshold) to the last, and never the start of a window still open (its
-// first `margin` and the `margin` before it) nor the newest block, which
-// takes the next samples.
+// threshold) and then the start of a window still open (its first `margin`
+// and the `margin` before it) to the last; never the block holding the
+// start of an open window, nor the newest block, which takes the next
+// samples. After a run that folded, every block away from the windows is
+// folded too (`final`), so what stays raw does not depend on when the store
+// happened to fill.
 #pragma once
 
 #include <cstddef>
@@ -35,6 +38,9 @@ struct KeepRules {
   std::uint64_t margin = 0;  // raw samples kept before and after each window, and behind now
   std::optional<std::uint64_t> open;   // start of a release window still open
   std::optional<std::uint64_t> first;  // start of the first release's window (its baseline is the reference)
+  // After the run (a run that folded): no release is coming, so no look-back
+  // is kept, and only blocks away from every window are chosen.
+  bool final = false;
   std::span<const TickRange> windows;  // closed release windows [before, after + settle)
 };
 

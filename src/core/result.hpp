@@ -55,10 +55,11 @@ struct Environment {
 // 4 MiB, enough to keep a release window raw while it folds the rest),
 // times 8 for the analysis after the run (32 bytes per 4-byte sample).
 inline constexpr std::int64_t kMemoryLimitPerVictim = 256LL << 20;
-// --memory-limit's default: 1 GiB (a 128 MiB store, ~5 s of raw samples at
-// this guest's 6.6 M batches/s) or the least for the victims if more.
-// Measured peak RSS beyond the chunks stays a third of it (docs/methodology).
-inline constexpr std::int64_t kMemoryLimitDefault = 1LL << 30;
+// --memory-limit's default: 512 MiB (a 64 MiB store, ~2.5 s of raw samples
+// at this guest's 6.6 M batches/s) or the least for the victims if more.
+// Measured: peak RSS beyond the chunks ~160 MiB; 1 GiB took 540 MiB and
+// 6.5 s of post-processing for its 32 M raw samples (docs/methodology).
+inline constexpr std::int64_t kMemoryLimitDefault = 512LL << 20;
 
 struct Plan {
   int culprit_cpu = -1;

@@ -133,9 +133,11 @@ bool Victim::prepare() {
     slot_to_.assign(slots, 0);
     if (store_.recycling()) {
       // Raw around each release: cfg_.keep_ns, but at most a quarter of the
-      // store at the fastest rate, so the start of an open window (its
-      // margin both sides) never takes more than half of it.
-      const double quarter_ns = static_cast<double>(store_max / 4) * fastest_ns;
+      // store at the warm-up's mean rate, so the start of an open window
+      // (its margin both sides) takes about half of it (more when the
+      // victim runs faster than its warm-up: core/compaction then folds
+      // that margin too, all but the block where the window opened).
+      const double quarter_ns = static_cast<double>(store_max / 4) * static_cast<double>(out_.warmup_batch_ns);
       margin_ticks_ = static_cast<std::uint64_t>(std::min(static_cast<double>(cfg_.keep_ns), quarter_ns) / cfg_.ns_per_tick);
       slice_ticks_ = static_cast<std::uint64_t>(static_cast<double>(kSliceNs) / cfg_.ns_per_tick);
       blocks_scratch_.reserve(slots);
@@ -270,11 +272,19 @@ bool Victim::make_room() noexcept {
   if (!store_.can_drop() || !fold_hist_) return false;
   blocks_scratch_.clear();
   for (const auto& h : store_.held_blocks()) blocks_scratch_.push_back(block_ticks(h));
-  const std::uint64_t t0 = out_.start_tsc;
-  auto rel = [t0](std::uint64_t tsc) { return tsc > t0 ? tsc - t0 : 0; };
   KeepRules rules;
   rules.now = ticks_;
   rules.margin = margin_ticks_;
+  read_windows(rules);
+  const auto k = choose_fold(blocks_scratch_, rules);
+  if (!k) return false;
+  fold_block(*k);
+  return true;
+}
+
+void Victim::read_windows(KeepRules& rules) noexcept {
+  const std::uint64_t t0 = out_.start_tsc;
+  auto rel = [t0](std::uint64_t tsc) { return tsc > t0 ? tsc - t0 : 0; };
   // Read after the samples drained: an open_from of 0 here means no release
   // began before the newest of them ended (Control::open_window).
   if (const std::uint64_t open = ctl_.open_from.load(std::memory_order_seq_cst); open != 0) rules.open = rel(open);
@@ -287,10 +297,6 @@ bool Victim::make_room() noexcept {
                                          rel(ctl_.windows[at + 1].load(std::memory_order_relaxed))});
   }
   rules.windows = windows_scratch_;
-  const auto k = choose_fold(blocks_scratch_, rules);
-  if (!k) return false;
-  fold_block(*k);
-  return true;
 }
 
 void Victim::fold_block(std::size_t k) noexcept {
@@ -349,8 +355,26 @@ bool Victim::close_slice(bool last) noexcept {
 }
 
 void Victim::finish_folds() noexcept {
-  // Samples the drainer never saw (the victim published them past the last
-  // drain) are not in any block: nothing more to do than close the slice.
+  // A run that folded keeps raw only what core/compaction keeps (the
+  // windows around releases): the blocks that were still raw because the
+  // store had room fold now, so what is analysed raw does not depend on
+  // when the store filled (and costs post-processing in proportion to the
+  // releases, not the store).
+  if (folded_samples_ > 0 && fold_hist_) {
+    for (;;) {
+      if (!store_.can_drop()) break;
+      blocks_scratch_.clear();
+      for (const auto& h : store_.held_blocks()) blocks_scratch_.push_back(block_ticks(h));
+      KeepRules rules;
+      rules.now = ticks_;
+      rules.margin = margin_ticks_;
+      rules.final = true;
+      read_windows(rules);
+      const auto k = choose_fold(blocks_scratch_, rules);
+      if (!k) break;
+      fold_block(*k);
+    }
+  }
   (void)close_slice(true);
 }
 

@@ -158,6 +158,7 @@ class Victim {
   bool prepare();
   void measure();
   bool make_room() noexcept;            // drainer: fold the block core/compaction chooses
+  void read_windows(KeepRules& rules) noexcept;  // the release windows of Control, in ticks after start_tsc
   void fold_block(std::size_t k) noexcept;
   bool close_slice(bool last) noexcept;  // the open slice's histogram into counts_
   void publish_spans();

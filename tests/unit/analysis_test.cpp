@@ -69,6 +69,34 @@ TEST(Analysis, IntervalsCoverEverySampleOnce) {
   EXPECT_EQ(r.intervals[1].start_ns, r.intervals[0].end_ns);  // gapless
 }
 
+// A series a full store folded in the middle (samples 250..449 gone): the
+// intervals restart where the sample numbers jump, none spans the gap.
+TEST(Analysis, IntervalsOfAPartialSeriesNeverSpanAGap) {
+  Result r = synthetic();
+  VictimSamples& v = r.victims[0];
+  VictimSamples p;
+  p.cpu = v.cpu;
+  p.pages_per_batch = v.pages_per_batch;
+  p.start_ns = v.start_ns;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (i >= 250 && i < 450) continue;
+    p.end_ns.push_back(v.end_ns[i]);
+    p.lat_ns.push_back(v.lat_ns[i]);
+    p.index.push_back(static_cast<std::int64_t>(i));
+  }
+  v = p;
+  build_intervals(r);
+  std::int64_t total = 0;
+  for (const auto& iv : r.intervals) {
+    total += iv.total_count();
+    EXPECT_FALSE(iv.start_ns < 450'000 && iv.end_ns > 250'000) << iv.start_ns << ".." << iv.end_ns;
+  }
+  EXPECT_EQ(total, 800);
+  ASSERT_EQ(r.intervals.size(), 9u);  // 0-99 100-199 200-249 | 450-549 ... 950-999
+  EXPECT_EQ(r.intervals[2].total_count(), 50);
+  EXPECT_EQ(r.intervals[3].start_ns, 450'000);
+}
+
 TEST(Analysis, MaskRestrictsSamples) {
   Result r = synthetic();
   std::vector<bool> mask(1000, true);

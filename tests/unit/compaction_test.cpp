@@ -2,6 +2,7 @@
 // folded (core/compaction): the raw windows around releases survive.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "core/compaction.hpp"
@@ -38,7 +39,9 @@ TEST(ChooseFold, NeverTheNewestBlockNorTheStartOfAnOpenWindow) {
   r.open = 50;  // a release window opened at tick 50: block 0 holds its start (30..70)
   EXPECT_EQ(choose_fold(b, r), 1u) << "only the open window is left: block 1 goes, block 0 (its start) stays";
   r.margin = 150;  // the open start's margin (0..200) covers blocks 0 and 1
-  EXPECT_EQ(choose_fold(b, r), std::nullopt);
+  EXPECT_EQ(choose_fold(b, r), 1u) << "the margin goes before the block holding the open window's start";
+  const std::vector<TickRange> two = {{0, 100}, {100, 200}};
+  EXPECT_EQ(choose_fold(two, r), std::nullopt) << "block 0 holds the open start, block 1 is the newest";
   EXPECT_EQ(choose_fold(blocks(1), KeepRules{}), std::nullopt);
 }
 
@@ -58,6 +61,21 @@ TEST(ChooseFold, UnderPressureOldWindowsGoFirstAndTheFirstBaselineLast) {
   EXPECT_EQ(choose_fold(from1, r), 1u) << "block 1 (index 0) is the first release's baseline: block 2 goes first";
 }
 
+TEST(ChooseFold, AfterTheRunOnlyBlocksAwayFromEveryWindow) {
+  const auto b = blocks(6);
+  KeepRules r;
+  r.now = 600;
+  r.margin = 10;
+  r.final = true;
+  const std::vector<TickRange> w = {{150, 160}};
+  r.windows = w;
+  EXPECT_EQ(choose_fold(b, r), 0u);
+  std::vector<TickRange> rest(b.begin() + 1, b.end());  // block 0 folded
+  EXPECT_EQ(choose_fold(rest, r), 1u) << "block 1 holds the window: block 2 goes, no look-back after the run";
+  const std::vector<TickRange> left = {b[1], b[5]};
+  EXPECT_EQ(choose_fold(left, r), std::nullopt) << "the window's block stays raw; the newest is never folded";
+}
+
 TEST(FoldGaps, StretchesFarFromEveryKeptSpan) {
   std::vector<std::pair<std::int64_t, std::int64_t>> kept = {{500, 600}, {100, 200}, {150, 250}};
   std::vector<std::pair<std::int64_t, std::int64_t>> out;
@@ -70,6 +88,23 @@ TEST(FoldGaps, StretchesFarFromEveryKeptSpan) {
   kept = {{0, 1000}};
   fold_gaps(kept, 0, 1000, 10, out);
   EXPECT_TRUE(out.empty());
+}
+
+TEST(MarkNear, KeepsTheSamplesWithinTheWindowOfAnIpi) {
+  // Ten samples of 10 ns from t = 100: sample i spans (100 + 10i, 110 + 10i].
+  std::vector<std::int64_t> end;
+  for (int i = 0; i < 10; ++i) end.push_back(110 + 10 * i);
+  const std::vector<std::int64_t> times = {135, 400};  // an IPI in sample 3; another far after the stretch
+  std::vector<bool> keep;
+  mark_near(100, end, times, 10, keep);
+  const std::vector<bool> want = {false, false, true, true, true, false, false, false, false, false};
+  EXPECT_EQ(keep, want);
+  mark_near(100, end, {}, 10, keep);
+  EXPECT_EQ(std::count(keep.begin(), keep.end(), true), 0);
+  const std::vector<std::int64_t> before = {95};  // just before the stretch: its first sample is within 10 ns
+  mark_near(100, end, before, 10, keep);
+  EXPECT_TRUE(keep[0]);
+  EXPECT_FALSE(keep[1]);
 }
 
 }  // namespace
