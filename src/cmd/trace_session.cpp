@@ -19,6 +19,14 @@ class KernelTraceSession final : public exp::TraceSession {
     tracer_->take_events_between(ranges, [this](const KernelEvent& e) { folded_.add(e); });
     folded_.until_ns = std::max(folded_.until_ns, ranges.back().second);
   }
+  void ipis(std::span<const int> cpus, std::int64_t from_ns, std::int64_t until_ns,
+            const std::function<void(int, std::int64_t)>& each) override {
+    tracer_->each_event_between(from_ns, until_ns, [&](const KernelEvent& e) {
+      const bool ipi = (e.type == EventType::kTlbFlush && e.a == kTlbRemoteShootdown) ||
+                       e.type == EventType::kCallFunctionEntry || e.type == EventType::kCallFunctionSingleEntry;
+      if (ipi && std::find(cpus.begin(), cpus.end(), e.cpu) != cpus.end()) each(e.cpu, e.mono_ns);
+    });
+  }
   KernelTrace stop() override {
     KernelTrace kt = tracer_->stop();
     kt.folded = std::move(folded_);

@@ -12,22 +12,30 @@ bool overlaps(const TickRange& b, std::uint64_t lo, std::uint64_t hi) { return b
 std::optional<std::size_t> choose_fold(std::span<const TickRange> blocks, const KeepRules& r) {
   if (blocks.size() < 2) return std::nullopt;
   const std::size_t last = blocks.size() - 1;  // takes the next samples: never folded
-  auto kept_raw = [&](const TickRange& b) {
-    if (!r.final && b.to > sat_sub(r.now, r.margin)) return true;
+  auto in_window = [&](const TickRange& b) {
     if (r.open && b.to > sat_sub(*r.open, r.margin)) return true;
     for (const TickRange& w : r.windows)
       if (overlaps(b, sat_sub(w.from, r.margin), w.to + r.margin)) return true;
     return false;
   };
+  auto kept_raw = [&](const TickRange& b) {
+    if (!r.final && b.to > sat_sub(r.now, r.margin)) return true;
+    for (const std::uint64_t m : r.marks)
+      if (overlaps(b, sat_sub(m, r.mark_margin), m + r.mark_margin + 1)) return true;
+    return in_window(b);
+  };
   for (std::size_t i = 0; i < last; ++i)
     if (!kept_raw(blocks[i])) return i;
   if (r.final) return std::nullopt;
-  // Only raw windows and the look-back are left: the oldest goes, keeping
-  // the first baseline, then the start of an open window, to the last.
+  // Only raw windows, marks and the look-back are left: the oldest goes,
+  // keeping the release windows, the first baseline, then the start of an
+  // open window, to the last.
   auto open_start = [&](const TickRange& b) {
     return r.open && overlaps(b, sat_sub(*r.open, r.margin), *r.open + r.margin);
   };
   auto first_baseline = [&](const TickRange& b) { return r.first && overlaps(b, sat_sub(*r.first, r.margin), *r.first); };
+  for (std::size_t i = 0; i < last; ++i)
+    if (!in_window(blocks[i]) && !open_start(blocks[i]) && !first_baseline(blocks[i])) return i;
   for (std::size_t i = 0; i < last; ++i)
     if (!open_start(blocks[i]) && !first_baseline(blocks[i])) return i;
   for (std::size_t i = 0; i < last; ++i)

@@ -6,10 +6,12 @@
 // one block into the run's interval histograms to make room. It keeps raw,
 // as long as it can, everything within `margin` of a release window (the
 // baseline just before it, the release, the settle and the start of the
-// after phase: what attribution and the phase tables read) and the newest
-// `margin` (the look-back of a release that may begin at any moment). When
-// only such blocks are left it folds the oldest of them (a closed window's
-// raw samples go first; the run says which releases lost theirs), keeping
+// after phase: what attribution and the phase tables read), the newest
+// `margin` (the look-back of a release that may begin at any moment) and
+// the blocks holding an IPI the run marked on the victim's CPU. When only
+// such blocks are left it folds the oldest of them: first those kept for a
+// mark or the look-back only, then a closed window's raw samples (the run
+// says which releases lost theirs), keeping
 // the baseline just before the first release (the reference of every stall
 // threshold) and then the start of a window still open (its first `margin`
 // and the `margin` before it) to the last; never the block holding the
@@ -42,6 +44,10 @@ struct KeepRules {
   // is kept, and only blocks away from every window are chosen.
   bool final = false;
   std::span<const TickRange> windows;  // closed release windows [before, after + settle)
+  // IPIs on the victim's CPU outside the releases (a stray flush, a
+  // membarrier): the samples within `mark_margin` of each stay raw too.
+  std::span<const std::uint64_t> marks;
+  std::uint64_t mark_margin = 0;
 };
 
 // The index in `blocks` (held blocks' spans, oldest first) of the block to

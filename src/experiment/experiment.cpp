@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sys/prctl.h>
+#include <span>
 #include <stdexcept>
 #include <thread>
 #include <unistd.h>
@@ -74,6 +75,22 @@ struct Waiter {
   TraceSession* trace = nullptr;
   const sys::TscClock* clock = nullptr;  // the pre-run calibration
   std::int64_t fold_from_ns = 0;         // the counted span's start
+  // IPIs on the victims' CPUs are marked in Control as the tracer delivers
+  // them, so a full store keeps their samples raw (core/compaction).
+  Control* ctl = nullptr;
+  std::span<const int> victim_cpus;
+  std::int64_t marked_until_ns = 0;
+
+  void mark_ipis() {
+    if (!trace || !clock || !ctl || victim_cpus.empty()) return;
+    // The tracer's reader delivers events some ms late: marks stop 50 ms
+    // short of now and resume there (the store keeps ~0.5 s behind the newest).
+    const std::int64_t until = sys::mono_now_ns() - 50 * kMs;
+    if (until <= marked_until_ns) return;
+    trace->ipis(victim_cpus, marked_until_ns, until,
+                [this](int cpu, std::int64_t t) { ctl->mark(cpu, clock->to_tsc(t)); });
+    marked_until_ns = until;
+  }
   // Reserved before the counted span: folding allocates nothing.
   std::vector<TickRange> spans;
   std::vector<std::pair<std::int64_t, std::int64_t>> kept, gaps;
@@ -109,6 +126,7 @@ struct Waiter {
     if (now - last_tick >= 100 * kMs) {
       last_tick = now;
       if (hooks.on_tick) hooks.on_tick(now - start_ns, victims.empty() ? 0 : victims.front()->published_samples());
+      mark_ipis();
       fold_events();
     }
   }
@@ -517,10 +535,13 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
   // Barrier: victims start measuring.
   r.measure_start_ns = sys::mono_now_ns();
   ctl.go.store(true, std::memory_order_release);
-  Waiter wait{hooks, victims, r.measure_start_ns, 0, {}, nullptr, nullptr, 0, {}, {}, {}};
+  Waiter wait{hooks, victims, r.measure_start_ns, 0, {}, nullptr, nullptr, 0, nullptr, {}, 0, {}, {}, {}};
   wait.trace = trace.get();
   wait.clock = &pre;
   wait.fold_from_ns = irq_cap_before.mono_ns();  // r.interrupts_start_ns
+  wait.ctl = &ctl;
+  wait.victim_cpus = plan.victim_cpus;
+  wait.marked_until_ns = wait.fold_from_ns;
   wait.reserve_folding();
   bool ok = true;
 

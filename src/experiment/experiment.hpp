@@ -25,6 +25,15 @@ class TraceSession {
   // until) mono ns, sorted, disjoint): no victim holds raw samples there (a
   // run past its memory limit). stop() returns them in KernelTrace::folded.
   virtual void fold(std::span<const std::pair<std::int64_t, std::int64_t>> ranges) { (void)ranges; }
+  // Calls each(cpu, mono_ns) for the IPIs drained so far (a tlb_flush
+  // reason 1, a function-call IPI entry) on `cpus` in [from_ns, until_ns).
+  virtual void ipis(std::span<const int> cpus, std::int64_t from_ns, std::int64_t until_ns,
+                    const std::function<void(int, std::int64_t)>& each) {
+    (void)cpus;
+    (void)from_ns;
+    (void)until_ns;
+    (void)each;
+  }
 };
 
 struct Hooks {

@@ -32,6 +32,9 @@ constexpr std::int64_t kRingMaxNs = 5'000'000'000;
 // A fold slice (one interval of the timeline where samples were summarized)
 // spans about this much, doubling as the slice table fills.
 constexpr std::int64_t kSliceNs = 1'000'000'000;
+// Raw samples kept around an IPI the run marked (its stall and the
+// neighbours that give its baseline): the block holding it stays raw.
+constexpr std::int64_t kMarkKeepNs = 10'000'000;
 }
 
 Victim::Victim(VictimConfig cfg, Control& ctl) : cfg_(std::move(cfg)), ctl_(ctl) {}
@@ -142,6 +145,8 @@ bool Victim::prepare() {
       slice_ticks_ = static_cast<std::uint64_t>(static_cast<double>(kSliceNs) / cfg_.ns_per_tick);
       blocks_scratch_.reserve(slots);
       windows_scratch_.reserve(Control::kWindows);
+      marks_scratch_.reserve(Control::kMarks);
+      mark_margin_ticks_ = static_cast<std::uint64_t>(static_cast<double>(kMarkKeepNs) / cfg_.ns_per_tick);
       fold_hist_.emplace(make_latency_histogram());
       // The slices' sparse counts: an eighth of the store's bytes, at least
       // 4 MiB, plus one whole histogram so the last slice always fits.
@@ -297,6 +302,13 @@ void Victim::read_windows(KeepRules& rules) noexcept {
                                          rel(ctl_.windows[at + 1].load(std::memory_order_relaxed))});
   }
   rules.windows = windows_scratch_;
+  const std::size_t m = ctl_.marks_n.load(std::memory_order_acquire);
+  marks_scratch_.clear();
+  for (std::size_t i = m > Control::kMarks ? m - Control::kMarks : 0; i < m; ++i)
+    if (ctl_.mark_cpu[i % Control::kMarks].load(std::memory_order_relaxed) == cfg_.cpu)
+      marks_scratch_.push_back(rel(ctl_.marks[i % Control::kMarks].load(std::memory_order_relaxed)));
+  rules.marks = marks_scratch_;
+  rules.mark_margin = mark_margin_ticks_;
 }
 
 void Victim::fold_block(std::size_t k) noexcept {

@@ -44,6 +44,18 @@ struct alignas(64) Control {
   std::atomic<std::uint64_t> first_from{0};             // TSC of the first window, 0: none yet
   std::atomic<std::size_t> windows_n{0};
   std::array<std::atomic<std::uint64_t>, 2 * kWindows> windows{};  // [2i] from, [2i+1] to (TSC), ring by i % kWindows
+  // IPIs on victim CPUs outside the releases, marked by the run as the
+  // tracer delivers them: a full store keeps the samples around them raw.
+  static constexpr std::size_t kMarks = 4096;
+  alignas(64) std::atomic<std::size_t> marks_n{0};
+  std::array<std::atomic<std::uint64_t>, kMarks> marks{};  // TSC, ring by i % kMarks
+  std::array<std::atomic<int>, kMarks> mark_cpu{};
+  void mark(int cpu, std::uint64_t tsc) noexcept {
+    const std::size_t n = marks_n.load(std::memory_order_relaxed);
+    marks[n % kMarks].store(tsc, std::memory_order_relaxed);
+    mark_cpu[n % kMarks].store(cpu, std::memory_order_relaxed);
+    marks_n.store(n + 1, std::memory_order_release);
+  }
   void open_window(std::uint64_t tsc) noexcept {
     if (first_from.load(std::memory_order_relaxed) == 0) first_from.store(tsc, std::memory_order_relaxed);
     open_from.store(tsc, std::memory_order_seq_cst);
@@ -187,6 +199,8 @@ class Victim {
   std::vector<std::uint64_t> slot_from_, slot_to_;  // by store slot: the held block's ticks
   std::uint64_t margin_ticks_ = 0;
   std::vector<TickRange> blocks_scratch_, windows_scratch_;
+  std::vector<std::uint64_t> marks_scratch_;
+  std::uint64_t mark_margin_ticks_ = 0;
   std::optional<hdr::Histogram> fold_hist_;  // the open slice
   bool slice_open_ = false;
   FoldSlice slice_;

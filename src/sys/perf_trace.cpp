@@ -439,17 +439,22 @@ void Tracer::take_events_between(std::span<const std::pair<std::int64_t, std::in
   });
 }
 
+void Tracer::each_event_between(std::int64_t from_ns, std::int64_t until_ns,
+                                const std::function<void(const KernelEvent&)>& each) const {
+  Impl& im = *impl_;
+  std::lock_guard<std::mutex> lk(im.mu);
+  for (std::size_t i = 0; i < im.events.size(); ++i) {
+    const KernelEvent& e = im.events[i];
+    if (e.mono_ns >= from_ns && e.mono_ns < until_ns) each(e);
+  }
+}
+
 void Tracer::event_times(int cpu, std::int64_t from_ns, std::int64_t until_ns,
                          const std::function<bool(const KernelEvent&)>& want, std::vector<std::int64_t>& out) const {
-  Impl& im = *impl_;
   const std::size_t at = out.size();
-  {
-    std::lock_guard<std::mutex> lk(im.mu);
-    for (std::size_t i = 0; i < im.events.size(); ++i) {
-      const KernelEvent& e = im.events[i];
-      if (e.cpu == cpu && e.mono_ns >= from_ns && e.mono_ns < until_ns && want(e)) out.push_back(e.mono_ns);
-    }
-  }
+  each_event_between(from_ns, until_ns, [&](const KernelEvent& e) {
+    if (e.cpu == cpu && want(e)) out.push_back(e.mono_ns);
+  });
   std::sort(out.begin() + static_cast<std::ptrdiff_t>(at), out.end());
 }
 

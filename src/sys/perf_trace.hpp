@@ -75,6 +75,10 @@ class Tracer {
   // past its memory limit keeps events bounded this way).
   void take_events_between(std::span<const std::pair<std::int64_t, std::int64_t>> ranges,
                            const std::function<void(const KernelEvent&)>& each);
+  // Calls `each` for the events drained so far in [from_ns, until_ns), in
+  // the order they are held (under the tracer's lock: keep it short).
+  void each_event_between(std::int64_t from_ns, std::int64_t until_ns,
+                          const std::function<void(const KernelEvent&)>& each) const;
   // Appends to `out`, in time order, the mono ns of the events drained so
   // far on `cpu` in [from_ns, until_ns) that `want` accepts.
   void event_times(int cpu, std::int64_t from_ns, std::int64_t until_ns,

@@ -43,6 +43,10 @@ struct TscClock {
     return a.mono_ns +
            static_cast<std::int64_t>(static_cast<double>(static_cast<std::int64_t>(tsc - a.tsc)) * ns_per_tick);
   }
+  std::uint64_t to_tsc(std::int64_t mono_ns) const noexcept {
+    return a.tsc + static_cast<std::uint64_t>(
+                       static_cast<std::int64_t>(static_cast<double>(mono_ns - a.mono_ns) / ns_per_tick));
+  }
   std::int64_t ticks_to_ns(std::uint64_t ticks) const noexcept {
     return static_cast<std::int64_t>(static_cast<double>(ticks) * ns_per_tick);
   }

@@ -61,6 +61,22 @@ TEST(ChooseFold, UnderPressureOldWindowsGoFirstAndTheFirstBaselineLast) {
   EXPECT_EQ(choose_fold(from1, r), 1u) << "block 1 (index 0) is the first release's baseline: block 2 goes first";
 }
 
+TEST(ChooseFold, AMarkedIpiKeepsItsBlockButFoldsBeforeAReleaseWindow) {
+  const auto b = blocks(6);
+  KeepRules r;
+  r.now = 600;
+  r.margin = 10;
+  r.mark_margin = 5;
+  const std::vector<std::uint64_t> marks = {50, 198};  // in block 0; near the end of block 1 (reaches 203: block 2)
+  r.marks = marks;
+  EXPECT_EQ(choose_fold(b, r), 3u);
+  const std::vector<TickRange> w = {{350, 360}, {450, 460}};  // blocks 3 and 4 hold release windows
+  r.windows = w;
+  EXPECT_EQ(choose_fold(b, r), 0u) << "all kept raw: the marked block goes before the release windows";
+  r.final = true;
+  EXPECT_EQ(choose_fold(b, r), std::nullopt) << "after the run a marked block stays raw";
+}
+
 TEST(ChooseFold, AfterTheRunOnlyBlocksAwayFromEveryWindow) {
   const auto b = blocks(6);
   KeepRules r;
