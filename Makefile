@@ -42,7 +42,7 @@ test-lab: deps-test build
 	cd $(BUILD) && ctest --output-on-failure -L lab --repeat until-pass:2 $(CTEST_ARGS)
 
 # Unit and CLI tiers under ASan+UBSan (cli.faults measures wall-clock bounds, e.g. a silent InfluxDB in < 60 s, that ASan's slowdown breaks: Release only); under TSan the unit tier plus the CLI
-# test that runs real experiments and signals (victim, culprit, trace reader).
+# tests that run real experiments and signals (victim, culprit, trace reader) and fold a full sample store (drainer, Waiter).
 test-asan: deps
 	@cmake -S . -B $(BUILD)-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSHOOTDOWN_SANITIZE=address -DSHOOTDOWN_BUILD_BENCH=OFF >/dev/null
 	@cmake --build $(BUILD)-asan -j$(JOBS)
@@ -52,7 +52,7 @@ test-tsan: deps
 	@cmake -S . -B $(BUILD)-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSHOOTDOWN_SANITIZE=thread -DSHOOTDOWN_BUILD_BENCH=OFF >/dev/null
 	@cmake --build $(BUILD)-tsan -j$(JOBS)
 	cd $(BUILD)-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -L unit $(CTEST_ARGS)
-	cd $(BUILD)-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -R 'cli\.threads_smoke' $(CTEST_ARGS)
+	cd $(BUILD)-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -R 'cli\.(threads_smoke|memory_limit)' $(CTEST_ARGS)
 
 # Every fuzz target: a short smoke (make fuzz, part of make test) or a long
 # run of FUZZ_LONG_SECONDS each (docs/fuzzing.md records the last one).
