@@ -311,6 +311,10 @@ int run(const Options& o) {
   plan.baseline_ns = baseline_ns;
   plan.trigger = "after";
   plan.trigger_after_ns = baseline_ns;
+  // Every raw sample of the segments is compared: no folding (issue 19's
+  // default budget would fold a baseline of seconds). The store takes its
+  // share of MemAvailable and the memory cgroup, as run did before.
+  plan.memory_limit = 0;
 
   schedule->pairs = o.pairs;
   schedule->segment_ns = segment_ns;

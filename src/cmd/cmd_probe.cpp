@@ -870,7 +870,8 @@ Command add_probe(CLI::App& root) {
       "  shootdown probe -- ./my-app\n"
       "  shootdown probe --rt -- taskset -c 0-2 ./my-app --threads 3\n"
       "  shootdown probe --cpu 3 --duration 30s --out probe-run -- sh -c './start-server.sh'\n"
-      "  shootdown probe --cpu 2,3 -- ./forking-server   (parent and one child at a time)\n\n"
+      "  shootdown probe --cpu 2,3 -- ./forking-server   (parent and one child at a time)\n"
+      "  shootdown probe --duration 2h --memory-limit 1GiB --out night -- ./server   (hours: bounded memory)\n\n"
       "EXIT STATUS: 0 done, 1 not permitted or error, 2 bad input, 130/143 interrupted.");
   return tool_command<ProbeTool>(app, o);
 }

@@ -99,6 +99,8 @@ Command add_run(CLI::App& root) {
       "  shootdown run --release paced --chunk-size 1GiB  the same release spread: 64 KiB steps, 100 us pauses\n"
       "  shootdown run --release chunked --pace 2MiB/1ms  spread in 2 MiB steps with 1 ms pauses (G1-like: 64MiB/10ms)\n"
       "  shootdown run --repeat 10 --every 200ms --trigger after=1s\n"
+      "  shootdown run --trigger enter --out out/live        wait as long as you like: memory stays within\n"
+      "                                                  --memory-limit (512MiB), raw kept around the release\n"
       "  shootdown run --culprit-cpu 0 --victim-cpus 1 --json > result.json\n\n"
       "EXIT STATUS: 0 done, 1 runtime failure, 2 bad input, 130/143 interrupted (partial result written with --out).");
   return tool_command<RunTool>(app, opts);

@@ -81,8 +81,19 @@ struct Waiter {
   std::span<const int> victim_cpus;
   std::int64_t marked_until_ns = 0;
 
+  bool folding = false;  // a victim's store may fold (marks matter only then)
+
   void mark_ipis() {
-    if (!trace || !clock || !ctl || victim_cpus.empty()) return;
+    if (!trace || !clock || !ctl || !folding) return;
+    // Marking starts once a store is half full (a run that fits never
+    // folds: no scan of its events); the first pass takes every event so
+    // far, none of which has been folded yet.
+    if (marked_until_ns == fold_from_ns) {
+      bool half = false;
+      for (const auto& v : victims)
+        half = half || (v->samples().recycling() && v->published_samples() >= v->samples().max_samples() / 2);
+      if (!half) return;
+    }
     // The tracer's reader delivers events some ms late: marks stop 50 ms
     // short of now and resume there (the store keeps ~0.5 s behind the newest).
     const std::int64_t until = sys::mono_now_ns() - 50 * kMs;
@@ -97,7 +108,10 @@ struct Waiter {
 
   void reserve_folding() {
     std::size_t n = 2;
-    for (const auto& v : victims) n += v->samples().slots();
+    for (const auto& v : victims) {
+      n += v->samples().slots();
+      folding = folding || v->samples().recycling();
+    }
     spans.reserve(n);
     kept.reserve(n);
     gaps.reserve(n + 1);
@@ -535,7 +549,7 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
   // Barrier: victims start measuring.
   r.measure_start_ns = sys::mono_now_ns();
   ctl.go.store(true, std::memory_order_release);
-  Waiter wait{hooks, victims, r.measure_start_ns, 0, {}, nullptr, nullptr, 0, nullptr, {}, 0, {}, {}, {}};
+  Waiter wait{hooks, victims, r.measure_start_ns, 0, {}, nullptr, nullptr, 0, nullptr, {}, 0, false, {}, {}, {}};
   wait.trace = trace.get();
   wait.clock = &pre;
   wait.fold_from_ns = irq_cap_before.mono_ns();  // r.interrupts_start_ns
