@@ -275,16 +275,21 @@ std::uint64_t Victim::overflow_ticks(std::size_t i) const noexcept {
 
 bool Victim::make_room() noexcept {
   if (!store_.can_drop() || !fold_hist_) return false;
+  const auto k = choose(false);
+  if (!k) return false;
+  fold_block(*k);
+  return true;
+}
+
+std::optional<std::size_t> Victim::choose(bool final) noexcept {
   blocks_scratch_.clear();
   for (const auto& h : store_.held_blocks()) blocks_scratch_.push_back(block_ticks(h));
   KeepRules rules;
   rules.now = ticks_;
   rules.margin = margin_ticks_;
+  rules.final = final;
   read_windows(rules);
-  const auto k = choose_fold(blocks_scratch_, rules);
-  if (!k) return false;
-  fold_block(*k);
-  return true;
+  return choose_fold(blocks_scratch_, rules);
 }
 
 void Victim::read_windows(KeepRules& rules) noexcept {
@@ -373,16 +378,8 @@ void Victim::finish_folds() noexcept {
   // when the store filled (and costs post-processing in proportion to the
   // releases, not the store).
   if (folded_samples_ > 0 && fold_hist_) {
-    for (;;) {
-      if (!store_.can_drop()) break;
-      blocks_scratch_.clear();
-      for (const auto& h : store_.held_blocks()) blocks_scratch_.push_back(block_ticks(h));
-      KeepRules rules;
-      rules.now = ticks_;
-      rules.margin = margin_ticks_;
-      rules.final = true;
-      read_windows(rules);
-      const auto k = choose_fold(blocks_scratch_, rules);
+    while (store_.can_drop()) {
+      const auto k = choose(true);
       if (!k) break;
       fold_block(*k);
     }

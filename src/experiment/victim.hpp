@@ -170,6 +170,7 @@ class Victim {
   bool prepare();
   void measure();
   bool make_room() noexcept;            // drainer: fold the block core/compaction chooses
+  std::optional<std::size_t> choose(bool final) noexcept;  // core/compaction's choice among the held blocks
   void read_windows(KeepRules& rules) noexcept;  // the release windows of Control, in ticks after start_tsc
   void fold_block(std::size_t k) noexcept;
   bool close_slice(bool last) noexcept;  // the open slice's histogram into counts_
