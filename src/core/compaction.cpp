@@ -12,17 +12,19 @@ bool overlaps(const TickRange& b, std::uint64_t lo, std::uint64_t hi) { return b
 std::optional<std::size_t> choose_fold(std::span<const TickRange> blocks, const KeepRules& r) {
   if (blocks.size() < 2) return std::nullopt;
   const std::size_t last = blocks.size() - 1;  // takes the next samples: never folded
+  const std::uint64_t wm = r.window_margin.value_or(r.margin);
   auto in_window = [&](const TickRange& b) {
     if (r.open && b.to > sat_sub(*r.open, r.margin)) return true;
     for (const TickRange& w : r.windows)
-      if (overlaps(b, sat_sub(w.from, r.margin), w.to + r.margin)) return true;
+      if (overlaps(b, sat_sub(w.from, wm), w.to + wm)) return true;
     return false;
   };
+  auto first_baseline = [&](const TickRange& b) { return r.first && overlaps(b, sat_sub(*r.first, r.margin), *r.first); };
   auto kept_raw = [&](const TickRange& b) {
     if (!r.final && b.to > sat_sub(r.now, r.margin)) return true;
     for (const std::uint64_t m : r.marks)
       if (overlaps(b, sat_sub(m, r.mark_margin), m + r.mark_margin + 1)) return true;
-    return in_window(b);
+    return in_window(b) || first_baseline(b);
   };
   for (std::size_t i = 0; i < last; ++i)
     if (!kept_raw(blocks[i])) return i;
@@ -33,7 +35,6 @@ std::optional<std::size_t> choose_fold(std::span<const TickRange> blocks, const 
   auto open_start = [&](const TickRange& b) {
     return r.open && overlaps(b, sat_sub(*r.open, r.margin), *r.open + r.margin);
   };
-  auto first_baseline = [&](const TickRange& b) { return r.first && overlaps(b, sat_sub(*r.first, r.margin), *r.first); };
   for (std::size_t i = 0; i < last; ++i)
     if (!in_window(blocks[i]) && !open_start(blocks[i]) && !first_baseline(blocks[i])) return i;
   for (std::size_t i = 0; i < last; ++i)

@@ -37,7 +37,11 @@ struct TickRange {
 
 struct KeepRules {
   std::uint64_t now = 0;     // the end of the newest sample drained
-  std::uint64_t margin = 0;  // raw samples kept before and after each window, and behind now
+  std::uint64_t margin = 0;  // raw samples kept behind now, before an open window and the first release
+  // Raw samples kept before and after each closed window (unset: margin).
+  // Smaller, so a --repeat keeps many windows raw; the first release's
+  // baseline keeps `margin` (the reference of every stall threshold).
+  std::optional<std::uint64_t> window_margin;
   std::optional<std::uint64_t> open;   // start of a release window still open
   std::optional<std::uint64_t> first;  // start of the first release's window (its baseline is the reference)
   // After the run (a run that folded): no release is coming, so no look-back

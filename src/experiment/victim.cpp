@@ -288,6 +288,7 @@ std::optional<std::size_t> Victim::choose(bool final) noexcept {
   rules.now = ticks_;
   rules.margin = margin_ticks_;
   rules.final = final;
+  rules.window_margin = std::min(margin_ticks_, mark_margin_ticks_ * 5);  // 50 ms: a --repeat keeps many windows raw
   read_windows(rules);
   return choose_fold(blocks_scratch_, rules);
 }

@@ -92,6 +92,25 @@ TEST(ChooseFold, AfterTheRunOnlyBlocksAwayFromEveryWindow) {
   EXPECT_EQ(choose_fold(left, r), std::nullopt) << "the window's block stays raw; the newest is never folded";
 }
 
+TEST(ChooseFold, ClosedWindowsKeepASmallerMarginThanTheFirstBaseline) {
+  const auto b = blocks(8);
+  KeepRules r;
+  r.now = 800;
+  r.margin = 150;
+  r.window_margin = 10;
+  r.first = 350;  // the first release began at 350: blocks 2-3 hold its baseline (200..350)
+  const std::vector<TickRange> w = {{350, 360}, {550, 560}};
+  r.windows = w;
+  EXPECT_EQ(choose_fold(b, r), 0u);
+  std::vector<TickRange> rest(b.begin() + 1, b.end());
+  EXPECT_EQ(choose_fold(rest, r), 0u) << "block 1 (100..200) is outside the first baseline (200..350)";
+  std::vector<TickRange> later(b.begin() + 4, b.end());
+  EXPECT_EQ(choose_fold(later, r), 0u) << "block 4 (400..500): 10 from the windows, not 150";
+  r.final = true;
+  std::vector<TickRange> at_end(b.begin() + 2, b.end());
+  EXPECT_EQ(choose_fold(at_end, r), 2u) << "after the run the first baseline (blocks 2-3) and block 5 stay; block 4 goes";
+}
+
 TEST(FoldGaps, StretchesFarFromEveryKeptSpan) {
   std::vector<std::pair<std::int64_t, std::int64_t>> kept = {{500, 600}, {100, 200}, {150, 250}};
   std::vector<std::pair<std::int64_t, std::int64_t>> out;
