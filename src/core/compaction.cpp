@@ -42,7 +42,7 @@ std::optional<std::size_t> choose_fold(std::span<const TickRange> blocks, const 
   for (std::size_t i = 0; i < last; ++i)
     if (!open_start(blocks[i])) return i;
   for (std::size_t i = 0; i < last; ++i)
-    if (!(blocks[i].from <= *r.open && *r.open < blocks[i].to)) return i;
+    if (!r.open || !(blocks[i].from <= *r.open && *r.open < blocks[i].to)) return i;
   return std::nullopt;
 }
 
