@@ -704,11 +704,7 @@ class ProbeTool final : public Tool {
     hi = (hi == INT64_MAX ? newest : hi) - kProbeEventMarginNs;
     if (hi <= events_folded_until_) return;
     fold_gaps(kept, events_folded_until_, hi, kProbeEventMarginNs, gaps);
-    if (!gaps.empty()) {
-      if (folded_events_.events == 0 && folded_events_.until_ns == 0) folded_events_.from_ns = gaps.front().first;
-      tracer_->take_events_between(gaps, [this](const KernelEvent& e) { folded_events_.add(e); });
-      folded_events_.until_ns = std::max(folded_events_.until_ns, gaps.back().second);
-    }
+    cmd::fold_events(*tracer_, gaps, folded_events_);
     events_folded_until_ = hi;
   }
 

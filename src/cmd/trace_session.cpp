@@ -6,6 +6,15 @@
 
 namespace shootdown::cmd {
 
+void fold_events(sys::Tracer& tracer, std::span<const std::pair<std::int64_t, std::int64_t>> ranges,
+                 FoldedEvents& folded) {
+  if (ranges.empty()) return;
+  if (folded.events == 0 && folded.until_ns == 0) folded.from_ns = ranges.front().first;
+  folded.from_ns = std::min(folded.from_ns, ranges.front().first);
+  tracer.take_events_between(ranges, [&folded](const KernelEvent& e) { folded.add(e); });
+  folded.until_ns = std::max(folded.until_ns, ranges.back().second);
+}
+
 namespace {
 
 class KernelTraceSession final : public exp::TraceSession {
@@ -13,11 +22,7 @@ class KernelTraceSession final : public exp::TraceSession {
   explicit KernelTraceSession(std::unique_ptr<sys::Tracer> t) : tracer_(std::move(t)) {}
   void start() override { tracer_->start_reader(); }
   void fold(std::span<const std::pair<std::int64_t, std::int64_t>> ranges) override {
-    if (ranges.empty()) return;
-    if (folded_.events == 0 && folded_.until_ns == 0) folded_.from_ns = ranges.front().first;
-    folded_.from_ns = std::min(folded_.from_ns, ranges.front().first);
-    tracer_->take_events_between(ranges, [this](const KernelEvent& e) { folded_.add(e); });
-    folded_.until_ns = std::max(folded_.until_ns, ranges.back().second);
+    fold_events(*tracer_, ranges, folded_);
   }
   void ipis(std::span<const int> cpus, std::int64_t from_ns, std::int64_t until_ns,
             const std::function<void(int, std::int64_t)>& each) override {
