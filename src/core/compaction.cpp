@@ -20,8 +20,14 @@ std::optional<std::size_t> choose_fold(std::span<const TickRange> blocks, const 
     return false;
   };
   auto first_baseline = [&](const TickRange& b) { return r.first && overlaps(b, sat_sub(*r.first, r.margin), *r.first); };
+  // The after phase of the newest closed window, up to `margin`: the last
+  // release's counterpart of the first baseline (the phase table "after").
+  auto last_after = [&](const TickRange& b) {
+    return !r.windows.empty() && overlaps(b, r.windows.back().to, r.windows.back().to + r.margin);
+  };
   auto kept_raw = [&](const TickRange& b) {
     if (!r.final && b.to > sat_sub(r.now, r.margin)) return true;
+    if (last_after(b)) return true;
     for (const std::uint64_t m : r.marks)
       if (overlaps(b, sat_sub(m, r.mark_margin), m + r.mark_margin + 1)) return true;
     return in_window(b) || first_baseline(b);

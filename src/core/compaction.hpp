@@ -8,7 +8,9 @@
 // baseline just before it, the release, the settle and the start of the
 // after phase: what attribution and the phase tables read), the newest
 // `margin` (the look-back of a release that may begin at any moment) and
-// the blocks holding an IPI the run marked on the victim's CPU. When only
+// the blocks holding an IPI the run marked on the victim's CPU, and the
+// `margin` after the newest closed window (the last release's after phase,
+// kept after the run as the first release's baseline is). When only
 // such blocks are left it folds the oldest of them: first those kept for a
 // mark or the look-back only, then a closed window's raw samples (the run
 // says which releases lost theirs), keeping
@@ -47,7 +49,7 @@ struct KeepRules {
   // After the run (a run that folded): no release is coming, so no look-back
   // is kept, and only blocks away from every window are chosen.
   bool final = false;
-  std::span<const TickRange> windows;  // closed release windows [before, after + settle)
+  std::span<const TickRange> windows;  // closed release windows [before, after + settle), oldest first
   // IPIs on the victim's CPU outside the releases (a stray flush, a
   // membarrier): the samples within `mark_margin` of each stay raw too.
   std::span<const std::uint64_t> marks;

@@ -111,6 +111,27 @@ TEST(ChooseFold, ClosedWindowsKeepASmallerMarginThanTheFirstBaseline) {
   EXPECT_EQ(choose_fold(at_end, r), 2u) << "after the run the first baseline (blocks 2-3) and block 5 stay; block 4 goes";
 }
 
+TEST(ChooseFold, AfterTheRunTheLastReleasesAfterPhaseStaysRaw) {
+  const auto b = blocks(8);
+  KeepRules r;
+  r.now = 800;
+  r.margin = 250;
+  r.window_margin = 10;
+  r.final = true;
+  const std::vector<TickRange> w = {{120, 130}, {240, 250}};  // the last window closes at 250
+  r.windows = w;
+  std::vector<TickRange> rest(b.begin() + 3, b.end());  // blocks 3..7 (300..800)
+  EXPECT_EQ(choose_fold(rest, r), 2u) << "blocks 3-4 hold the last release's after phase (250..500): block 5 goes";
+  r.margin = 40;
+  EXPECT_EQ(choose_fold(rest, r), 0u) << "with a margin of 40 the after phase ends in block 2";
+  r.final = false;
+  r.margin = 250;
+  std::vector<TickRange> full(b.begin() + 1, b.begin() + 6);  // blocks 1..5, now 600
+  r.now = 600;
+  EXPECT_EQ(choose_fold(full, r), 2u) << "blocks 1-2 hold windows, 3-4 the after phase and look-back: "
+                                         "under pressure block 3 goes before a window";
+}
+
 TEST(FoldGaps, StretchesFarFromEveryKeptSpan) {
   std::vector<std::pair<std::int64_t, std::int64_t>> kept = {{500, 600}, {100, 200}, {150, 250}};
   std::vector<std::pair<std::int64_t, std::int64_t>> out;
