@@ -303,7 +303,10 @@ Verdict make_verdict(const Result& r, const Analysis& a) {
       x.stall_ns = at.stall_ns[static_cast<int>(StallLabel::kTlbShootdown)];
       x.per_ipi_p50_ns = at.stall_per_shootdown.p50;
       x.foreign = at.wrong_cpu_flushes;
-      x.off_cpu_in_release = at.releases_on_cpu >= 0 && at.releases_on_cpu < out.releases;
+      // Releases not known to have run with the victim on its CPU, less the
+      // unknown ones (their raw window was folded).
+      const auto unknown = std::count(at.release_on_cpu.begin(), at.release_on_cpu.end(), std::nullopt);
+      x.off_cpu_in_release = at.releases_on_cpu >= 0 && at.releases_on_cpu + unknown < out.releases;
       x.flush_requests = at.flush_requests;
       x.flush_requests_delivered = at.flush_requests_delivered;
       x.flushes_unseen = flushes_bypass_ipis(at.flush_requests, at.flush_requests_delivered);
@@ -315,7 +318,7 @@ Verdict make_verdict(const Result& r, const Analysis& a) {
 
 namespace {
 bool has_full_samples(const Result& r) {
-  return std::any_of(r.victims.begin(), r.victims.end(), [](const VictimSamples& v) { return !v.partial(); });
+  return std::any_of(r.victims.begin(), r.victims.end(), [](const VictimSamples& v) { return !v.windows_only; });
 }
 }  // namespace
 

@@ -99,6 +99,22 @@ std::int64_t sample_at(const VictimSamples& v, std::int64_t t) {
   return static_cast<std::int64_t>(i);
 }
 
+// Whether [from, to] lies in a stretch of the victim's samples that was
+// folded (issue 19): a partial series holds only the stretches it kept raw,
+// index[] numbering every sample measured. Outside the measured span the
+// victim did not sample: the events decide there.
+bool folded_over(const VictimSamples& v, std::int64_t from, std::int64_t to) {
+  if (!v.partial() || v.size() == 0) return false;
+  if (from < v.start_ns) return v.index.front() > 0;  // before the first kept sample: folded, if any was
+  if (from > v.end_ns.back()) return false;
+  const auto first = [&](std::int64_t t) {  // the first kept sample ending at or after t
+    return static_cast<std::size_t>(std::lower_bound(v.end_ns.begin(), v.end_ns.end(), t) - v.end_ns.begin());
+  };
+  const std::size_t s = first(from), e = std::min(first(to), v.size() - 1);
+  if (v.span_start(s) > from) return true;  // `from` falls in a gap before sample s
+  return v.index[e] - v.index[s] != static_cast<std::int64_t>(e - s);
+}
+
 bool targets(const KernelEvent& e, int cpu) {
   if (e.type == EventType::kIpiSendCpu) return e.a == cpu;
   if (e.type == EventType::kIpiSendCpumask)
@@ -383,10 +399,14 @@ Attribution attribute(const std::vector<VictimSamples>& victims, const KernelTra
       }
       a.releases_on_cpu = 0;
       for (const auto& [before, after] : opts.releases) {
+        if (folded_over(v, before, after)) {
+          a.release_on_cpu.emplace_back();  // its raw window was folded: unknown
+          continue;
+        }
         bool on = true;
         for (const OffCpu& iv : offs)
           if (iv.off_ns <= after && iv.on_ns >= before) on = false;
-        a.release_on_cpu.push_back(on);
+        a.release_on_cpu.emplace_back(on);
         a.releases_on_cpu += on;
         if (opts.culprit_cpu < 0 || opts.culprit_cpu == v.cpu) continue;
         // Remote flush delivery, counted only while the victim ran (then its

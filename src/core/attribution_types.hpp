@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -75,7 +76,10 @@ struct VictimAttribution {
   std::int64_t offcpu_ns = 0;         // victim switched out, within the span
   std::int64_t offcpu_intervals = 0;  // switched-out intervals overlapping the span
   std::int64_t releases_on_cpu = -1;  // releases during whose whole call the victim ran
-  std::vector<bool> release_on_cpu;   // per AttributionOptions::releases entry
+  // Per AttributionOptions::releases entry; nullopt (unknown) for a release
+  // the victim's raw samples do not cover: its window was folded to make
+  // room (issue 19), and with it the sched_switch events that would say.
+  std::vector<std::optional<bool>> release_on_cpu;
   // Delivery of the culprit's remote flushes (needs sched_switch and the
   // culprit CPU): reason-4 flushes traced on the culprit CPU during releases
   // at moments the victim ran on its CPU (each names this CPU: it runs our

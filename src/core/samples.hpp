@@ -15,10 +15,15 @@ struct VictimSamples {
   std::vector<std::int64_t> lat_ns;  // batch latency, ns (== end_ns[i] - span start)
   std::int64_t pages_per_batch = 0;
   std::int32_t tid = 0;  // the victim thread (gettid), 0 = unknown
-  // Empty for a measured series. A result read back from result.json keeps
-  // only the raw windows around each release: then index[i] is the original
-  // sample number of sample i and consecutive samples need not be adjacent.
+  // Empty for a series measured whole. Set where samples are missing, and
+  // consecutive samples need not be adjacent:
+  // - a measured series whose store folded blocks (issue 19): index[i] is
+  //   the number of sample i among all the victim measured;
+  // - a result read back from result.json keeps only the raw windows around
+  //   each release (windows_only): index[i] is the position of sample i in
+  //   the series that was written (raw_windows[].first_sample + k).
   std::vector<std::int64_t> index;
+  bool windows_only = false;
 
   std::size_t size() const noexcept { return end_ns.size(); }
   bool partial() const noexcept { return !index.empty(); }

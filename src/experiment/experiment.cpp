@@ -194,13 +194,13 @@ VictimSamples convert(const Victim& v, const sys::TscClock& clock, std::int64_t 
   const SampleStore& store = v.samples();
   const auto& held = store.held_blocks();
   const std::uint64_t t0 = v.output().start_tsc;
-  // Blocks folded before the first one held only move the start; a block
-  // folded between two held ones makes the series partial (index[]).
+  // Any block folded makes the series partial (index[]: each sample's number
+  // among all measured), so attribution knows which stretches were folded.
   s.start_ns = clock.to_mono(t0 + (held.empty() ? 0 : v.block_ticks(held.front()).from));
   const std::size_t n = store.held();
   s.end_ns.resize(n);
   s.lat_ns.resize(n);
-  bool gaps = false;
+  bool gaps = !held.empty() && held.front().block != 0;
   for (std::size_t k = 1; k < held.size(); ++k) gaps = gaps || held[k].block != held[k - 1].block + 1;
   if (gaps) s.index.resize(n);
   std::size_t i = 0;

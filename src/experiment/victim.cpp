@@ -136,12 +136,8 @@ bool Victim::prepare() {
     slot_to_.assign(slots, 0);
     if (store_.recycling()) {
       // Raw around each release: cfg_.keep_ns, but at most a quarter of the
-      // store at the warm-up's mean rate, so the start of an open window
-      // (its margin both sides) takes about half of it (more when the
-      // victim runs faster than its warm-up: core/compaction then folds
-      // that margin too, all but the block where the window opened).
-      const double quarter_ns = static_cast<double>(store_max / 4) * static_cast<double>(out_.warmup_batch_ns);
-      margin_ticks_ = static_cast<std::uint64_t>(std::min(static_cast<double>(cfg_.keep_ns), quarter_ns) / cfg_.ns_per_tick);
+      // store at the rate the held blocks measured (choose()).
+      keep_ticks_ = static_cast<std::uint64_t>(static_cast<double>(cfg_.keep_ns) / cfg_.ns_per_tick);
       slice_ticks_ = static_cast<std::uint64_t>(static_cast<double>(kSliceNs) / cfg_.ns_per_tick);
       blocks_scratch_.reserve(slots);
       windows_scratch_.reserve(Control::kWindows);
@@ -284,11 +280,21 @@ bool Victim::make_room() noexcept {
 std::optional<std::size_t> Victim::choose(bool final) noexcept {
   blocks_scratch_.clear();
   for (const auto& h : store_.held_blocks()) blocks_scratch_.push_back(block_ticks(h));
+  // The raw margin: keep_ticks_, capped at a quarter of the store at the
+  // mean rate of the full blocks held (all but the newest), so the start of
+  // an open window (its margin both sides) takes about half of the store.
+  // Measured, not the warm-up's rate: a warm-up ran up to 3x slower than the
+  // steady state here (pre-faulting), and a margin from it held 6 of 8
+  // blocks for the first baseline, leaving a --repeat no room for windows.
+  std::uint64_t full_ticks = 0;
+  for (std::size_t i = 0; i + 1 < blocks_scratch_.size(); ++i) full_ticks += blocks_scratch_[i].to - blocks_scratch_[i].from;
+  const std::size_t full = blocks_scratch_.size() > 1 ? blocks_scratch_.size() - 1 : 0;
+  const std::uint64_t quarter = full ? full_ticks / full * std::max<std::size_t>(1, store_.slots() / 4) : keep_ticks_;
   KeepRules rules;
   rules.now = ticks_;
-  rules.margin = margin_ticks_;
+  rules.margin = std::min(keep_ticks_, quarter);
   rules.final = final;
-  rules.window_margin = std::min(margin_ticks_, mark_margin_ticks_ * 5);  // 50 ms: a --repeat keeps many windows raw
+  rules.window_margin = std::min(rules.margin, mark_margin_ticks_ * 5);  // 50 ms: a --repeat keeps many windows raw
   read_windows(rules);
   return choose_fold(blocks_scratch_, rules);
 }

@@ -198,7 +198,7 @@ class Victim {
   std::size_t of_cursor_ = 0;    // overflow_ entries the drainer has passed
   std::size_t cur_slot_ = SIZE_MAX;
   std::vector<std::uint64_t> slot_from_, slot_to_;  // by store slot: the held block's ticks
-  std::uint64_t margin_ticks_ = 0;
+  std::uint64_t keep_ticks_ = 0;  // cfg_.keep_ns in ticks (choose() caps it)
   std::vector<TickRange> blocks_scratch_, windows_scratch_;
   std::vector<std::uint64_t> marks_scratch_;
   std::uint64_t mark_margin_ticks_ = 0;

@@ -126,9 +126,9 @@ json raw_windows(const Result& r) {
       auto hi = std::upper_bound(lo, v.end_ns.end(), to);
       auto i0 = static_cast<std::size_t>(lo - v.end_ns.begin());
       auto i1 = static_cast<std::size_t>(hi - v.end_ns.begin());
-      // A result read back from JSON (v.partial()) holds exactly the samples
+      // A result read back from JSON (windows_only) holds exactly the samples
       // that were kept: a window that was cut holds kRawWindowMaxSamples.
-      const bool truncated = v.partial() ? i1 - i0 >= kRawWindowMaxSamples : i1 - i0 > kRawWindowMaxSamples;
+      const bool truncated = v.windows_only ? i1 - i0 >= kRawWindowMaxSamples : i1 - i0 > kRawWindowMaxSamples;
       if (truncated) i1 = i0 + kRawWindowMaxSamples;
       std::vector<std::int64_t> t, lat;
       t.reserve(i1 - i0);
@@ -140,7 +140,9 @@ json raw_windows(const Result& r) {
       out.push_back(json{{"victim_cpu", v.cpu},
                          {"release", rel.index},
                          {"origin_ns", from},
-                         {"first_sample", v.partial() && i0 < v.size() ? static_cast<std::size_t>(v.index[i0]) : i0},
+                         // The position in the series written (label_runs cover it), not
+                         // the number among samples a folding store measured.
+                         {"first_sample", v.windows_only && i0 < v.size() ? static_cast<std::size_t>(v.index[i0]) : i0},
                          {"truncated", truncated},
                          {"end_offset_ns", std::move(t)},
                          {"latency_ns", std::move(lat)}});
@@ -240,6 +242,8 @@ json attribution_json(const Result& r, const Analysis& a) {
       for (const auto& sv : r.saved_attribution->victims)
         if (sv.cpu == v.cpu) saved = &sv;
     for (const auto& [code, n] : label_runs(saved ? saved->labels : v.labels)) runs.push_back({code, n});
+    json on_cpu = json::array();  // null: unknown (the release's raw window was folded)
+    for (const auto& on : v.release_on_cpu) on_cpu.push_back(on ? json(*on) : json(nullptr));
     json jv{{"cpu", v.cpu},
             {"victim_tid", v.victim_tid},
             {"baseline_median_ns", v.baseline_median_ns},
@@ -266,7 +270,7 @@ json attribution_json(const Result& r, const Analysis& a) {
             {"offcpu_ns", v.offcpu_ns},
             {"offcpu_intervals", v.offcpu_intervals},
             {"releases_on_cpu", v.sched_switch ? json(v.releases_on_cpu) : json(nullptr)},
-            {"release_on_cpu", v.release_on_cpu},
+            {"release_on_cpu", on_cpu},
             {"label_runs", runs}};
     if (v.tlb_counted >= 0)
       jv["tlb_accounting"] = {{"counted", v.tlb_counted},

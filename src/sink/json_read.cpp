@@ -294,6 +294,7 @@ void read_raw_windows(const Node& n, Result& r, const Analysis& a) {
                   samples.end());
     VictimSamples v;
     v.cpu = cpu;
+    v.windows_only = true;
     for (const auto& va : a.victims)
       if (va.cpu == cpu) v.pages_per_batch = va.pages_per_batch;
     v.start_ns = samples.empty() ? 0 : samples.front().end - samples.front().lat;
@@ -422,7 +423,8 @@ Attribution read_attribution(const Node& n, Analysis& a) {
       v.tlb_untraced_rule = t["rule"].str();
     }
     const Node roc = x["release_on_cpu"];
-    for (std::size_t k = 0; k < roc.array_size(); ++k) v.release_on_cpu.push_back(roc[k].boolean());
+    for (std::size_t k = 0; k < roc.array_size(); ++k)
+      v.release_on_cpu.push_back(roc[k].raw().is_null() ? std::nullopt : std::optional<bool>(roc[k].boolean()));
     std::int64_t limit = std::int64_t{1} << 32;
     for (const auto& va : a.victims)
       if (va.cpu == v.cpu) limit = va.samples;

@@ -496,7 +496,7 @@ TEST(AttributionOffCpu, MissingSwitchInIsBoundedByVictimEventsAndSamples) {
   const auto& a = at.victims.at(0);
   EXPECT_EQ(a.offcpu_intervals, 2);
   EXPECT_EQ(a.offcpu_ns, (seen1 - out1) + (v.span_end(70) - out2));
-  EXPECT_EQ(a.release_on_cpu, (std::vector<bool>{false, true, false, true}));
+  EXPECT_EQ(a.release_on_cpu, (std::vector<std::optional<bool>>{false, true, false, true}));
   EXPECT_EQ(label(a, 50), StallLabel::kPreempted);
   EXPECT_EQ(label(a, 70), StallLabel::kPreempted);
   EXPECT_EQ(label(a, 71), StallLabel::kClean);
@@ -523,7 +523,7 @@ TEST(AttributionOffCpu, ReleasesOnCpuOnlyWhenNoOffCpuIntervalOverlapsTheCall) {
                 {t0 + 800'000, t0 + 801'000}};  // after: on
   const Attribution at = attribute({v}, make_trace(e), o);
   const auto& a = at.victims.at(0);
-  EXPECT_EQ(a.release_on_cpu, (std::vector<bool>{true, false, false, true, false, true}));
+  EXPECT_EQ(a.release_on_cpu, (std::vector<std::optional<bool>>{true, false, false, true, false, true}));
   EXPECT_EQ(a.releases_on_cpu, 3);
   EXPECT_EQ(a.offcpu_intervals, 2);
   EXPECT_EQ(a.offcpu_ns, 101'000);
@@ -543,7 +543,7 @@ TEST(AttributionOffCpu, BeforeItsFirstEvidenceAndAfterItsLastSwitchOutTheVictimI
   const auto& a = at.victims.at(0);
   EXPECT_EQ(a.offcpu_intervals, 0);  // neither overlaps the samples' span
   EXPECT_EQ(a.offcpu_ns, 0);
-  EXPECT_EQ(a.release_on_cpu, (std::vector<bool>{false, true, false}));
+  EXPECT_EQ(a.release_on_cpu, (std::vector<std::optional<bool>>{false, true, false}));
   EXPECT_EQ(a.samples[static_cast<int>(StallLabel::kPreempted)], 0);
 }
 
@@ -581,7 +581,7 @@ TEST(AttributionOffCpu, FlushRequestsCountOnlyWhileTheVictimRan) {
                 {t0 + 390'000, t0 + 410'000}};
   const Attribution at = attribute({v}, make_trace(e), o);
   const auto& a = at.victims.at(0);
-  EXPECT_EQ(a.release_on_cpu, (std::vector<bool>{true, false, true, false}));
+  EXPECT_EQ(a.release_on_cpu, (std::vector<std::optional<bool>>{true, false, true, false}));
   EXPECT_EQ(a.flush_requests, 6);
   EXPECT_EQ(a.flush_requests_delivered, 3);
   o.culprit_cpu = -1;  // unknown culprit: nothing to count
@@ -601,6 +601,39 @@ TEST(AttributionOffCpu, TracedButNeverSwitchedMeansAlwaysOnCpu) {
   EXPECT_EQ(a.offcpu_intervals, 0);
   EXPECT_EQ(a.offcpu_ns, 0);
   EXPECT_EQ(a.releases_on_cpu, 1);
+}
+
+// Issue 19: a release whose raw samples were folded (a gap in a partial
+// series, or before the first sample kept) has no sched_switch evidence left:
+// unknown, not "on CPU", and not counted either way.
+TEST(AttributionOffCpu, AReleaseWhoseRawWindowWasFoldedIsUnknown) {
+  auto v = make_samples(1, 200);
+  v.tid = 77;
+  // Samples 0-99 were folded away: the series starts at the old sample 100,
+  // and 150-179 were folded too (a gap).
+  const std::int64_t folded_from = v.end_ns[99];
+  VictimSamples p = v;
+  p.start_ns = folded_from;
+  p.end_ns.clear();
+  p.lat_ns.clear();
+  for (std::size_t i = 100; i < 200; ++i) {
+    if (i >= 150 && i < 180) continue;
+    p.end_ns.push_back(v.end_ns[i]);
+    p.lat_ns.push_back(v.lat_ns[i]);
+    p.index.push_back(static_cast<std::int64_t>(i));
+  }
+  KernelTrace t = make_trace({});
+  t.tracepoints = {"sched:sched_switch (1 of 2 CPUs)"};
+  AttributionOptions o;
+  o.releases = {{v.span_start(20), v.span_end(22)},    // before the first kept sample
+                {v.span_start(120), v.span_end(125)},  // inside kept samples
+                {v.span_start(160), v.span_end(162)},  // inside the gap
+                {v.span_start(148), v.span_end(185)},  // across the gap
+                {v.span_start(190), v.span_end(195)}};
+  const auto& a = attribute({p}, t, o).victims.at(0);
+  EXPECT_EQ(a.release_on_cpu,
+            (std::vector<std::optional<bool>>{std::nullopt, true, std::nullopt, std::nullopt, true}));
+  EXPECT_EQ(a.releases_on_cpu, 2);
 }
 
 TEST(AttributionOffCpu, WithoutSchedSwitchTheTidHeuristicStaysAndReleasesAreUnknown) {

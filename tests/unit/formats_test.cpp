@@ -237,6 +237,36 @@ TEST(ResultFromJson, EventsAndAttributionComeBack) {
   EXPECT_EQ(no_chains(nlohmann::json::parse(sink::result_to_string(br, back.analysis))), no_chains(j));
 }
 
+// Issue 19: a measured series whose store folded blocks numbers its samples
+// among all measured (index[]); label_runs cover the series as written, so
+// raw_windows[].first_sample is the position in it, and the read-back labels
+// still land on their samples.
+TEST(ResultFromJson, AFoldedSeriesKeepsItsLabelsThroughTheRawWindows) {
+  Result r = traced_partial();
+  for (auto& v : r.victims) {
+    v.index.resize(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) v.index[i] = static_cast<std::int64_t>(i) + 1'048'576;
+  }
+  const Analysis a = analyze(r);
+  ASSERT_TRUE(a.attribution.available);
+  const std::string text = sink::result_to_string(r, a);
+  EXPECT_EQ(nlohmann::json::parse(text)["raw_windows"][0]["first_sample"].get<std::int64_t>(),
+            static_cast<std::int64_t>(std::lower_bound(r.victims[0].end_ns.begin(), r.victims[0].end_ns.end(),
+                                                       r.releases[0].before_ns - 2'000'000) -
+                                      r.victims[0].end_ns.begin()));
+  const sink::LoadedResult back = sink::result_from_json(text);
+  for (std::size_t i = 0; i < a.attribution.victims.size(); ++i) {
+    const auto& want = a.attribution.victims[i].labels;
+    const auto& got = back.analysis.attribution.victims.at(i).labels;
+    const VictimSamples& v = back.result.victims.at(i);
+    ASSERT_TRUE(v.windows_only);
+    ASSERT_EQ(got.size(), v.size());
+    for (std::size_t k = 0; k < v.size(); ++k)
+      ASSERT_EQ(got[k], want.at(static_cast<std::size_t>(v.index[k]))) << "victim " << i << " sample " << k;
+    EXPECT_TRUE(std::count(got.begin(), got.end(), static_cast<std::uint8_t>(StallLabel::kTlbShootdown)) > 0);
+  }
+}
+
 TEST(ResultFromJson, EventsTableIsCapped) {
   Result r = two_victims();
   const std::int64_t t0 = r.measure_start_ns;
