@@ -261,7 +261,11 @@ class ProbeTool final : public Tool {
     p.cpu_choice = !o_.cpu.empty() ? "given" : "default: the last online CPU";
     p.chunk_size = p.chunk_size_requested = static_cast<std::int64_t>(shm->arena_bytes);
     p.batch = static_cast<std::int64_t>(o_.batch_pages) * 4096;
+    // Intervals by time (10 ms, as run's default): by size (32 MiB, 16 of
+    // the probe's 2 MiB batches) a 20 s probe wrote 79 k intervals and took
+    // 7 s to post-process; a long probe's raw budget would hold a million.
     p.report_every = 32LL << 20;
+    p.report_every_ns = 10'000'000;
     p.release = ReleaseStrategy::kProbe;
     p.trigger = "command";
     p.trace = "on";

@@ -193,3 +193,49 @@ TEST(Timeline, IntervalsByTimeAreWallClockSlots) {
   EXPECT_EQ(r.intervals.back().end_ns, 31'000'000);
   EXPECT_EQ(r.intervals.size(), 6u);  // 3 per victim
 }
+
+// Issue 19: a store that folded blocks leaves a partial series; its time
+// slots never span a gap, and a slot at a gap's edge starts or ends with its
+// own samples, so it does not overlap the folded interval there.
+TEST(Timeline, IntervalsByTimeStopAtTheGapsOfAFoldedSeries) {
+  Result r;
+  r.measure_start_ns = 0;
+  r.plan.report_every_ns = 10'000'000;
+  const VictimSamples all = samples(40000);  // 1 us each, 0..40 ms
+  VictimSamples v;
+  v.cpu = 1;
+  // Kept raw: samples 0-4999 (0..5 ms) and 25000-39999 (25..40 ms); 5000-24999 folded.
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (i >= 5000 && i < 25000) continue;
+    v.end_ns.push_back(all.end_ns[i]);
+    v.lat_ns.push_back(all.lat_ns[i]);
+    v.index.push_back(static_cast<std::int64_t>(i));
+  }
+  r.victims = {v};
+  r.measure_end_ns = all.end_ns.back();
+  build_time_intervals(r);
+  std::vector<std::pair<std::int64_t, std::int64_t>> spans;
+  std::int64_t count = 0;
+  for (const auto& iv : r.intervals) {
+    spans.emplace_back(iv.start_ns, iv.end_ns);
+    count += iv.total_count();
+  }
+  EXPECT_EQ(spans, (std::vector<std::pair<std::int64_t, std::int64_t>>{
+                       {0, 5'000'000}, {25'000'000, 30'000'000}, {30'000'000, 40'000'000}}));
+  EXPECT_EQ(count, 20000);
+
+  // The same with samples 0-9999 folded too: the series starts after a gap.
+  VictimSamples w;
+  w.cpu = 1;
+  for (std::size_t k = 0; k < v.size(); ++k)
+    if (v.index[k] >= 2500) {
+      w.end_ns.push_back(v.end_ns[k]);
+      w.lat_ns.push_back(v.lat_ns[k]);
+      w.index.push_back(v.index[k]);
+    }
+  r.victims = {w};
+  build_time_intervals(r);
+  ASSERT_FALSE(r.intervals.empty());
+  EXPECT_EQ(r.intervals.front().start_ns, 2'500'000) << "the first slot starts with its first sample, not at 0";
+  EXPECT_EQ(r.intervals.front().end_ns, 5'000'000);
+}
