@@ -630,7 +630,8 @@ TEST(AttributionOffCpu, AReleaseWhoseRawWindowWasFoldedIsUnknown) {
                 {v.span_start(160), v.span_end(162)},  // inside the gap
                 {v.span_start(148), v.span_end(185)},  // across the gap
                 {v.span_start(190), v.span_end(195)}};
-  const auto& a = attribute({p}, t, o).victims.at(0);
+  const Attribution at = attribute({p}, t, o);
+  const auto& a = at.victims.at(0);
   EXPECT_EQ(a.release_on_cpu,
             (std::vector<std::optional<bool>>{std::nullopt, true, std::nullopt, std::nullopt, true}));
   EXPECT_EQ(a.releases_on_cpu, 2);
