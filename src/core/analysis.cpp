@@ -86,7 +86,7 @@ void build_intervals(Result& r) {
       // A partial series (samples folded between its raw stretches) starts
       // a new interval where the sample numbers jump: no interval spans a gap.
       const std::size_t cap = std::min(v.size(), i + static_cast<std::size_t>(per_interval));
-      for (j = i + 1; j < cap && (!v.partial() || v.index[j] == v.index[j - 1] + 1);) ++j;
+      for (j = i + 1; j < cap && v.follows(j);) ++j;
       Interval iv;
       iv.victim_cpu = v.cpu;
       iv.start_ns = v.span_start(i);

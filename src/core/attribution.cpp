@@ -105,7 +105,7 @@ std::int64_t sample_at(const VictimSamples& v, std::int64_t t) {
 // victim did not sample: the events decide there.
 bool folded_over(const VictimSamples& v, std::int64_t from, std::int64_t to) {
   if (!v.partial() || v.size() == 0) return false;
-  if (from < v.start_ns) return v.index.front() > 0;  // before the first kept sample: folded, if any was
+  if (from < v.start_ns) return !v.follows(0);  // before the first kept sample: folded, if any was
   if (from > v.end_ns.back()) return false;
   const auto first = [&](std::int64_t t) {  // the first kept sample ending at or after t
     return static_cast<std::size_t>(std::lower_bound(v.end_ns.begin(), v.end_ns.end(), t) - v.end_ns.begin());

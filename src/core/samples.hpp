@@ -27,6 +27,11 @@ struct VictimSamples {
 
   std::size_t size() const noexcept { return end_ns.size(); }
   bool partial() const noexcept { return !index.empty(); }
+  // Whether sample k directly follows sample k-1 (k = 0: the first sample
+  // measured): false after a gap of a partial series.
+  bool follows(std::size_t k) const noexcept {
+    return !partial() || (k == 0 ? index[0] == 0 : index[k] == index[k - 1] + 1);
+  }
   std::int64_t span_start(std::size_t i) const noexcept {
     if (partial()) return end_ns[i] - lat_ns[i];
     return i == 0 ? start_ns : end_ns[i - 1];

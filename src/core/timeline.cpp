@@ -217,21 +217,18 @@ void build_time_intervals(Result& r) {
     // A partial series (a store that folded blocks) has gaps where the
     // folded intervals are: a slot never spans one, and a slot at its edge
     // begins or ends with its samples, not inside the folded interval.
-    auto gap_before = [&](std::size_t k) {
-      return v.partial() && (k == 0 ? v.index[0] > 0 : v.index[k] != v.index[k - 1] + 1);
-    };
     std::size_t i = 0;
     while (i < v.size()) {
       const std::int64_t slot = slot_of(v.end_ns[i]);
       std::size_t j = i;
       scratch.reset();
-      for (; j < v.size() && slot_of(v.end_ns[j]) == slot && (j == i || !gap_before(j)); ++j) scratch.record(v.lat_ns[j]);
+      for (; j < v.size() && slot_of(v.end_ns[j]) == slot && (j == i || v.follows(j)); ++j) scratch.record(v.lat_ns[j]);
       Interval iv;
       iv.victim_cpu = v.cpu;
       iv.start_ns = origin + slot * d;
       iv.end_ns = slot == last_slot ? end_all : iv.start_ns + d;
-      if (gap_before(i)) iv.start_ns = std::max(iv.start_ns, v.span_start(i));
-      if (j < v.size() && gap_before(j)) iv.end_ns = std::min(iv.end_ns, v.end_ns[j - 1]);
+      if (!v.follows(i)) iv.start_ns = std::max(iv.start_ns, v.span_start(i));
+      if (j < v.size() && !v.follows(j)) iv.end_ns = std::min(iv.end_ns, v.end_ns[j - 1]);
       iv.set_histogram(scratch);
       iv.phase = to_string(interval_phase(r, iv.start_ns, iv.end_ns));
       r.intervals.push_back(std::move(iv));
