@@ -98,7 +98,6 @@ bool Victim::prepare() {
   const std::size_t batches = cfg_.chunk_size / cfg_.batch;
   // The fastest warm-up batch sizes the ring: a mean is inflated by any
   // preemption during the pass and would leave the ring too small.
-  const std::int64_t w0 = sys::mono_now_ns();
   volatile char* b = bp_->data();
   std::uint64_t fastest = UINT64_MAX;
   std::uint64_t prev = sys::rdtsc_fenced();
@@ -108,8 +107,6 @@ bool Victim::prepare() {
     fastest = std::min(fastest, now - prev);
     prev = now;
   }
-  const std::int64_t wdur = sys::mono_now_ns() - w0;
-  out_.warmup_batch_ns = std::max<std::int64_t>(1, wdur / static_cast<std::int64_t>(std::max<std::size_t>(1, batches)));
   const double fastest_ns = std::max(1.0, static_cast<double>(fastest) * cfg_.ns_per_tick);
 
   // The store holds the whole run, up to its limit (memory, not time).

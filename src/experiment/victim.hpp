@@ -103,7 +103,6 @@ struct VictimOutput {
   std::uint64_t start_tsc = 0;  // timestamp before the first batch
   std::size_t samples = 0;
   bool ring_full = false;  // the measurement ended early: full_reason() says why
-  std::int64_t warmup_batch_ns = 0;  // mean batch time of the warm-up pass
   std::int64_t prefault_ns = 0;
   std::int32_t tid = 0;
 };
