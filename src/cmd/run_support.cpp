@@ -40,6 +40,7 @@ std::string report_file_url(const std::string& dir) {
 exp::Hooks make_run_hooks(bool progress, bool quiet) {
   exp::Hooks h;
   auto phase = std::make_shared<std::string>("preparing");
+  phase->reserve(256);  // a later phase name fits: the hook allocates nothing while the run measures
   h.on_phase = [phase, progress, quiet](const std::string& p) {
     *phase = p;
     if (quiet) return;

@@ -21,6 +21,7 @@ class KernelTraceSession final : public exp::TraceSession {
  public:
   explicit KernelTraceSession(std::unique_ptr<sys::Tracer> t) : tracer_(std::move(t)) {}
   void start() override { tracer_->start_reader(); }
+  std::int32_t reader_tid() const override { return tracer_->reader_tid(); }
   void fold(std::span<const std::pair<std::int64_t, std::int64_t>> ranges) override {
     fold_events(*tracer_, ranges, folded_);
   }
@@ -46,6 +47,7 @@ class KernelTraceSession final : public exp::TraceSession {
 class Window final : public exp::TraceSession {
  public:
   explicit Window(sys::Tracer& t) : t_(t) {}
+  std::int32_t reader_tid() const override { return t_.reader_tid(); }
   void start() override {
     t_.drain();
     (void)t_.take_events();  // between trials: not ours to analyse

@@ -290,6 +290,7 @@ Verdict make_verdict(const Result& r, const Analysis& a) {
     out.unknown = r.trace.status.empty() ? "no kernel trace" : "kernel trace " + r.trace.status;
     if (!a.attribution.note.empty() && r.trace.enabled) out.unknown = a.attribution.note;
   }
+  if (a.attribution.available) out.own_flushes = a.attribution.own_flushes;
   for (const VictimAnalysis& va : a.victims) {
     VictimVerdict x;
     x.cpu = va.cpu;
@@ -298,9 +299,11 @@ Verdict make_verdict(const Result& r, const Analysis& a) {
     for (const VictimAttribution& at : a.attribution.victims) {
       if (!a.attribution.available || at.cpu != va.cpu) continue;
       x.evidence = true;
-      x.shootdowns = at.shootdowns_received;
-      x.seen = at.shootdowns_matched;
-      x.stall_ns = at.stall_ns[static_cast<int>(StallLabel::kTlbShootdown)];
+      x.shootdowns = at.shootdowns_received - at.shootdowns_outside_releases;
+      x.own_outside = at.shootdowns_outside_releases;
+      x.seen = at.shootdowns_matched - at.shootdowns_outside_matched;
+      x.stall_ns = at.stall_ns[static_cast<int>(StallLabel::kTlbShootdown)] - at.shootdowns_outside_stall_ns;
+      x.own_outside_stall_ns = at.shootdowns_outside_stall_ns;
       x.per_ipi_p50_ns = at.stall_per_shootdown.p50;
       x.foreign = at.wrong_cpu_flushes;
       // Releases not known to have run with the victim on its CPU, less the

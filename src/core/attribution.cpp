@@ -7,6 +7,8 @@
 #include <map>
 #include <sstream>
 
+#include "core/blame.hpp"
+
 namespace shootdown {
 
 const char* label_name(StallLabel l) {
@@ -274,6 +276,44 @@ std::vector<Incident> build_incidents(const KernelTrace& t, int cpu, std::int32_
   return out;
 }
 
+bool in_release_call(const AttributionOptions& opts, std::int64_t t) {
+  return std::any_of(opts.releases.begin(), opts.releases.end(),
+                     [t](const auto& w) { return t >= w.first && t <= w.second; });
+}
+
+// "flush_tlb_mm_range+0x1f [kernel]" -> "flush_tlb_mm_range"
+std::string function_name(const std::string& sym) {
+  return sym.substr(0, std::min(sym.find('+'), sym.find(' ')));
+}
+
+// Reason-4 flushes of the measuring process in the counted span outside
+// every release call: what the tool itself did (a first write to a page, an
+// allocation's mmap) while it measured. Named by thread and kernel path.
+std::vector<OwnFlush> own_flushes(const KernelTrace& trace, const AttributionOptions& opts) {
+  std::vector<OwnFlush> out;
+  if (opts.own_pid <= 0) return out;
+  for (const KernelEvent& e : trace.events) {
+    if (e.type != EventType::kTlbFlush || e.a != kTlbRemoteSendIpi || e.pid != opts.own_pid) continue;
+    if ((opts.span_start_ns > 0 && e.mono_ns < opts.span_start_ns) ||
+        (opts.span_end_ns > 0 && e.mono_ns > opts.span_end_ns) || in_release_call(opts, e.mono_ns))
+      continue;
+    OwnFlush f;
+    f.mono_ns = e.mono_ns;
+    f.cpu = e.cpu;
+    f.tid = e.tid;
+    f.thread = "thread " + std::to_string(e.tid);
+    for (const auto& [tid, role] : opts.own_threads)
+      if (tid == e.tid) f.thread = role;
+    f.pages = e.b;
+    if (e.callchain >= 0 && static_cast<std::size_t>(e.callchain) < trace.callchains.size())
+      for (const std::string& sym : trace.callchains[static_cast<std::size_t>(e.callchain)].symbols)
+        f.kernel_path.push_back(function_name(sym));
+    f.cause = f.kernel_path.empty() ? "unknown (no kernel callchain kept)" : syscall_from_kernel(f.kernel_path);
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
 StallLabel label_of(const Incident& inc) {
   switch (inc.kind) {
     // flush_tlb_func without a traced flush (e.g. tlb_flush missing) still
@@ -359,6 +399,7 @@ Attribution attribute(const std::vector<VictimSamples>& victims, const KernelTra
     std::vector<std::int64_t> handler, other_handler;
     std::map<std::string, std::int64_t> funcs;
     std::vector<std::int64_t> tlb_samples;  // sample index per shootdown incident
+    std::map<std::int64_t, int> outside_per_sample;  // ... of them outside the release calls
     for (const Incident& inc : incidents) {
       const StallLabel l = label_of(inc);
       const bool call_function = inc.kind == Kind::kCallFunction;
@@ -378,6 +419,7 @@ Attribution attribute(const std::vector<VictimSamples>& victims, const KernelTra
       if (l == StallLabel::kTlbShootdown) {
         ++tlb_per_sample[s];
         tlb_samples.push_back(s);
+        if (opts.own_pid > 0 && !in_release_call(opts, inc.start_ns)) ++outside_per_sample[s];
         if (inc.kind == Kind::kCallFunction && inc.start_ns >= lo && inc.start_ns <= hi) ++a.flush_ipis;
       }
     }
@@ -443,9 +485,12 @@ Attribution attribute(const std::vector<VictimSamples>& victims, const KernelTra
     for (std::int64_t t : flushes) {
       if (t < lo || t > hi) continue;
       ++a.shootdowns_received;
+      const bool outside = opts.own_pid > 0 && !in_release_call(opts, t);
+      a.shootdowns_outside_releases += outside;
       const std::int64_t s = sample_at(v, t);
       if (s < 0) continue;
       ++a.shootdowns_matched;
+      a.shootdowns_outside_matched += outside;
       if (a.stall_threshold_ns > 0 && v.lat_ns[static_cast<std::size_t>(s)] > a.stall_threshold_ns)
         ++a.shootdowns_stalled;
     }
@@ -460,6 +505,11 @@ Attribution attribute(const std::vector<VictimSamples>& victims, const KernelTra
       if (a.labels[static_cast<std::size_t>(s)] == static_cast<std::uint8_t>(StallLabel::kTlbShootdown))
         per_ipi.push_back(excess(static_cast<std::size_t>(s)) / std::max(1, tlb_per_sample[s]));
     a.stall_per_shootdown = quantiles(std::move(per_ipi));
+    // The stall of shootdown samples outside the release calls, each
+    // sample's excess shared by its shootdowns as above.
+    for (const auto& [s, k] : outside_per_sample)
+      if (a.labels[static_cast<std::size_t>(s)] == static_cast<std::uint8_t>(StallLabel::kTlbShootdown))
+        a.shootdowns_outside_stall_ns += excess(static_cast<std::size_t>(s)) * k / std::max(1, tlb_per_sample[s]);
     a.handler_ns = quantiles(std::move(handler));
     a.other_handler_ns = quantiles(std::move(other_handler));
 
@@ -489,6 +539,7 @@ Attribution attribute(const std::vector<VictimSamples>& victims, const KernelTra
                      [](auto& x, auto& y) { return x.second > y.second; });
     out.victims.push_back(std::move(a));
   }
+  out.own_flushes = own_flushes(trace, opts);
   return out;
 }
 
@@ -508,6 +559,8 @@ AttributionOptions attribution_options(const Result& r) {
   }
   o.culprit_cpu = r.plan.culprit_cpu;
   for (const Release& rel : r.releases) o.releases.emplace_back(rel.before_ns, rel.after_ns);
+  o.own_pid = r.own_pid;
+  o.own_threads = r.own_threads;
   return o;
 }
 

@@ -64,6 +64,11 @@ struct AttributionOptions {
   std::int64_t delivery_window_ns = 10'000'000;
   // Release calls [before_ns, after_ns] (Result::releases), for release_on_cpu.
   std::vector<std::pair<std::int64_t, std::int64_t>> releases;
+  // The measuring process (a run: Result::own_pid) and the roles of its
+  // threads: its flushes outside the release calls are reported as its own
+  // (Attribution::own_flushes), never as the strategy's. 0: not a run.
+  std::int32_t own_pid = 0;
+  std::vector<std::pair<std::int32_t, std::string>> own_threads;  // tid -> "culprit", ...
 };
 
 // Nearest-rank percentiles (value at rank ceil(p/100 * N)); empty -> zeros.

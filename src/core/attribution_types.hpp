@@ -54,6 +54,12 @@ struct VictimAttribution {
   std::int64_t shootdowns_received = 0;  // reason-1 flushes on this CPU in the span (kernel count)
   std::int64_t shootdowns_matched = 0;   // ... that fall inside a sample span
   std::int64_t shootdowns_stalled = 0;   // ... whose sample exceeds the stall threshold
+  // ... that arrived outside every release call [before, after]: flushes of
+  // our process the strategy did not make (Attribution::own_flushes names
+  // their initiators). Only a run knows its releases (own_pid > 0); else 0.
+  std::int64_t shootdowns_outside_releases = 0;
+  std::int64_t shootdowns_outside_matched = 0;  // ... of them inside a victim sample
+  std::int64_t shootdowns_outside_stall_ns = 0;  // ... their share of the tlb-shootdown stall
   std::int64_t wrong_cpu_flushes =
       0;  // flushes for another mm in the span: reason 5, or reason 1 while another task ran (count in TLB, not ours)
   std::int64_t flush_ipis = 0;                            // call-function spans that ran flush_tlb_func, in the span
@@ -99,10 +105,24 @@ struct VictimAttribution {
   std::string tlb_untraced_rule;          // the kernel rule that explains counted-not-traced flushes
 };
 
+// A remote TLB flush (tlb_flush reason 4, traced in the initiating task)
+// that a thread of the measuring process made inside the counted span but
+// outside every release call: the tool's own doing, not the strategy's.
+struct OwnFlush {
+  std::int64_t mono_ns = 0;
+  int cpu = -1;
+  std::int32_t tid = 0;
+  std::string thread;  // "culprit", "drainer", "victim cpu3", or "thread <tid>"
+  std::int64_t pages = 0;  // -1: a full flush (TLB_FLUSH_ALL)
+  std::string cause;        // from the kernel path (core/blame syscall_from_kernel): "page fault: write to a read-only page"
+  std::vector<std::string> kernel_path;  // function names, innermost first ("" when no callchain was kept)
+};
+
 struct Attribution {
   bool available = false;  // false when the trace was off/unavailable
   std::string note;        // why not, or caveats
   std::vector<VictimAttribution> victims;
+  std::vector<OwnFlush> own_flushes;  // in time order
 };
 
 }  // namespace shootdown

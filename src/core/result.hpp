@@ -229,6 +229,11 @@ struct Result {
   // StartTime, InfluxDB timestamps, timeline.csv unix times).
   std::int64_t realtime_offset_ns = 0;
   std::vector<Release> releases;
+  // The measuring process and its threads (a run; 0 / empty otherwise):
+  // tid -> role ("culprit", "drainer", "victim cpu1"). A flush one of them
+  // makes outside the release calls is the tool's own, named as such.
+  std::int32_t own_pid = 0;
+  std::vector<std::pair<std::int32_t, std::string>> own_threads;
   std::optional<AllocatorReport> allocator;  // allocator arms only
   std::optional<MemoryKept> memory;          // memory workload with a release
   std::vector<VictimSamples> victims;  // every sample, in memory; not all serialized

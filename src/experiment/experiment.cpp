@@ -3,6 +3,7 @@
 #include "experiment/finish.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <fmt/format.h>
 #include <csignal>
@@ -180,6 +181,16 @@ struct Waiter {
     }
   }
 };
+
+// Writes 256 KiB of this thread's stack below the current frame, so the
+// wait loop's deepest calls in the counted span find their pages (and, in
+// a sanitizer build, the shadow of those pages) written already: a first
+// write in the span to a page mapped from the zero page is a flush.
+[[gnu::noinline]] void prefault_stack() {
+  constexpr std::size_t kBytes = 256 << 10;
+  volatile char* p = static_cast<volatile char*>(__builtin_alloca(kBytes));
+  for (std::size_t off = 0; off < kBytes; off += 512) p[off] = 0;
+}
 
 void phase(const Hooks& h, const std::string& s) {
   if (h.on_phase) h.on_phase(s);
@@ -504,7 +515,9 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
   // culprit's CPU (a thread on any other CPU would put that CPU in our mm's
   // cpumask, and it would receive shootdowns too). Started before the
   // counted span; it stops (and its exit's stack madvise flushes) after it.
-  std::jthread drainer([&victims, cpu = plan.culprit_cpu](std::stop_token st) {
+  std::atomic<std::int32_t> drainer_tid{0};
+  std::jthread drainer([&victims, &drainer_tid, cpu = plan.culprit_cpu](std::stop_token st) {
+    drainer_tid.store(static_cast<std::int32_t>(::gettid()), std::memory_order_relaxed);
     sigset_t block;
     sigemptyset(&block);
     sigaddset(&block, SIGINT);
@@ -541,6 +554,31 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
   // nothing between the two reads allocates or faults in the main thread.
   sys::InterruptsCapture irq_cap_before, irq_cap_after;
   if (trace) trace->start();
+
+  // What the culprit does in the counted span besides releasing is made
+  // now: a first write there (a page the zero page backs: do_wp_page) or
+  // an allocation (an allocator mapping more: tlb_finish_mmu under mmap)
+  // flushes our mm's CPUs, the victims' among them, and would read as a
+  // shootdown of the strategy's (a sanitizer build's allocator and shadow
+  // memory do both; the ASan build's reuse control sent one such flush,
+  // do_wp_page in the culprit ~30 us into the span, while the folding
+  // scratch below was reserved in the span). The phase names, the release
+  // records, the Waiter's folding scratch and the stack are made here.
+  const int repeat = std::max(plan.repeat, 1);
+  std::vector<std::string> release_phases;
+  release_phases.reserve(static_cast<std::size_t>(repeat));
+  for (int i = 0; i < repeat; ++i)
+    release_phases.push_back(repeat > 1 ? "release " + std::to_string(i + 1) + "/" + std::to_string(repeat) : "release");
+  const std::string baseline_phase = "baseline", after_phase = "after";
+  r.releases.reserve(static_cast<std::size_t>(repeat));
+  Waiter wait{hooks, victims, 0, 0, {}, nullptr, nullptr, 0, nullptr, {}, 0, false, {}, {}, {}};
+  wait.trace = trace.get();
+  wait.clock = &pre;
+  wait.ctl = &ctl;
+  wait.victim_cpus = plan.victim_cpus;
+  wait.reserve_folding();
+  wait.stop_reason.reserve(256);
+  prefault_stack();
   sleep_ns(20 * kMs);  // let the IPIs sent by enabling tracepoints pass before the baseline
 
   const std::int64_t irq_read_start_ns = capture_interrupts(irq_cap_before);
@@ -549,17 +587,12 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
   // Barrier: victims start measuring.
   r.measure_start_ns = sys::mono_now_ns();
   ctl.go.store(true, std::memory_order_release);
-  Waiter wait{hooks, victims, r.measure_start_ns, 0, {}, nullptr, nullptr, 0, nullptr, {}, 0, false, {}, {}, {}};
-  wait.trace = trace.get();
-  wait.clock = &pre;
+  wait.start_ns = r.measure_start_ns;
   wait.fold_from_ns = irq_cap_before.mono_ns();  // r.interrupts_start_ns
-  wait.ctl = &ctl;
-  wait.victim_cpus = plan.victim_cpus;
   wait.marked_until_ns = wait.fold_from_ns;
-  wait.reserve_folding();
   bool ok = true;
 
-  phase(hooks, "baseline");
+  phase(hooks, baseline_phase);
   if (plan.trigger == "enter") {
     if (hooks.prompt) hooks.prompt("Press Enter to release chunk A...");
     ok = wait.until(r.measure_start_ns + plan.baseline_ns) && wait.enter();
@@ -567,14 +600,13 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
     ok = wait.until(r.measure_start_ns + trigger_ns);
   }
 
-  const int repeat = std::max(plan.repeat, 1);
   std::int64_t next = sys::mono_now_ns();
   for (int i = 0; ok && i < repeat; ++i) {
     if (i > 0) {
       ok = wait.until(next);
       if (!ok) break;
     }
-    phase(hooks, repeat > 1 ? "release " + std::to_string(i + 1) + "/" + std::to_string(repeat) : "release");
+    phase(hooks, release_phases[static_cast<std::size_t>(i)]);
     Release rel;
     rel.index = i;
     rel.strategy = plan.release;
@@ -620,7 +652,7 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
   }
   if (ctl.open_from.load(std::memory_order_relaxed) != 0) ctl.close_window(sys::rdtsc_fenced());  // a release that failed or was stopped
   if (ok) {
-    phase(hooks, "after");
+    phase(hooks, after_phase);
     const std::int64_t last = r.releases.empty() ? sys::mono_now_ns() : r.releases.back().after_ns;
     ok = wait.until(last + plan.settle_ns + plan.after_ns);
   }
@@ -642,9 +674,15 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
   }
   r.measure_end_ns = sys::mono_now_ns();
   const sys::TscPoint last = sys::tsc_point();
+  r.own_pid = static_cast<std::int32_t>(::getpid());
+  r.own_threads.emplace_back(static_cast<std::int32_t>(::gettid()), "culprit");
+  if (const std::int32_t t = drainer_tid.load(std::memory_order_relaxed); t > 0) r.own_threads.emplace_back(t, "drainer");
+  for (const auto& v : victims)
+    if (v->output().tid > 0) r.own_threads.emplace_back(v->output().tid, "victim cpu" + std::to_string(v->config().cpu));
   // From here on the cost is post-processing (bench/long_run.sh times it).
   phase(hooks, "analysing");
   if (trace) {
+    if (const std::int32_t t = trace->reader_tid(); t > 0) r.own_threads.emplace_back(t, "trace reader");
     auto t = trace->stop();
     r.trace = std::move(t);
   }

@@ -21,6 +21,8 @@ class TraceSession {
   virtual ~TraceSession() = default;
   virtual void start() = 0;        // called before the baseline begins
   virtual KernelTrace stop() = 0;  // called after the measurement ends
+  // The tid of a thread of this process that reads the trace (0: none).
+  virtual std::int32_t reader_tid() const { return 0; }
   // Count, and stop keeping, the events drained so far in `ranges` ([from,
   // until) mono ns, sorted, disjoint): no victim holds raw samples there (a
   // run past its memory limit). stop() returns them in KernelTrace::folded.

@@ -1,6 +1,7 @@
 #include "sink/console.hpp"
 
 #include <cmath>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -69,6 +70,31 @@ std::string summary_table(const std::string& title, const VictimAnalysis& va, bo
   return out;
 }
 
+namespace {
+std::string kernel_path_text(const std::vector<std::string>& path, std::size_t frames) {
+  std::string out;
+  for (std::size_t i = 0; i < path.size() && i < frames; ++i) out += (i ? " <- " : "") + path[i];
+  if (path.size() > frames) out += " <- ...";
+  return out;
+}
+
+// "1 shootdown IPI of the tool's own reached cpu1 outside the release calls
+// (culprit: page fault: write to a read-only page, ...)": who sent it and by
+// which kernel path, so it is never read as the strategy's.
+std::string own_flushes_clause(const VictimVerdict& x, const std::vector<OwnFlush>& own, const std::string& cpu) {
+  std::string s = fmt::format("{} shootdown IPI{} of the tool's own reached {} outside the release calls ({} stalled, "
+                              "not counted above",
+                              x.own_outside, x.own_outside == 1 ? "" : "s", cpu,
+                              format_duration_ns(x.own_outside_stall_ns));
+  if (own.empty()) return s + "; no initiator traced)";
+  std::map<std::string, std::int64_t> by;  // "culprit: cause (path)" -> flushes
+  for (const OwnFlush& f : own) ++by[f.thread + ": " + f.cause + (f.kernel_path.empty() ? "" : ", " + kernel_path_text(f.kernel_path, 4))];
+  std::string who;
+  for (const auto& [k, n] : by) who += (who.empty() ? "" : "; ") + (n > 1 ? std::to_string(n) + " x " : "") + k;
+  return s + "; initiated by " + who + ": a defect of shootdown run, please report it)";
+}
+}  // namespace
+
 std::string verdict_line(const Result& r, const Verdict& v, const VictimVerdict& x) {
   const Plan& p = r.plan;
   auto d = [](std::int64_t ns) { return format_duration_ns(ns); };
@@ -128,6 +154,7 @@ std::string verdict_line(const Result& r, const Verdict& v, const VictimVerdict&
         x.flush_requests, x.flush_requests == 1 ? "" : "s", cpu,
         x.flush_requests_delivered == 0 ? std::string("none") : "only " + std::to_string(x.flush_requests_delivered),
         cpu);
+  if (x.own_outside > 0) s += "; " + own_flushes_clause(x, v.own_flushes, cpu);
   if (x.off_cpu_in_release) s += "; the victim was switched out during a release, so part of its stall is unseen";
   if (x.shootdowns > 0 && p.release != ReleaseStrategy::kReuse)
     s += "; compare with the reuse control: shootdown compare";
@@ -181,6 +208,20 @@ std::string attribution_section(const Result& r, const Analysis& a) {
   if (!at.available) return out;
   if (!at.note.empty()) out += "  note: " + at.note + "\n";
   auto d = [](std::int64_t ns) { return format_duration_ns(ns); };
+  if (!at.own_flushes.empty()) {
+    out += fmt::format("\nremote TLB flushes of the tool's own outside the release calls (not the strategy's): {}\n",
+                       at.own_flushes.size());
+    const std::int64_t t0 = r.interrupts_start_ns > 0 ? r.interrupts_start_ns : r.measure_start_ns;
+    constexpr std::size_t kShown = 10;
+    for (std::size_t i = 0; i < at.own_flushes.size() && i < kShown; ++i) {
+      const OwnFlush& f = at.own_flushes[i];
+      out += fmt::format("  +{} {} (tid {}) on cpu{}, {}: {}\n", d(f.mono_ns - t0), f.thread, f.tid, f.cpu,
+                         f.pages < 0 ? std::string("full flush") : fmt::format("{} page{}", f.pages, f.pages == 1 ? "" : "s"),
+                         f.cause);
+      if (!f.kernel_path.empty()) out += "      " + kernel_path_text(f.kernel_path, 8) + "\n";
+    }
+    if (at.own_flushes.size() > kShown) out += fmt::format("  ... and {} more (result.json attribution.own_flushes)\n", at.own_flushes.size() - kShown);
+  }
   for (std::size_t i = 0; i < at.victims.size(); ++i) {
     const VictimAttribution& v = at.victims[i];
     out += fmt::format("\nstall attribution, victim cpu{} (stall > {} = {:g} x median {}):\n", v.cpu,
@@ -188,6 +229,9 @@ std::string attribution_section(const Result& r, const Analysis& a) {
                        d(v.baseline_median_ns));
     out += fmt::format("  shootdown IPIs: {} received (kernel), {} in samples ({:.1f}%), {} stalls\n",
                        v.shootdowns_received, v.shootdowns_matched, 100.0 * v.recall, v.shootdowns_stalled);
+    if (v.shootdowns_outside_releases > 0)
+      out += fmt::format("    {} of them outside the release calls: the tool's own (above), not the strategy's\n",
+                         v.shootdowns_outside_releases);
     out += fmt::format("  TLB IPIs: {} ran flush_tlb_func; reason 1 (this mm) {}, reason 5 (other mm) {}\n",
                        v.flush_ipis, v.shootdowns_received, v.wrong_cpu_flushes);
     if (v.tlb_counted >= 0) {

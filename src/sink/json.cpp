@@ -104,6 +104,8 @@ json summary_section(const Result& r, const Analysis& a) {
                        {"stall_ns", x.stall_ns},
                        {"stall_per_shootdown_p50_ns", x.per_ipi_p50_ns},
                        {"foreign_flushes", x.foreign},
+                       {"own_outside_releases", x.own_outside},
+                       {"own_outside_releases_stall_ns", x.own_outside_stall_ns},
                        {"tlb_delta", x.tlb_delta},
                        {"off_cpu_in_release", x.off_cpu_in_release},
                        {"flush_requests", x.flush_requests},
@@ -256,7 +258,10 @@ json attribution_json(const Result& r, const Analysis& a) {
               {"flush_ipis", v.flush_ipis},
               {"recall", v.recall},
               {"flush_requests", v.flush_requests},
-              {"flush_requests_delivered", v.flush_requests_delivered}}},
+              {"flush_requests_delivered", v.flush_requests_delivered},
+              {"outside_releases", v.shootdowns_outside_releases},
+              {"outside_releases_matched", v.shootdowns_outside_matched},
+              {"outside_releases_stall_ns", v.shootdowns_outside_stall_ns}}},
             {"shootdown_ipis", v.shootdown_ipis},
             {"other_ipis", v.other_ipis},
             {"samples", samples},
@@ -286,6 +291,16 @@ json attribution_json(const Result& r, const Analysis& a) {
     vs.push_back(jv);
   }
   j["victims"] = vs;
+  json own = json::array();
+  for (const OwnFlush& f : at.own_flushes)
+    own.push_back({{"mono_ns", f.mono_ns},
+                   {"cpu", f.cpu},
+                   {"tid", f.tid},
+                   {"thread", f.thread},
+                   {"pages", f.pages},
+                   {"cause", f.cause},
+                   {"kernel_path", f.kernel_path}});
+  j["own_flushes"] = own;
   return j;
 }
 
@@ -378,6 +393,11 @@ json result_json(const Result& r, const Analysis& a) {
                     {"after_ns", rel.after_ns},
                     {"duration_ns", rel.duration_ns()}});
   j["releases"] = rels;
+  if (r.own_pid > 0) {
+    json threads = json::array();
+    for (const auto& [tid, role] : r.own_threads) threads.push_back({{"tid", tid}, {"role", role}});
+    j["process"] = {{"pid", r.own_pid}, {"threads", threads}};
+  }
   j["release_duration_ns"] = summary_json(a.release_duration);
   json vs = json::array();
   for (const auto& va : a.victims) {

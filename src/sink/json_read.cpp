@@ -390,6 +390,11 @@ Attribution read_attribution(const Node& n, Analysis& a) {
       v.flush_requests = sd["flush_requests"].i64();
       v.flush_requests_delivered = sd["flush_requests_delivered"].i64();
     }
+    if (sd.has("outside_releases")) {  // older results: none
+      v.shootdowns_outside_releases = sd["outside_releases"].i64();
+      v.shootdowns_outside_matched = sd["outside_releases_matched"].i64();
+      v.shootdowns_outside_stall_ns = sd["outside_releases_stall_ns"].i64();
+    }
     v.shootdown_ipis = x["shootdown_ipis"].i64();
     v.other_ipis = x["other_ipis"].i64();
     for (int l = 0; l < kStallLabelCount; ++l) {
@@ -454,6 +459,22 @@ Attribution read_attribution(const Node& n, Analysis& a) {
     at.victims.push_back(std::move(v));
   }
   if (clean.size() == at.victims.size()) a.clean_victims = std::move(clean);
+  if (n.has("own_flushes")) {  // older results: none
+    const Node own = n["own_flushes"];
+    for (std::size_t i = 0; i < own.array_size(); ++i) {
+      const Node x = own[i];
+      OwnFlush f;
+      f.mono_ns = x["mono_ns"].i64();
+      f.cpu = x["cpu"].i32();
+      f.tid = x["tid"].i32();
+      f.thread = x["thread"].str();
+      f.pages = x["pages"].i64();
+      f.cause = x["cause"].str();
+      const Node path = x["kernel_path"];
+      for (std::size_t k = 0; k < path.array_size(); ++k) f.kernel_path.push_back(path[k].str());
+      at.own_flushes.push_back(std::move(f));
+    }
+  }
   return at;
 }
 
@@ -603,6 +624,12 @@ LoadedResult result_from_json(std::string_view text) {
     rel.before_ns = x["before_ns"].i64();
     rel.after_ns = x["after_ns"].i64();
     r.releases.push_back(rel);
+  }
+  if (root.has("process")) {  // a run's own process (older results: none)
+    const Node p = root["process"];
+    r.own_pid = p["pid"].i32();
+    const Node th = p["threads"];
+    for (std::size_t i = 0; i < th.array_size(); ++i) r.own_threads.emplace_back(th[i]["tid"].i32(), th[i]["role"].str());
   }
   a.release_duration = read_summary(root["release_duration_ns"]);
   read_victims(root["victims"], a);

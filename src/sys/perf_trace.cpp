@@ -130,6 +130,7 @@ struct Tracer::Impl {
   std::array<std::uint8_t, 65536> scratch{};  // a record that wraps the ring end
 
   std::thread reader;
+  std::atomic<std::int32_t> reader_tid{0};
   std::atomic<bool> stop_reader{false};
   bool stopped = false;
 
@@ -405,9 +406,14 @@ void Tracer::start_reader() {
   if (im.reader.joinable() || im.stopped) return;
   im.stop_reader.store(false);
   im.reader = std::thread([&im] {
+    im.reader_tid.store(static_cast<std::int32_t>(::gettid()), std::memory_order_relaxed);
     if (im.opts.reader_cpu >= 0) pin_this_thread(im.opts.reader_cpu);
     poll_until(im.stop_reader, im.opts.poll_interval_us, [&im] { im.drain_all(); });
   });
+}
+
+std::int32_t Tracer::reader_tid() const {
+  return impl_->reader_tid.load(std::memory_order_relaxed);
 }
 
 void Tracer::drain() {

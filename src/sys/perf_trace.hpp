@@ -60,6 +60,7 @@ class Tracer {
 
   // Drain thread pinned to reader_cpu (never a victim CPU).
   void start_reader();
+  std::int32_t reader_tid() const;  // the reader thread's tid once it runs (0 before)
   // Disable, final drain, close fds; events sorted by mono_ns, callchains and
   // addresses symbolized. Idempotent: a second call returns an empty trace.
   KernelTrace stop();

@@ -302,6 +302,60 @@ TEST(Attribution, ReuseControlHasNoShootdowns) {
   EXPECT_EQ(a.samples[static_cast<int>(StallLabel::kTimer)], 10);
 }
 
+// The reuse control of a sanitizer build (make test's ASan tier): the
+// culprit's first write to a page the zero page backs flushed our mm's CPUs
+// as the counted span began. That shootdown reached the victim, but it is
+// the tool's own, not the strategy's: counted apart, with its initiator
+// named by thread and kernel path.
+TEST(Attribution, AFlushOfOursOutsideTheReleaseCallsIsNamedNotTheStrategys) {
+  auto v = make_samples(1, 1000);
+  stretch(v, 10, 40'000);
+  stretch(v, 600, 30'000);
+  std::vector<KernelEvent> e;
+  KernelEvent send = ev(v.span_start(10) + 100, 0, EventType::kTlbFlush, kTlbRemoteSendIpi, 1);
+  send.pid = 4242;
+  send.tid = 4242;
+  send.callchain = 0;
+  e.push_back(send);
+  add_shootdown(e, 1, v.span_start(10) + 1000, 500);   // the stray one, in sample 10
+  add_shootdown(e, 1, v.span_start(600) + 1000, 500);  // one during the release call
+  KernelEvent inside = ev(v.span_start(600) + 100, 0, EventType::kTlbFlush, kTlbRemoteSendIpi, 512);
+  inside.pid = inside.tid = 4242;
+  e.push_back(inside);
+  KernelEvent other = ev(v.span_start(700), 0, EventType::kTlbFlush, kTlbRemoteSendIpi, 1);
+  other.pid = other.tid = 999;  // another process: not ours
+  e.push_back(other);
+  for (auto& x : e)
+    if (x.cpu == 1) x.tid = 4243;  // the victim thread
+  KernelTrace t = make_trace(e);
+  t.callchains.push_back(Callchain{{1, 2, 3, 4},
+                                   {"native_flush_tlb_multi+0x7f", "flush_tlb_mm_range+0x12a", "ptep_clear_flush+0x3c",
+                                    "do_wp_page+0x2e1"}});
+  AttributionOptions o;
+  o.releases = {{v.span_start(590), v.span_end(620)}};
+  o.own_pid = 4242;
+  o.own_threads = {{4242, "culprit"}, {4243, "victim cpu1"}};
+  const Attribution at = attribute({v}, t, o);
+  const auto& a = at.victims.at(0);
+  EXPECT_EQ(a.shootdowns_received, 2);
+  EXPECT_EQ(a.shootdowns_outside_releases, 1);
+  EXPECT_EQ(a.shootdowns_outside_matched, 1);
+  EXPECT_EQ(a.shootdowns_outside_stall_ns, 39'000);
+  ASSERT_EQ(at.own_flushes.size(), 1u);  // the release's own send and the foreign one are not listed
+  const OwnFlush& f = at.own_flushes[0];
+  EXPECT_EQ(f.tid, 4242);
+  EXPECT_EQ(f.thread, "culprit");
+  EXPECT_EQ(f.cpu, 0);
+  EXPECT_EQ(f.pages, 1);
+  EXPECT_EQ(f.cause, "kernel (do_wp_page)");
+  EXPECT_EQ(f.kernel_path,
+            (std::vector<std::string>{"native_flush_tlb_multi", "flush_tlb_mm_range", "ptep_clear_flush", "do_wp_page"}));
+  // Without the process (a probe, or a result from before): no split.
+  const Attribution plain = attribute({v}, t, AttributionOptions{});
+  EXPECT_EQ(plain.victims.at(0).shootdowns_outside_releases, 0);
+  EXPECT_TRUE(plain.own_flushes.empty());
+}
+
 TEST(Attribution, EventOnSpanBoundaryBelongsToTheEndingSample) {
   auto v = make_samples(1, 3);
   std::vector<KernelEvent> e{ev(v.span_end(0), 1, EventType::kLocalTimerEntry, 236),

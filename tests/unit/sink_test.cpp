@@ -160,6 +160,44 @@ TEST(Sink, VerdictLineSaysWhenRemoteFlushesBypassIpis) {
   EXPECT_EQ(sink::verdict_lines(r, a)[0].find("bypass"), std::string::npos);
 }
 
+// A shootdown of the tool's own outside the release calls (the ASan reuse
+// control): the verdict never counts it as the strategy's, and names who sent it.
+TEST(Sink, VerdictLineNamesAFlushOfTheToolsOwnApart) {
+  auto [r, a] = verdict_case(ReleaseStrategy::kReuse, 1);
+  a.attribution.victims[0].shootdowns_outside_releases = 1;
+  a.attribution.victims[0].shootdowns_outside_matched = 1;
+  a.attribution.victims[0].shootdowns_outside_stall_ns = 3712000;
+  OwnFlush f;
+  f.mono_ns = 5000;
+  f.cpu = 0;
+  f.tid = 77;
+  f.thread = "culprit";
+  f.pages = 1;
+  f.cause = "page fault: write to a read-only page";
+  f.kernel_path = {"native_flush_tlb_multi", "flush_tlb_mm_range", "ptep_clear_flush", "wp_page_copy", "do_wp_page"};
+  a.attribution.own_flushes = {f};
+  a.verdict = make_verdict(r, a);
+  EXPECT_EQ(a.verdict.victims[0].shootdowns, 0);
+  EXPECT_EQ(a.verdict.victims[0].stall_ns, 0);
+  EXPECT_EQ(sink::verdict_lines(r, a)[0],
+            "reuse of 4 GiB (464.0 ms) sent no shootdown IPI to cpu1; 1 shootdown IPI of the tool's own reached cpu1 "
+            "outside the release calls (3712.0 us stalled, not counted above; initiated by culprit: page fault: write "
+            "to a read-only page, native_flush_tlb_multi <- flush_tlb_mm_range <- ptep_clear_flush <- wp_page_copy "
+            "<- ...: a defect of shootdown run, please report it)");
+  const std::string out = sink::console_summary(r, a);
+  EXPECT_NE(out.find("remote TLB flushes of the tool's own outside the release calls (not the strategy's): 1"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("culprit (tid 77) on cpu0, 1 page: page fault: write to a read-only page"), std::string::npos);
+  // result.json keeps them.
+  const std::string text = sink::result_to_string(r, a);
+  const auto j = nlohmann::json::parse(text);
+  EXPECT_EQ(j["summary"]["victims"][0]["own_outside_releases"], 1);
+  EXPECT_EQ(j["attribution"]["own_flushes"][0]["thread"], "culprit");
+  EXPECT_EQ(j["attribution"]["own_flushes"][0]["kernel_path"][4], "do_wp_page");
+  EXPECT_EQ(j["attribution"]["victims"][0]["shootdowns"]["outside_releases"], 1);
+}
+
 TEST(Sink, TuningWarningsInOneLineUnlessVerbose) {
   Result r = small();
   r.env.warnings = {"isolcpus: none", "nohz_full: off", "vm: KVM"};
