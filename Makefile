@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Front door. Two commands on a fresh Debian machine:
 #   make run    install what is missing, build Release, run the default experiment
 #   make test   install, build, run every test tier (+ sanitizer builds, fuzz smoke, the lab)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The allocator arms side by side (issue 16, docs/mitigations.md): each
 # allocator with its give-back call (--allocator-purge on) and without it,
 # plus munmap, madvise-free and reuse for reference, one run each, printing a

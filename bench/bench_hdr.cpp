@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // HdrHistogram costs: record (the victim's hot loop), V2 encode/decode
 // (uncompressed and zlib), .hgrm formatting. Record is reported as a ratio
 // against a plain array increment measured in the same run ("x_baseline").

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Cost of the victim's per-batch instrumentation against the article's scheme
 // (two clock_gettime(CLOCK_REALTIME) around each batch + an HDR record), all
 // measured in this run, reported as ratios of median CPU times.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A/A validity of compare's sequential stopping (issue 16): compare an arm
 # with itself over SEEDS seeds and count false verdicts (a difference declared
 # on the headline metric, stall_us). Must stay <= 5 %.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Time to a verdict (issue 16 must-show): wall time of
 #   compare --arms reuse,munmap  with sequential stopping (default, up to TRIALS)
 # against the fixed design

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Issue 19 must-show: peak RSS, post-processing time and output size of
 # `run` for measured spans of 10 s, 60 s and 10 min, in one session.
 #   [SPANS="10s 60s 10m"] [CHUNK=256MiB] [MEMORY_LIMIT=] [SHAPE=baseline|after|repeat] bench/long_run.sh [extra run options...]

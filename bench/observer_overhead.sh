@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Observer overhead: how much does watching a shootdown storm slow it down?
 #
 #   bench/observer_overhead.sh [ROUNDS [DURATION_MS]]     (root; BUILD=dir, default build)

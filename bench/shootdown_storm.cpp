@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // shootdown_storm: a TLB shootdown storm with a measured rate, for comparing
 // observers (bench/observer_overhead.sh).
 //

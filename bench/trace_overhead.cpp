@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // trace_overhead: what does the kernel tracer cost the victim? One real
 // experiment (release=reuse: the control arm, no shootdowns) with a long
 // baseline; during it a thread on the culprit CPU alternates blocks of two

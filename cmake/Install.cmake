@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # `cmake --install` layout and the Debian package (CPack DEB, `make package`).
 #
 #   <prefix>/bin/shootdown

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 cmake_minimum_required(VERSION 3.25)
 # Per-layer include boundaries, checked on every build (target check_layers,
 # part of ALL): a file may include project headers only from the layers its

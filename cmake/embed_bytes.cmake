@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # cmake -DIN=file -DOUT=file.cpp -DSYMBOL=name -P embed_bytes.cmake
 # Writes a C++ source defining `extern "C" const unsigned char SYMBOL[]` with
 # the bytes of IN and `SYMBOL_size`.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes the Grafana dashboards (grafana/*.json) from the panel lists below.
 
 Run after editing: python3 dashboards/gen_dashboards.py. The JSON is checked

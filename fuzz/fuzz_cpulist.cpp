@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: CPU lists (--culprit-cpu/--victim-cpus/--cpus values and
 // /sys/devices/system/cpu/{online,isolated,...}). A parsed list must be
 // sorted, in range, and re-format to a list that parses to the same CPUs.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: the ELF/DWARF symbol reader `blame` and `probe` use on a
 // target's binaries (UserSymbols over libdwfl). The input is the binary: a
 // malicious file mapped by the target must not crash the (root) tool, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: the V2 decoder (compressed and uncompressed, raw and
 // base64). Any input must give a value or an error, never a crash, a leak or
 // an allocation beyond the limits; whatever decodes must survive a round trip.

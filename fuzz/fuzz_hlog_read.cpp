@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: the .hlog reader. Malformed text must give an error, a
 // parsed log must format and re-read to the same intervals.
 #include <cstddef>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: the HTTP request handling of `monitor --listen`. The
 // input arrives in pieces (as over a socket); whatever it is, the parser
 // never reports a complete request longer than the bound, and the reply is

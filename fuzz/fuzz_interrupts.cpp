@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: /proc/interrupts. Any text gives a snapshot or a reason;
 // lookups and deltas over what was parsed stay in bounds.
 #include <cstddef>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: /proc/kallsyms. Parsing any text and symbolizing
 // addresses around every parsed symbol stays in bounds.
 #include <cstddef>

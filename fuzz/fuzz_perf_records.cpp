@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: perf ring decoding. The input is the content of one
 // synthetic perf ring (records of any type, any size, wrapping the end);
 // the decoders of `blame` (FlushSampler) and of the kernel trace (Tracer)

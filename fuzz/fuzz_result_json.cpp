@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: result.json as `report DIR` reads it. Malformed or
 // hostile JSON must be refused with JsonReadError (report: exit 2), never
 // crash; an accepted result is re-rendered by the sinks report runs.

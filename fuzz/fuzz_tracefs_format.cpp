@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: tracefs `events/*/*/format` files (parsed by
 // libtraceevent, then turned into field offsets by field_from and used by
 // read_field / read_dynamic_word on a sample's raw data), and /proc/mounts

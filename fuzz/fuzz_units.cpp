@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: sizes ("64KiB", "4 GiB"), durations ("1.5ms", "after=10s")
 // and integers as given on the command line. A parsed size is non-negative;
 // a refusal always says why; formatting a parsed value never fails.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A/A validity of `shootdown compare` (issue 6): run `compare --arms
 # reuse,reuse` over SEEDS seeds and report the fraction that says "no
 # detectable difference". Must be >= 95% (exit 1 otherwise).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds the libFuzzer targets in fuzz/ with clang (ASan+UBSan) in build-fuzz/
 # and runs each one on its seed corpus (fuzz/corpus/<target>/).
 # Usage: scripts/fuzz.sh [seconds-per-target] [target...]   (default 30 s, every target)

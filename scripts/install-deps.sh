@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Idempotent: installs only the Debian packages that are missing.
 # Usage: scripts/install-deps.sh [--with-integration | --with-bench]
 #   default             build + unit/CLI test dependencies, and the allocators

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Regenerates docs/img/report.png and docs/img/stall-timeline.png (the README
 # pictures) from a real run: `shootdown run --release munmap` on this
 # machine, its report.html rendered by headless Chromium (Debian's chromium

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Tracing overhead inside ONE run: the victim's baseline p50 per batch with
 # the kernel tracer open vs closed, in alternating segments of the same
 # experiment (same chunk B, same pages, same victim thread), via

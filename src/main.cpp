@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Dispatch only: parse → run the selected subcommand → exit code.
 #include "cmd/commands.hpp"
 

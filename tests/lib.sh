@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Shared helpers for CLI and integration test scripts (bash).
 # Usage: source "$TEST_LIB"; each check prints "ok"/"not ok" lines (TAP-like),
 # and finish exits non-zero if any failed. skip "reason" exits 77.

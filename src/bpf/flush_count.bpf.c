@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
 // In-kernel aggregation of tlb:tlb_flush for `shootdown monitor`: a fleet
 // agent that runs all the time must not move one record per flush to user
 // space. Three maps, read by sys/bpf_flush_counter.cpp:
@@ -11,8 +12,9 @@
 // Per-CPU values: no atomic and no shared cache line on the flush path, the
 // cost of a bpftrace count() map. The program runs at the raw tracepoint
 // (no trace record is built): tp_btf, typed by the running kernel's BTF, or
-// raw_tp where the kernel has no BTF (user space picks; only helpers every
-// program may call are used, so the object declares no license).
+// raw_tp where the kernel has no BTF (user space picks). Licensed "Dual
+// BSD/GPL" (BSD-2-Clause OR GPL-2.0-only, as bcc's libbpf-tools are), so a
+// program may call GPL-only helpers such as bpf_get_stackid.
 #include <linux/types.h>
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -97,3 +99,5 @@ int BPF_PROG(count_tlb_flush_btf, int reason, unsigned long pages) { return coun
 
 SEC("raw_tp/tlb_flush")
 int BPF_PROG(count_tlb_flush_raw, int reason, unsigned long pages) { return count(reason); }
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `shootdown run` options: raw strings as typed, then validated into a Plan.
 // Validation throws cmd::UsageError-compatible std::invalid_argument with one
 // line naming the option, the value and what is accepted.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Builds core::BlameInput from one sampling session (see blame_input.hpp).
 #include "cmd/blame_input.hpp"
 

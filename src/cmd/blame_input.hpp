@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One rule for turning a FlushSampler session into core::BlameInput, used by
 // `blame` and by `probe` (its "who sent them" call sites): the target and the
 // processes it started (fork records), user frames that are real code

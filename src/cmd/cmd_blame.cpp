@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // shootdown blame: which call sites of a process initiate TLB shootdowns.
 // plan (validate) → prepare (FlushSampler on every online CPU, maps snapshot)
 // → run (spawn the command or watch the PID until it exits, --duration or a

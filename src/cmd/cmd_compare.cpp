@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // shootdown compare: arms x trials, each trial a fresh experiment, arms
 // interleaved in seeded random blocks; statistics in core/compare, outputs in
 // sink/compare_out. Method and figures: docs/compare.md.

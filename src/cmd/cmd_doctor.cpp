@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // shootdown doctor: plan (CPUs) -> read facts (and measure whether remote TLB
 // flushes arrive as IPIs) -> pure checks -> report. Changes nothing on the
 // machine.

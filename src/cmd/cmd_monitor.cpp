@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // shootdown monitor: plan (validate) -> prepare (tracer, server) -> loop
 // (sample, print, export) -> restore (stop server, disable tracepoints).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // shootdown probe: run a command with the probe library preloaded, so one
 // pinned victim thread lives inside it (only threads of the same mm receive
 // its shootdowns), trace kernel events with sys::Tracer meanwhile, and

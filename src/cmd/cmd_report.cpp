@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // shootdown report DIR: re-render every output of a saved result from
 // DIR/result.json (timeline.csv, victim.hlog/.hgrm and whatever else
 // write_result_files() writes), print the summary, optionally send it to

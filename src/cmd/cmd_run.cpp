@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // shootdown run: plan → prepare → run → report → restore.
 #include <CLI/CLI.hpp>
 #include <cstdio>

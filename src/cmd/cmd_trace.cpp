@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // shootdown trace: a live, human-readable stream of the kernel events behind
 // TLB shootdowns (the article's SystemTap script, done with perf tracepoints),
 // and a per-CPU summary that cross-checks the tracepoint counts against

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Subcommand registry. Each src/cmd/cmd_*.cpp defines one add_* function that
 // adds its CLI11 subcommand and returns the callback to run when selected.
 // Callbacks return the process exit code; they throw UsageError (exit 2) for

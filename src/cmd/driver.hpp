@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One lifecycle for every subcommand, in the spirit of rtla's tool_ops:
 //
 //   plan → prepare → run → analyze → report, restore on every exit path

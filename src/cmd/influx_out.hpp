@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sends a result to InfluxDB (run --influx, report --influx). Policy: the
 // result is already on disk (or on stdout) when this runs, so a failing
 // database costs a warning, never data or the exit code.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "cmd/run_support.hpp"
 
 #include "cmd/trace_session.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared by run, compare and report: progress hooks, the kernel-trace hook,
 // and writing every output of a result (console/JSON on stdout, files).
 #pragma once

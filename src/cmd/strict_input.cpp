@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "cmd/strict_input.hpp"
 
 #include <fmt/core.h>

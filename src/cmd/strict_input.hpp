@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Rules every subcommand's options follow, applied once to the whole CLI11
 // tree (app.cpp) so a new option gets them without a line of its own:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one home of tracer options and of the run's kernel evidence:
 // exp::TraceSession over sys::Tracer, per run (open_kernel_trace) or one
 // tracer shared by many trials (SharedTracer, compare).

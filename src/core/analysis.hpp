@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pure analysis over a Result: phases, intervals, per-phase statistics.
 #pragma once
 

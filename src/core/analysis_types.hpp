@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What analysis computes over a Result, as data: the phase tables, the
 // attribution, the kernel event counts and marks. Sinks format these; they
 // include this header, not core/analysis.hpp (which computes them).

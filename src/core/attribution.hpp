@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Stall attribution: which kernel event explains each victim sample.
 // Pure (standard library only): VictimSamples + KernelTrace in, labels and
 // per-victim summaries out. Rules (docs/kernel-evidence.md):

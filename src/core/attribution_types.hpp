@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Stall attribution results as data (core/attribution.hpp computes them):
 // standard library only, so Result can keep a saved attribution
 // (Result::saved_attribution, read back from result.json).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // shootdown blame: which call sites of a process initiate TLB shootdowns.
 // Pure aggregation (standard library only): symbolized samples of the
 // target's tlb:tlb_flush reason-4 events ("about to send flush IPIs", fired

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bounded label sets for exported counters (Prometheus series, Influx tags,
 // JSON keys): at most `max_keys` named series plus one "other" series.
 //

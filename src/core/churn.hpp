@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The allocator arms' workload (glibc-malloc, jemalloc, tcmalloc, mimalloc):
 // a live set of blocks of mixed sizes built through one allocator, then most
 // of it freed in a shuffled order while the rest stays live (fragmentation:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `shootdown compare` statistics: per-trial metrics from a Result, per-arm
 // medians and spread, differences against the control arm with a seeded
 // bootstrap confidence interval, a Mann–Whitney U test, verdict lines and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CPU topology as data and the default CPU choice of run/doctor/trace.
 // Pure (standard library only): src/sys/cpus.cpp fills a Topology from
 // sysfs, the policy here decides (unit-tested in tests/unit/cpu_choice_test.cpp).

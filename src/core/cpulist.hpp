@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CPU list syntax of the kernel (cpuset(7) "List format"): "0-3,8,10-11".
 #pragma once
 

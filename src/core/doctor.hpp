@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `shootdown doctor`: the article's tuning list as pure checks over facts.
 // src/sys/facts.cpp reads the facts from /proc and /sys (and cpuid); every
 // check here is a pure function of DoctorFacts and the chosen CPUs, so the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The function that holds an address in a module without symbols, from its
 // .eh_frame_hdr search table and .eh_frame FDEs (pure: section bytes and
 // their ELF addresses in, no file access). `shootdown blame` names a frame

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Kernel event counts per CPU and event type: what result.json, the console
 // and InfluxDB report about the trace without carrying every event. Pure.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Kernel events collected during a run (perf tracepoints), in CLOCK_MONOTONIC
 // ns. Pure data: filled by src/sys/ readers, consumed by src/core analysis.
 #pragma once

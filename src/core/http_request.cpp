@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "core/http_request.hpp"
 
 #include <fmt/core.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The HTTP/1.x request handling of `monitor --listen`, pure: parse what a
 // client sent so far, decide the reply. The socket side (bounded buffers,

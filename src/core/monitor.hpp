@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `shootdown monitor`: cumulative per-CPU counters (from /proc/interrupts and
 // tlb:tlb_flush tracepoints) and the interval view computed from two of them.
 // Pure: the command fills MonitorTotals, everything else is computed here

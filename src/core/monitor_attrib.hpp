@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `shootdown monitor`: who initiates and who receives shootdowns, per process
 // and per cgroup v2 path, with bounded label sets (core/bounded_series.hpp).
 //

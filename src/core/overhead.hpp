@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tracing overhead measured inside one run (bench/trace_overhead): while the
 // victim measures its baseline, another thread alternates segments with the
 // kernel tracer open ("traced") and closed ("untraced"), one of each per

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Facts of the environment that undermine the numbers of a plan. Pure.
 #pragma once
 

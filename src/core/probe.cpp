@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Names of ProbeFate (result.hpp), as result.json spells them.
 #include <array>
 #include <utility>

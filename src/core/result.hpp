@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The result of one `shootdown run`: everything measured and the context to
 // judge it. Pure data; serialized by src/sink/json.cpp (schema: docs/formats.md),
 // analysed by src/core/analysis.hpp. Units: ns unless a name says otherwise.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Victim samples after a run, converted to CLOCK_MONOTONIC nanoseconds.
 // Samples are gapless: sample i spans (end_ns[i-1], end_ns[i]] with
 // end_ns[-1] == start_ns, so the duration of sample i is exactly its latency.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Summary statistics. Percentiles follow the HdrHistogram rule (see
 // core/hdr/histogram.hpp) so every table agrees with the .hgrm/.hlog files.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Release strategies and page modes: one table each, the only place their
 // names, enums, descriptions and re-arm rules are spelled. cli validates
 // against it, experiment switches on the enum, compare builds its arm lists

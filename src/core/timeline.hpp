@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Victim samples aggregated by time for report.html (charts 1 and 2):
 // latency percentiles per time bucket and stall time per bucket split by the
 // attribution's labels. Pure; the data types are in core/timeline_types.hpp

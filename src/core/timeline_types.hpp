@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Victim samples aggregated by time, as data (core/timeline.hpp computes
 // them): report.html's latency-over-time chart and its stall-over-time chart
 // stacked by cause. Standard library only, so sinks may include it.

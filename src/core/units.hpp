@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Checked parsing and formatting of sizes and durations ("4GiB", "64KiB",
 // "250ms"). "12abc", "-1GiB", overflow and empty strings are errors. Pure.
 #pragma once

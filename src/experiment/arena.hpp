@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Memory for the experiment: chunk A (released by the culprit) and the
 // victims' chunks B, NUMA-local, pre-faulted, B mlocked. RAII: whatever is
 // still mapped is released on destruction.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The allocator arms: the culprit's workload is an allocation churn
 // (core/churn.hpp) through one allocator, loaded so that only this workload
 // uses it (dlopen RTLD_LOCAL and the allocator's own entry points; glibc

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Release strategies performed by the culprit on chunk A.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "experiment/experiment.hpp"
 
 #include "experiment/finish.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Orchestration of one experiment: arena → victims (pinned, prepared) →
 // kernel tracing on → barrier → baseline → release(s) with markers → after
 // window → stop → build the Result (samples converted to CLOCK_MONOTONIC).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // After a measurement, what run, compare and probe record the same way: the
 // run's stamp, the environment re-read with the TSC figures measured during
 // the run kept, the plan's warnings, the doctor's checklist for its CPUs, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The journal workload (the article's motivating case): a writer thread
 // appends fixed-size records to memory-mapped segment files, as transaction
 // logs and journals do. Two segment policies:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where a victim's samples end up. The victim writes into a small circular
 // ring; a drainer thread (on the culprit's CPU, never on a victim's) copies
 // what the victim published into this store. The store grows in fixed blocks

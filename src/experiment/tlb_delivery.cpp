@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "experiment/tlb_delivery.hpp"
 
 #include <atomic>

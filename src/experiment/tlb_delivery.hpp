@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Do remote TLB flushes arrive as IPIs on this machine? A measured fact for
 // `doctor` (core/doctor.hpp DoctorFacts::TlbDelivery): a thread pinned to
 // from_cpu maps, touches and unmaps one page `requests` times while a second

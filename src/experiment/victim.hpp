@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The victim thread: pinned, fills its TLB with chunk A, pre-faults its own
 // chunk B, waits at a spin barrier, then writes one byte per 4 KiB page of B
 // in batches, timing each batch with one fenced TSC read (gapless: sample i =

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* LD_PRELOAD probe for `shootdown probe`: one pinned victim thread inside each
  * process image of the target, timing its own page writes (the run victim's
  * scheme: fenced TSC after every batch, gapless) into its slot's ring of a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Shared memory between `shootdown probe` and the preloaded probe library
  * (src/probe/probe.c). Plain C, fixed-size fields: the tool (C++) and the
  * library (C) both include it.

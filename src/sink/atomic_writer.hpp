@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one place that writes result files: each file is written to a
 // temporary name in the same directory, fsync'ed and renamed, so a reader
 // never sees half a file and a crash leaves the previous version intact.

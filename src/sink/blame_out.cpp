@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "sink/blame_out.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Outputs of `shootdown blame`: console text (under 80 columns except the
 // stack lines), JSON (docs/blame-probe.md, FIELDS) and the folded
 // collapsed-stack format (core/blame.hpp folded_stacks) for flame graphs.

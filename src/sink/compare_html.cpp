@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // compare.html: one self-contained page, no scripts, no external resources.
 // Per metric, one horizontal strip/box plot: a row per arm with the IQR box,
 // the median line, min-max whiskers and every trial as a dot (vertically

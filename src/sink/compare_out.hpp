@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `shootdown compare` outputs: console table (< 80 columns), compare.json,
 // compare.csv (one row per trial) and compare.html (per-arm strip/box plots,
 // self-contained SVG). Serializers only build strings; OutputDir writes them.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Console summary: the verdict (one line per victim), the article's table
 // (baseline / release window / after, per batch and per page), release
 // duration, /proc/interrupts deltas, attribution, warnings.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // timeline.csv: one row per report interval per victim (docs/formats.md).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `shootdown doctor` outputs as bytes: the findings table (under 80
 // columns), the whole text report and the JSON document (docs/doctor.md).
 #pragma once

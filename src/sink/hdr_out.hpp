@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // victim.hlog and victim.hgrm (docs/formats-hdr.md, docs/formats.md).
 // Serializers only: they build the text; OutputDir writes it.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // report.html: one self-contained page (inline CSS, inline SVG, a few lines
 // of inline JS for hover values; nothing fetched) that explains a run:
 // header, "what this means", phase tables, five charts (percentiles per time

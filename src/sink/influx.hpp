@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // InfluxDB line protocol (v1 /write and UDP listener), pure: points in,
 // bytes out. Shared by `monitor --influx` and `run --influx`; the transport
 // is src/sys/net.hpp.

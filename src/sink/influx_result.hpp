@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A run's result as InfluxDB points (schema: docs/formats.md, "InfluxDB").
 // Pure: the transport is src/sys/net.hpp, the policy src/cmd/influx_out.cpp.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // result.json: the full result (schema: docs/formats.md, docs/result.schema.json;
 // read back by sink/json_read.hpp: a field added here belongs there too). Serializers
 // only build strings; OutputDir does the I/O.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reads result.json (docs/formats.md) back into a Result and its Analysis,
 // for `shootdown report` (and `compare` later). The inverse of
 // sink::result_json: writing what this reads gives the same bytes.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "sink/monitor_attrib_out.hpp"
 
 #include <nlohmann/json.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Per-process and per-cgroup shootdown attribution of `shootdown monitor`
 // as Prometheus families, Influx points and JSON (docs/monitor.md,
 // "Cardinality"). Every label set is bounded: at most --series named

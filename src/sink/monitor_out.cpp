@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "sink/monitor_out.hpp"
 
 #include <fmt/core.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `shootdown monitor` outputs as bytes: Prometheus families, Influx points
 // and JSON lines. Pure (schemas: docs/monitor.md).
 #pragma once

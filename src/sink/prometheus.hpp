@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Prometheus text exposition format 0.0.4 (prometheus.io/docs/instrumenting/
 // exposition_formats): pure encoder. One family = "# HELP", "# TYPE", then
 // its samples; label values escape '\', '"' and newline; HELP escapes '\'

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A small chart module: builds SVG strings (no I/O, no JS, no third-party
 // code). Used by the HTML report (sink/html_report.cpp).
 //

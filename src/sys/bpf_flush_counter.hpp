@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // In-kernel aggregation of tlb:tlb_flush with a BPF program (libbpf, CO-RE
 // against the running kernel's BTF): the engine `monitor` prefers, because a
 // fleet agent runs all the time and must cost what a bpftrace map count

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An owned child process: spawned with posix_spawnp, polled without blocking,
 // and never left behind — the destructor sends SIGTERM to a child still
 // running and reaps it (waitpid retried on EINTR).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CPU topology from sysfs: online CPUs, NUMA node, SMT siblings, isolation.
 // The data type and the choice policy live in core/cpu_choice.hpp.
 #pragma once

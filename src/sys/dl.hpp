@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Thin wrappers for loading a shared library privately (dlopen RTLD_LOCAL:
 // its symbols stay out of the process's global scope, so only code that asks
 // this handle for an entry point uses it) and for setting an environment

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Facts about this machine recorded with every result.
 #pragma once
 

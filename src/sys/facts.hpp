@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reads the facts `shootdown doctor` checks (core/doctor.hpp) from /proc,
 // /sys and cpuid. Everything under /proc and /sys goes through sys::read_file,
 // so sys::set_root() points the reader at a fixture tree. Process facts that

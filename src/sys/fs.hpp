@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Small file helpers for /proc and /sys. A root prefix lets tests point the
 // readers at fixture trees (tests/fixtures/...).
 #pragma once

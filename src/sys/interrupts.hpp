@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // /proc/interrupts: per-CPU counters by row (TLB, CAL, LOC, RES, numbered IRQs).
 // No root needed. parse_interrupts is pure (text in) so it is unit-tested.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Kernel symbol table from /proc/kallsyms, for naming csd functions, IPI
 // callsites and callchain frames ("flush_tlb_func+0x1f"). Addresses read as
 // zero (kptr_restrict, unprivileged) make the table empty: callers then print

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // /proc/meminfo and huge page facts.
 #pragma once
 

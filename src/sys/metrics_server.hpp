@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The socket side of `monitor --listen`: one thread, poll(2), every client
 // bounded. Requests are parsed and routed by core/http_request.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Network transports for sinks (InfluxDB): HTTP POST with bounded retries and
 // UDP datagrams. Mechanism only: callers decide what a failure means (a
 // warning, never lost data: results are on disk first).

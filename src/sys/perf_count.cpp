@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "sys/perf_count.hpp"
 
 #include <fmt/core.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Kernel-side counting of tlb:tlb_flush per CPU and reason: one counting
 // perf event (no sampling, no ring buffer: the kernel only increments a
 // counter) per CPU and reason, each with the filter "reason == R". Reading

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Entry points for fuzzing the perf ring decoders (fuzz/fuzz_perf_records.cpp)
 // and for unit tests: each builds the decoder of FlushSampler / Tracer with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What sys::Tracer (perf_trace) and sys::FlushSampler (perf_sampler) share:
 // CPU-wide perf events that are never woken (the reader polls), one mmap-ed
 // ring per CPU that the other events of that CPU are redirected into, the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Per-CPU samplers for `shootdown blame`: who initiates TLB shootdowns, with
 // kernel and user callchains. Separate from sys::Tracer (which serves the
 // victim-side analysis of run/probe and never copies user stacks).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Per-CPU kernel tracepoint readers over perf_event_open(PERF_TYPE_TRACEPOINT).
 //
 // One ring buffer per CPU: the first event opened on a CPU owns an mmap-ed

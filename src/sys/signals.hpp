@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SIGINT/SIGTERM become a flag the experiment polls; the handler only stores
 // the signal number (async-signal-safe). Restores the previous handlers on
 // destruction.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // comm and cgroup v2 path of a process, from /proc/PID/comm and the "0::"
 // line of /proc/PID/cgroup, cached (monitor looks a process up for every
 // traced event). Entries older than max_age_ns are re-read (PIDs are

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tracefs: find it, mount it when nobody has (RAII: unmount what we mounted),
 // and read event ids and format files. Never writes any tracefs setting:
 // perf_event_open(PERF_TYPE_TRACEPOINT) needs only the event id, so the

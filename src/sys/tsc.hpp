@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TSC timestamps for the victim's hot loop and their conversion to
 // CLOCK_MONOTONIC. The loop reads the TSC only (no syscall, no vDSO call);
 // the conversion is a linear map fitted from (tsc, mono) pairs taken before

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // User-space symbolization for `shootdown blame` with elfutils libdwfl:
 // function (demangled), file:line where DWARF exists, module+offset
 // otherwise. Mappings come from /proc/PID/maps snapshots and from

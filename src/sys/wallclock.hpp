@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CLOCK_MONOTONIC -> CLOCK_REALTIME. Everything is measured in mono ns (it
 // never jumps); exported timestamps (InfluxDB, .hlog StartTime, CSV unix
 // times) need wall-clock time, so each run records the offset once.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Man page generator: the OPTIONS and SYNOPSIS sections come from the same
 // CLI11 option tables that print `shootdown SUB --help` (src/cmd/cmd_*.cpp),
 // the prose (DESCRIPTION, FIELDS, OVERHEAD, CAVEATS, EXAMPLES, SEE ALSO) from

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Every invalid option: exit 2, one stderr line naming the option and value,
 # and no output files.
 source "$TEST_LIB"

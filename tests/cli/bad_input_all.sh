@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Bad input for every option of every subcommand. The table below lists each
 # option (and positional) with a valid value and its bad values; the test
 # reads every subcommand's --help and fails on an option missing from the

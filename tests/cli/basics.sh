@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Help, version, subcommand dispatch and exit codes.
 source "$TEST_LIB"
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # shootdown compare end to end: a small real compare (reuse vs munmap, 5
 # trials, 256 MiB) must say munmap is worse, count 0 shootdowns per release
 # for reuse in every trial (compare.csv), honour a failing gate with exit 3,

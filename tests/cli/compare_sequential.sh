@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # compare's group-sequential early stopping (docs/compare.md "Sequential
 # stopping"): a clear difference (reuse vs munmap) is decided before the
 # maximum --trials, recorded with its look, z, boundary and spent alpha in

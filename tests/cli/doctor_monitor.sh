@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # doctor and monitor from the command line: output shape, JSON, bad input.
 source "$TEST_LIB"
 command -v jq >/dev/null || skip "needs jq"

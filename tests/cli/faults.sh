@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Injected faults and their documented outcome (docs/exit-codes.md): a clear
 # message, partial results kept and marked, the exit code as documented,
 # never a hang, a crash or a half-written file passed off as whole.

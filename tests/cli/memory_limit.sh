@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Issue 19: a baseline longer than the sample store holds. With
 # --memory-limit the store is small; a full store during the baseline folds
 # its oldest samples into interval histograms (one per ~1 s of whole 1 Mi

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # monitor --listen against hostile clients: only /metrics and / served,
 # loopback by default, oversized requests refused (431), slow-loris clients
 # cut at the request timeout (408), connections over the bound refused (503),

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The preloaded probe library runs only in the environment the tool sets up:
 # SHOOTDOWN_PROBE_FD must be a memfd of this user, mode 0600, size-sealed,
 # with the right header. Anything else (a plain file, a world-readable memfd,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # shootdown report DIR: re-rendering from result.json reproduces the files of
 # the run byte for byte (timeline.csv, victim.hlog, victim.hgrm) and leaves
 # result.json untouched; the console table is printed again; --json prints

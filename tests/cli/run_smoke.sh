@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A real run end to end: exit code, the article's table, result files, and the
 # shootdown ground truth: munmap sends TLB IPIs to the victim CPU, reuse none.
 source "$TEST_LIB"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # SIGINT/SIGTERM in each phase: threads stop, partial result marked
 # incomplete is written with --out, exit 130/143.
 source "$TEST_LIB"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The experiment's threads (victims, culprit, kernel-trace reader) end to end,
 # for sanitizer builds: a run and an interrupted run must exit as documented
 # and write their result. Under TSan a data race exits 66 (halt_on_error).

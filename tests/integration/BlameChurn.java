@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A JVM whose heap grows and shrinks: worker threads allocate and drop
 // arrays, System.gc() after each round lets G1 shrink (MaxHeapFreeRatio)
 // and uncommit the freed regions while the other threads run.

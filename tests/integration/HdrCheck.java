@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reference side of tests/integration/hdr_java.sh: reads an .hlog with the
 // Java HistogramLogReader and prints, per interval, the same line as
 // `hdr_tool stats` (tag, start/end msec, count, min, max, percentiles

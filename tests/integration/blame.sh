@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # shootdown blame (issue 8) against blame_fixture's known call sites:
 #  - -- CMD: >= N reason-4 flushes at munmap_often (syscall munmap), >= M at
 #    madvise_often (madvise), reuse_only never appears, file:line from DWARF,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # shootdown blame on real multi-threaded programs from Debian (issue 14):
 #   xz -T2      (xz-utils)            a compressor: liblzma's match finder
 #                                      writes zero pages it read first

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Grafana dashboards (dashboards/grafana/*.json): every query in them (panel
 # targets, template variables, annotations) runs against a real Prometheus
 # and a real InfluxDB fed by shootdown itself, and must return data.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Cross-checks our .hlog/.hgrm against the HdrHistogram Java reference:
 #  1. hdr_tool writes a deterministic multi-interval log with our code;
 #  2. HistogramLogProcessor (-outputValueUnitRatio 1000, our .hgrm unit) must

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Test helper for tests/integration/hdr_java.sh: writes a deterministic
 // multi-interval .hlog/.hgrm from synthetic data with our HdrHistogram code,
 // and prints what our decoder reads back, so the script can compare both with

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Integration (issue 5): a real `shootdown run --release munmap` writes
 # report.html; headless Chromium (Debian's chromium, driven by playwright-core
 # from npm with executablePath /usr/bin/chromium: no browser download) renders

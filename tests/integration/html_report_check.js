@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Renders a shootdown report.html in headless Chromium (Debian's
 // /usr/bin/chromium driven by playwright-core; no browser download) and
 // checks it by DOM/SVG structure. Used by html_report.sh and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # run --influx against a real InfluxDB 1.x (Debian's influxdb): starts its own
 # influxd on 127.0.0.1 (temporary data/meta/wal dirs, reporting disabled,
 # HTTP and UDP listeners on free ports), sends real runs over HTTP and UDP,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # run --influx with the database down (a closed port): connection refused is
 # retried with bounded backoff, then one warning on stderr; exit 0; every
 # file is written and result.json is complete. Same over UDP to nowhere.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A controlled IPI source for tests/integration/kernel_trace.sh.
 //
 //   ipi_source [--culprit-cpu 0] [--victim-cpu 1] [--membarriers K] [--unmap-mib 256]

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # docs/result.schema.json against real output: a real run's result.json (with
 # a release and kernel trace when permitted) validates; copies broken in
 # documented ways (wrong schema_version, a histogram that is a number, an

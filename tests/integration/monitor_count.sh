@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # monitor's three tlb_flush engines, each in turn: --trace count (kernel-side
 # counting perf events, one per CPU and reason, filtered in the kernel),
 # ring (every event through a perf ring) and bpf (a BPF program at the raw

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # monitor --listen: scrape /metrics around a known workload and check that the
 # victim CPU's TLB counter grew by the workload's munmap count, within the
 # noise measured in a control window of the same length; the exposition is

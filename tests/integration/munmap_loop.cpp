@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helper workload for the monitor integration test: a known number of TLB
 // shootdowns on a known CPU.
 //

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The Debian package (CPack, `make package`): built from this build tree into
 # a temporary directory, checked by lintian (no errors), extracted with
 # dpkg-deb into a temporary root (not installed on the machine), and run from

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # monitor --listen scraped by a real Prometheus server (Debian's prometheus):
 # the test starts its own server on 127.0.0.1 (free port, temporary TSDB,
 # 1 s scrape interval) with one job scraping `shootdown monitor`, runs a known

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Kernel evidence of a real run against ground truth (issue 3):
 #  - munmap: the victim CPU's /proc/interrupts TLB delta is accounted for:
 #    tlb:tlb_flush reason 1 (ours) + reason 5/foreign + counted-not-traced

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # bench/trace_overhead (tracing overhead inside one run) runs briefly and
 # prints its per-pair table and the summary line with a ratio and a CI. No
 # timing is asserted: the measurement and its verdict are in

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Host-side checks of the lab (tests/lab/lab.sh): reads every
 runs/<kernel>/<topology>/out/<case>/ the guests sent back, checks counts,
 choices and texts (never latencies: TCG times are meaningless), prints one

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Extracts the guest's result from the second serial port's capture:
 LAB-RESULT-BEGIN <sha256> / base64 lines / LAB-RESULT-END. Exit 1 when the
 block is missing, truncated or its checksum does not match."""

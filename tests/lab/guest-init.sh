@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # PID 1 of a lab guest (tests/lab/lab.sh packs it as /init). Mounts what the
 # tool reads, runs the suite named by lab.suite= on the kernel command line,
 # then writes /out as a base64 tar to the second serial port (/dev/ttyS1, a

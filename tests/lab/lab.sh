@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The lab (docs/validation.md): boots Debian kernel packages under
 # qemu-system-x86_64 (TCG, no KVM) with the topologies of topologies.txt,
 # an initramfs made of our binary, its shared libraries and busybox-static,

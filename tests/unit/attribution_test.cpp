@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Stall attribution on synthetic event streams (src/core/attribution.hpp).
 #include <gtest/gtest.h>
 

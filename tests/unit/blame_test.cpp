@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/blame: call-site aggregation, IPI pairing, syscall names, folded output.
 #include <gtest/gtest.h>
 

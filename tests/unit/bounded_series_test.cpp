@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bounded label sets: series only grow, never more than max_keys + "other",
 // idle slots are reused; per-process/per-cgroup attribution of tlb_flush.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/churn: the allocator arms' workload plan, --allocator-conf parsing and
 // the per-GiB price list.
 #include <gtest/gtest.h>

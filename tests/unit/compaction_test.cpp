@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Which block a full sample store folds, and where kernel events may be
 // folded (core/compaction): the raw windows around releases survive.
 #include <gtest/gtest.h>

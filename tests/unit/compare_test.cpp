@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // compare statistics against values computed independently: quantiles from
 // the type-7 definition by hand, Mann–Whitney exact p-values by brute-force
 // enumeration of every split (Python itertools), normal approximations from

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Default CPU choice (core/cpu_choice.hpp): victims get the best CPUs.
 #include "core/cpu_choice.hpp"
 

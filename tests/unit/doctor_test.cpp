@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // doctor: facts read from fixture trees (tests/fixtures/doctor/*/root) and
 // the pure checks over them; each check is seen passing, warning and (where
 // the check can fail) failing.

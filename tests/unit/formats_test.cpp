@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // result.json read-back, victim.hlog/.hgrm and the InfluxDB points of a run
 // (issue 4). Fixed synthetic results: exact expectations.
 #include <gtest/gtest.h>

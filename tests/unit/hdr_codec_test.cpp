@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // V2 codec: round trips, decoding of golden encodings written by the Java
 // reference (tests/fixtures/hdr/gen/GenGolden.java), and one error per kind
 // of bad input.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // .hgrm text against outputPercentileDistribution() of the Java reference
 // (golden files from tests/fixtures/hdr/gen/GenGolden.java), and the Java
 // %f rounding rule it depends on.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Histogram layout and semantics against numbers derived by hand from the
 // HdrHistogram specification (not computed by our code):
 //   sub_bucket_count = 2^ceil(log2(2 * 10^sig)), unit = 2^floor(log2(lowest)),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // .hlog writer and reader: the Java HistogramLogWriter's exact text, reading
 // a log the Java writer produced, round trips, and malformed lines.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared helpers for the hdr_*_test.cpp files.
 #pragma once
 

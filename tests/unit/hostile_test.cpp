@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Regression tests for hostile input found by the fuzz targets (docs/fuzzing.md):
 // perf ring records with lengths that wrap, tracepoint field offsets that
 // overflow, the HTTP request handling of monitor --listen, and symbol names

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // html_report: structure of the page for synthetic results (the Chromium
 // integration test checks a real run).
 #include <gtest/gtest.h>

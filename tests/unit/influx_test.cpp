@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Influx line protocol encoder, URL forms, UDP datagram splitting, the
 // Prometheus exposition encoder, and http_post's retry rules against a local
 // cpp-httplib server on 127.0.0.1.

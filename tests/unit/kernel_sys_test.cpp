@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // kallsyms and tracefs parsers (pure), and a live Tracer smoke test that
 // skips without root/tracefs.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The pieces every subcommand shares: the strategy/page-mode table, the one
 // event-counting rule, the shootdown-mark rule, the trial order, the owned
 // child process.

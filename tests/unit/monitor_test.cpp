@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // monitor: interval deltas/rates, line and screen widths, and the three
 // export formats built from the same totals.
 #include <gtest/gtest.h>

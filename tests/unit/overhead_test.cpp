@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tracing-overhead statistics (core/overhead) on synthetic victim series with
 // known answers: segment assignment and the guard, percentiles per segment,
 // pairing by block, a known 5% shift recovered with a CI containing 1.05, no

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The victim's circular ring and the store its drainer fills: wrap-around,
 // the end of the loop when the drainer falls behind, and the store's limit.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Group-sequential stopping (core/sequential): boundaries against published
 // tables and values worked by hand, the rank-sum z by hand, and the error rate
 // under optional stopping by simulation (deterministic seeds).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // svg_chart: checked on its output (structure and numbers, not pixels).
 #include <gtest/gtest.h>
 

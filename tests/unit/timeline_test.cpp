@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/timeline: time buckets of victim samples (report.html charts 1 and 2).
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // HdrHistogram V2 wire format, as written by the Java reference
 // (AbstractHistogram.encodeIntoByteBuffer / encodeIntoCompressedByteBuffer)
 // and read by every HdrHistogram implementation. Pure: bytes in, bytes out.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The percentile distribution text (.hgrm) exactly as the Java reference's
 // AbstractHistogram.outputPercentileDistribution(printStream,
 // percentileTicksPerHalfDistance, outputValueUnitScalingRatio) prints it

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // HdrHistogram, implemented from the published specification (bucket layout,
 // value equivalence, percentile rule of the Java reference implementation).
 // Pure: no I/O, no system headers. record() is allocation-free and branch-light

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // HdrHistogram interval log (.hlog), in the format of the Java
 // HistogramLogWriter (log format version 1.3) and as its HistogramLogReader
 // parses it. Pure: builds and parses text; the caller does the file I/O.

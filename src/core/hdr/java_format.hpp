@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Text formatting that reproduces java.util.Formatter (Locale.US) and
 // java.util.Date.toString() for the pieces the HdrHistogram reference tools
 // print, so our .hlog/.hgrm are byte-identical to theirs. Pure.

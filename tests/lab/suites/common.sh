@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Sourced by the suites inside the guest. $1 = output directory.
 out=$1
 SD=/bin/shootdown

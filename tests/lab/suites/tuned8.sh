@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # smt-numa8: isolcpus=2-3,6-7 nohz_full=2-3,6-7 hugepages=64. Most important
 # cases first: the guest has a deadline (8 vCPUs under single-threaded TCG).
 . /lab/suites/common.sh

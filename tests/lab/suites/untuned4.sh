@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # plain4: 4 CPUs, one node, untuned command line.
 . /lab/suites/common.sh
 doctor_case doctor-untuned
