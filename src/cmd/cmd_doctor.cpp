@@ -40,6 +40,16 @@ class DoctorTool final : public Tool {
       if (!l || l->empty())
         throw UsageError(fmt::format("--cpus value '{}' is not a CPU list ({}); accepted: e.g. 0,1 or 2-3", o_.cpus,
                                      why.empty() ? "empty" : why));
+      // Every CPU named must be one this machine (or the --root fixture) has
+      // online: doctor measures on them and advises isolating them.
+      if (!o_.root.empty()) sys::set_root(o_.root);
+      const sys::Topology topo = sys::read_topology();
+      for (const int cpu : *l) {
+        if (topo.is_online(cpu)) continue;
+        throw UsageError(fmt::format("--cpus {}: CPU {} {} (online CPUs: {})", o_.cpus, cpu,
+                                     topo.find(cpu) ? "is offline" : "does not exist on this machine",
+                                     format_cpulist(topo.online)));
+      }
       r_.cpus = *l;
       r_.cpu_choice = "given";
     }

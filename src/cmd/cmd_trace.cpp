@@ -48,12 +48,7 @@ std::string pages_str(std::int64_t pages) {
   return pages == -1 ? "all" : std::to_string(pages);
 }
 
-std::string mask_str(std::int64_t word) {
-  std::vector<int> cpus;
-  for (int i = 0; i < 64; ++i)
-    if ((static_cast<std::uint64_t>(word) >> i) & 1u) cpus.push_back(i);
-  return cpus.empty() ? "-" : "cpu" + format_cpulist(cpus);
-}
+std::string mask_str(const CpuMask& m) { return m.empty() ? "-" : "cpu" + format_cpumask(m); }
 
 class Printer {
  public:
@@ -119,7 +114,9 @@ class Printer {
         return;
       case EventType::kIpiSendCpu:
       case EventType::kIpiSendCpumask: {
-        const std::string to = e.type == EventType::kIpiSendCpu ? fmt::format("cpu{}", e.a) : mask_str(e.a);
+        const std::string to = e.type == EventType::kIpiSendCpu ? fmt::format("cpu{}", e.a)
+                               : e.cpumask >= 0 ? mask_str(tracer_.cpumask(e.cpumask))
+                                                : mask_str(CpuMask({static_cast<std::uint64_t>(e.a)}));
         if (!all_ && e.c == 0) return;  // reschedule kicks: --all
         line(e, fmt::format("{} → {} callsite={} callback={}", event_type_name(e.type), to,
                             tracer_.symbolize(static_cast<std::uint64_t>(e.b)),

@@ -67,6 +67,8 @@ class Window final : public exp::TraceSession {
     kt.lost_events = t_.lost_events() - lost0_;
     for (auto& e : t_.take_events())
       if (e.mono_ns >= start_ns_) kt.events.push_back(e);
+    kt.cpumasks = t_.cpumasks();
+    if (std::string note = t_.cpumask_note(); !note.empty()) kt.missing.push_back(std::move(note));
     std::stable_sort(kt.events.begin(), kt.events.end(),
                      [](const KernelEvent& a, const KernelEvent& b) { return a.mono_ns < b.mono_ns; });
     for (const auto& e : kt.events)

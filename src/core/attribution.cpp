@@ -118,13 +118,6 @@ bool folded_over(const VictimSamples& v, std::int64_t from, std::int64_t to) {
   return v.index[e] - v.index[s] != static_cast<std::int64_t>(e - s);
 }
 
-bool targets(const KernelEvent& e, int cpu) {
-  if (e.type == EventType::kIpiSendCpu) return e.a == cpu;
-  if (e.type == EventType::kIpiSendCpumask)
-    return cpu >= 0 && cpu < 64 && ((static_cast<std::uint64_t>(e.a) >> cpu) & 1u);
-  return false;
-}
-
 bool traced_sched_switch(const KernelTrace& t) {
   for (const std::string& tp : t.tracepoints)
     if (tp.rfind("sched:sched_switch", 0) == 0) return true;
@@ -519,7 +512,7 @@ Attribution attribute(const std::vector<VictimSamples>& victims, const KernelTra
     std::vector<std::int64_t> sends;
     for (const KernelEvent& e : trace.events) {
       if (e.type != EventType::kIpiSendCpu && e.type != EventType::kIpiSendCpumask) continue;
-      if (e.c == 0 || !targets(e, v.cpu)) continue;
+      if (e.c == 0 || !trace.targets(e, v.cpu)) continue;
       if (opts.culprit_cpu >= 0 ? e.cpu != opts.culprit_cpu : e.cpu == v.cpu) continue;
       sends.push_back(e.mono_ns);
     }

@@ -270,7 +270,8 @@ BlameReport blame(const BlameInput& in, const BlameOptions& opts) {
     return static_cast<std::ptrdiff_t>(i);
   };
   for (const IpiSend& ipi : in.ipis) {
-    const auto n = static_cast<std::int64_t>(std::popcount(ipi.targets));
+    const std::vector<int> to = ipi.targets.cpus();
+    const auto n = static_cast<std::int64_t>(to.size());
     const std::ptrdiff_t f = paired_flush(ipi);
     bool delivered = false;
     if (ipi.queued) {
@@ -283,16 +284,14 @@ BlameReport blame(const BlameInput& in, const BlameOptions& opts) {
     }
     if (!delivered) continue;
     r.ipis += n;
-    for (int c = 0; c < 64; ++c)
-      if ((ipi.targets >> c) & 1u) ++r.ipi_cpus[c];
+    for (int c : to) ++r.ipi_cpus[c];
     if (f < 0) {
       r.ipis_unpaired += n;
       continue;
     }
     CallSite& c = r.sites[site_of[static_cast<std::size_t>(f)]];
     c.ipis += n;
-    for (int cpu = 0; cpu < 64; ++cpu)
-      if ((ipi.targets >> cpu) & 1u) ++c.receiving_cpus[cpu];
+    for (int cpu : to) ++c.receiving_cpus[cpu];
   }
   std::stable_sort(r.sites.begin(), r.sites.end(),
                    [](const CallSite& a, const CallSite& b) { return a.flushes > b.flushes; });

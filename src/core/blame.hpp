@@ -27,6 +27,8 @@
 #include <string>
 #include <vector>
 
+#include "core/cpulist.hpp"
+
 namespace shootdown {
 
 struct UserFrame {
@@ -65,7 +67,7 @@ struct IpiSend {  // ipi:ipi_send_cpu / ipi_send_cpumask of a target thread
   std::int64_t mono_ns = 0;
   int cpu = -1;
   int tid = 0;
-  std::uint64_t targets = 0;  // CPU bitmask (CPUs 0..63)
+  CpuMask targets;
   bool queued = false;        // csd:csd_queue_cpu (else ipi:ipi_send_*)
   bool tlb = false;           // queued function is flush_tlb_func
   std::string callback;       // kernel function queued / IPI handler

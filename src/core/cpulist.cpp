@@ -2,6 +2,7 @@
 #include "core/cpulist.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <charconv>
 
 namespace shootdown {
@@ -63,5 +64,45 @@ std::string format_cpulist(const std::vector<int>& cpus) {
   }
   return out;
 }
+
+CpuMask::CpuMask(std::vector<std::uint64_t> words) : words_(std::move(words)) {
+  while (!words_.empty() && words_.back() == 0) words_.pop_back();
+}
+
+CpuMask CpuMask::of(const std::vector<int>& cpus) {
+  CpuMask m;
+  for (int c : cpus)
+    if (c >= 0) m.set(c);
+  return m;
+}
+
+bool CpuMask::test(int cpu) const {
+  if (cpu < 0) return false;
+  const auto w = static_cast<std::size_t>(cpu) / 64;
+  return w < words_.size() && ((words_[w] >> (static_cast<unsigned>(cpu) % 64)) & 1u);
+}
+
+void CpuMask::set(int cpu) {
+  if (cpu < 0) return;
+  const auto w = static_cast<std::size_t>(cpu) / 64;
+  if (words_.size() <= w) words_.resize(w + 1, 0);
+  words_[w] |= std::uint64_t{1} << (static_cast<unsigned>(cpu) % 64);
+}
+
+int CpuMask::count() const {
+  int n = 0;
+  for (std::uint64_t w : words_) n += std::popcount(w);
+  return n;
+}
+
+std::vector<int> CpuMask::cpus() const {
+  std::vector<int> out;
+  for (std::size_t w = 0; w < words_.size(); ++w)
+    for (std::uint64_t bits = words_[w]; bits; bits &= bits - 1)
+      out.push_back(static_cast<int>(64 * w) + std::countr_zero(bits));
+  return out;
+}
+
+std::string format_cpumask(const CpuMask& m) { return format_cpulist(m.cpus()); }
 
 }  // namespace shootdown

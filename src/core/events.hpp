@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/cpulist.hpp"
+
 namespace shootdown {
 
 enum class EventType : std::uint8_t {
@@ -23,7 +25,8 @@ enum class EventType : std::uint8_t {
   kIrqHandlerEntry,  // irq:irq_handler_entry, a = irq number
   kIrqHandlerExit,
   kIpiSendCpu,        // ipi:ipi_send_cpu, a = target cpu, b = callsite addr, c = callback addr
-  kIpiSendCpumask,    // ipi:ipi_send_cpumask, a = first target cpu bitmask word, b = callsite addr, c = callback
+  kIpiSendCpumask,    // ipi:ipi_send_cpumask, a = targets' first 64-bit word (CPUs 0-63), b = callsite addr,
+                      // c = callback; the whole mask: KernelEvent::cpumask
   kCsdFunctionEntry,  // csd:csd_function_entry, b = func addr (KernelTrace::symbols names it)
   kCsdFunctionExit,   // csd:csd_function_exit, b = func addr
   kSchedSwitch,       // sched:sched_switch (victim CPUs), a = prev_pid, b = next_pid, c = prev_state
@@ -79,6 +82,7 @@ struct KernelEvent {
   std::int64_t b = 0;
   std::int64_t c = 0;
   std::int32_t callchain = -1;  // index into KernelTrace::callchains, -1 = none
+  std::int32_t cpumask = -1;    // ipi_send_cpumask: index into KernelTrace::cpumasks (-1: only `a`, CPUs 0-63)
 };
 
 // TLB flush reasons (include/linux/mm_types.h enum tlb_flush_reason).
@@ -127,11 +131,29 @@ struct KernelTrace {
   std::vector<KernelEvent> events;       // sorted by mono_ns
   FoldedEvents folded;                   // counted, not kept (folded.events == 0: none)
   std::vector<Callchain> callchains;
+  std::vector<CpuMask> cpumasks;  // ipi_send_cpumask targets, KernelEvent::cpumask indexes them
   // Kernel addresses seen in events (csd func, ipi callsite/callback) ->
   // "func+0xoff" from /proc/kallsyms; empty when kallsyms was unreadable.
   std::map<std::uint64_t, std::string> symbols;
   std::int64_t start_ns = 0;  // mono ns: everything enabled
   std::int64_t stop_ns = 0;   // mono ns: disabled
+
+  // The CPUs an ipi_send_cpu/ipi_send_cpumask event targets (empty for
+  // other events). A mask saved before cpumasks existed has only `a`.
+  CpuMask targets(const KernelEvent& e) const {
+    if (e.type == EventType::kIpiSendCpu) return e.a >= 0 && e.a < 65536 ? CpuMask::of({static_cast<int>(e.a)}) : CpuMask{};
+    if (e.type != EventType::kIpiSendCpumask) return {};
+    if (e.cpumask >= 0 && static_cast<std::size_t>(e.cpumask) < cpumasks.size())
+      return cpumasks[static_cast<std::size_t>(e.cpumask)];
+    return CpuMask({static_cast<std::uint64_t>(e.a)});
+  }
+  bool targets(const KernelEvent& e, int cpu) const {
+    if (e.type == EventType::kIpiSendCpu) return e.a == cpu;
+    if (e.type != EventType::kIpiSendCpumask) return false;
+    if (e.cpumask >= 0 && static_cast<std::size_t>(e.cpumask) < cpumasks.size())
+      return cpumasks[static_cast<std::size_t>(e.cpumask)].test(cpu);
+    return cpu >= 0 && cpu < 64 && ((static_cast<std::uint64_t>(e.a) >> cpu) & 1u);
+  }
 
   // Symbol for an address, "" when unknown.
   const std::string& symbol(std::uint64_t addr) const {

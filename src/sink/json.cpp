@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <map>
 
+#include "core/cpulist.hpp"
 #include "core/hdr/codec.hpp"
 #include "sink/console.hpp"
 
@@ -161,10 +162,10 @@ json events_table_json(const Result& r) {
   const auto& ev = r.trace.events;
   const std::size_t n = std::min(ev.size(), kResultMaxEvents);
   std::vector<std::int64_t> t, a, b, c;
-  std::vector<std::int32_t> cpu, tid, chain;
+  std::vector<std::int32_t> cpu, tid, chain, mask;
   std::vector<int> type;
   for (auto* col : {&t, &a, &b, &c}) col->reserve(n);
-  for (auto* col : {&cpu, &tid, &chain}) col->reserve(n);
+  for (auto* col : {&cpu, &tid, &chain, &mask}) col->reserve(n);
   type.reserve(n);
   for (std::size_t i = 0; i < n; ++i) {
     const KernelEvent& e = ev[i];
@@ -176,13 +177,23 @@ json events_table_json(const Result& r) {
     b.push_back(e.b);
     c.push_back(e.c);
     chain.push_back(e.callchain);
+    mask.push_back(e.cpumask);
   }
   json codes = json::array();
   for (int k = 0; k < kEventTypeCount; ++k) codes.push_back(event_type_name(static_cast<EventType>(k)));
-  return json{
-      {"type_codes", std::move(codes)}, {"mono_ns", std::move(t)}, {"cpu", std::move(cpu)}, {"type", std::move(type)},
-      {"tid", std::move(tid)},          {"a", std::move(a)},       {"b", std::move(b)},     {"c", std::move(c)},
-      {"callchain", std::move(chain)}};
+  json masks = json::array();
+  for (const CpuMask& m : r.trace.cpumasks) masks.push_back(format_cpumask(m));
+  return json{{"type_codes", std::move(codes)},
+              {"mono_ns", std::move(t)},
+              {"cpu", std::move(cpu)},
+              {"type", std::move(type)},
+              {"tid", std::move(tid)},
+              {"a", std::move(a)},
+              {"b", std::move(b)},
+              {"c", std::move(c)},
+              {"callchain", std::move(chain)},
+              {"cpumask", std::move(mask)},
+              {"cpumasks", std::move(masks)}};
 }
 
 json symbols_json(const KernelTrace& t) {

@@ -5,7 +5,9 @@
 #include <fmt/format.h>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 
+#include "core/cpulist.hpp"
 #include "core/hdr/codec.hpp"
 #include "core/stats.hpp"
 #include "sink/json.hpp"
@@ -332,6 +334,23 @@ void read_events_table(const Node& n, Result& r) {
   for (const char* col : {"cpu", "type", "tid", "a", "b", "c", "callchain"})
     if (n[col].array_size() != t.size())
       fail(join(n.path(), col), fmt::format("has {} entries but mono_ns {}", n[col].array_size(), t.size()));
+  // Whole ipi_send_cpumask targets (CPUs beyond 63): results saved before
+  // they existed have neither column, and `a` holds CPUs 0-63.
+  std::vector<std::int64_t> mask;
+  if (n.has("cpumask")) {
+    mask = n["cpumask"].i64s();
+    if (mask.size() != t.size())
+      fail(join(n.path(), "cpumask"), fmt::format("has {} entries but mono_ns {}", mask.size(), t.size()));
+  }
+  if (n.has("cpumasks")) {
+    const auto lists = n["cpumasks"].strings();
+    for (std::size_t k = 0; k < lists.size(); ++k) {
+      std::string why;
+      auto cpus = lists[k].empty() ? std::optional<std::vector<int>>(std::vector<int>{}) : parse_cpulist(lists[k], &why);
+      if (!cpus) fail(join(n["cpumasks"].path(), k), "not a CPU list: " + why);
+      r.trace.cpumasks.push_back(CpuMask::of(*cpus));
+    }
+  }
   auto i32 = [&](const std::vector<std::int64_t>& v, std::size_t i, const char* col) {
     if (v[i] < INT32_MIN || v[i] > INT32_MAX) fail(join(join(n.path(), col), i), "integer out of range");
     return static_cast<std::int32_t>(v[i]);
@@ -352,6 +371,11 @@ void read_events_table(const Node& n, Result& r) {
     e.c = c[i];
     // The callchains themselves are not kept (trace.callchains groups them).
     e.callchain = i32(chain, i, "callchain");
+    if (!mask.empty()) {
+      e.cpumask = i32(mask, i, "cpumask");
+      if (e.cpumask >= static_cast<std::int64_t>(r.trace.cpumasks.size()))
+        fail(join(join(n.path(), "cpumask"), i), fmt::format("mask {} not in cpumasks", e.cpumask));
+    }
     r.trace.events.push_back(e);
   }
 }

@@ -59,7 +59,8 @@ std::int64_t read_field(const std::uint8_t* raw, std::uint32_t raw_size, const F
   return static_cast<std::int64_t>(v);
 }
 
-std::uint64_t read_dynamic_word(const std::uint8_t* raw, std::uint32_t raw_size, const Field& f) {
+std::size_t read_dynamic_words(const std::uint8_t* raw, std::uint32_t raw_size, const Field& f,
+                               std::span<std::uint64_t> out) {
   if (!f.valid() || static_cast<std::uint64_t>(f.offset) + 4 > raw_size) return 0;
   std::uint32_t loc = 0;
   std::memcpy(&loc, raw + f.offset, 4);
@@ -67,9 +68,13 @@ std::uint64_t read_dynamic_word(const std::uint8_t* raw, std::uint32_t raw_size,
   const std::uint32_t len = loc >> 16;
   if (f.relative) off += static_cast<std::uint32_t>(f.offset) + 4;
   if (off >= raw_size) return 0;
-  std::uint64_t v = 0;
-  std::memcpy(&v, raw + off, std::min<std::size_t>({len, 8u, raw_size - off}));
-  return v;
+  const std::size_t bytes = std::min<std::size_t>({len, raw_size - off, out.size() * 8});
+  const std::size_t n = (bytes + 7) / 8;
+  std::fill_n(out.begin(), n, std::uint64_t{0});
+  std::memcpy(out.data(), raw + off, bytes);  // little-endian x86-64: CPU n is bit n % 64 of word n / 64
+  std::size_t used = n;
+  while (used > 0 && out[used - 1] == 0) --used;
+  return used;
 }
 
 Tracepoint load_tracepoint(const Tracefs& tfs, tep_handle* tep, const char* system, const char* name) {

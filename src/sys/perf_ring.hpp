@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstring>
 #include <linux/perf_event.h>
+#include <span>
 #include <string>
 #include <sys/types.h>
 #include <thread>
@@ -52,8 +53,15 @@ Field field_from(const tep_format_field& tf);
 // A fixed-size field of the raw payload, sign-extended when signed; 0 when
 // invalid or outside raw_size.
 std::int64_t read_field(const std::uint8_t* raw, std::uint32_t raw_size, const Field& f);
-// First 64-bit word of a __data_loc/__rel_loc bitmask (cpumask_t): CPUs 0..63.
-std::uint64_t read_dynamic_word(const std::uint8_t* raw, std::uint32_t raw_size, const Field& f);
+// A __data_loc/__rel_loc bitmask (cpumask_t, sized by the kernel to
+// nr_cpu_ids bits in whole longs) into `out` as 64-bit words: CPU n is bit
+// n % 64 of word n / 64. Returns the words up to the last non-zero one (0:
+// no CPU, or the field invalid or outside raw_size). No allocation: the
+// tracer calls it while victims are measured. kMaxCpumaskWords covers
+// NR_CPUS 8192, x86's largest.
+inline constexpr std::size_t kMaxCpumaskWords = 8192 / 64;
+std::size_t read_dynamic_words(const std::uint8_t* raw, std::uint32_t raw_size, const Field& f,
+                               std::span<std::uint64_t> out);
 
 // Sequential, bounded reads of one record's body (after the header).
 struct RecordReader {

@@ -52,6 +52,7 @@ struct FlushSampler::Impl {
   SamplerData data;
   std::unordered_multimap<std::uint64_t, std::uint32_t> stack_index;  // hash -> data.stacks index
   SampledStack scratch_stack;
+  std::array<std::uint64_t, kMaxCpumaskWords> mask_words{};
   std::vector<std::uint8_t> scratch = std::vector<std::uint8_t>(65536);
   std::thread reader;
   std::atomic<bool> stop_reader{false};
@@ -147,7 +148,7 @@ struct FlushSampler::Impl {
         q.tid = tid;
         q.queued = true;
         const auto c = read_field(raw, raw_size, f_csd_cpu);
-        q.targets = c >= 0 && c < 64 ? 1ULL << c : 0;
+        if (c >= 0 && c < 65536) q.targets.set(static_cast<int>(c));
         q.callsite = static_cast<std::uint64_t>(read_field(raw, raw_size, f_csd_site));
         q.callback = static_cast<std::uint64_t>(read_field(raw, raw_size, f_csd_func));
         data.ipis.push_back(q);
@@ -163,11 +164,12 @@ struct FlushSampler::Impl {
         ipi.single = s.kind == Kind::kIpiCpu;
         if (ipi.single) {
           const auto c = read_field(raw, raw_size, f_cpu);
-          ipi.targets = c >= 0 && c < 64 ? 1ULL << c : 0;
+          if (c >= 0 && c < 65536) ipi.targets.set(static_cast<int>(c));
           ipi.callsite = static_cast<std::uint64_t>(read_field(raw, raw_size, f_site_cpu));
           ipi.callback = static_cast<std::uint64_t>(read_field(raw, raw_size, f_cb_cpu));
         } else {
-          ipi.targets = read_dynamic_word(raw, raw_size, f_mask);
+          const std::size_t n = read_dynamic_words(raw, raw_size, f_mask, mask_words);
+          ipi.targets = CpuMask({mask_words.begin(), mask_words.begin() + static_cast<std::ptrdiff_t>(n)});
           ipi.callsite = static_cast<std::uint64_t>(read_field(raw, raw_size, f_site_mask));
           ipi.callback = static_cast<std::uint64_t>(read_field(raw, raw_size, f_cb_mask));
         }

@@ -34,6 +34,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/cpulist.hpp"
+
 namespace shootdown::sys {
 
 struct SamplerOptions {
@@ -67,7 +69,7 @@ struct SampledIpi {
   int cpu = -1, pid = 0, tid = 0;
   bool single = false;        // ipi_send_cpu
   bool queued = false;        // csd:csd_queue_cpu (callback = the function queued)
-  std::uint64_t targets = 0;  // bitmask of target CPUs 0..63
+  CpuMask targets;            // target CPUs (any number)
   std::uint64_t callsite = 0, callback = 0;
 };
 

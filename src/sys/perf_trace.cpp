@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <deque>
 #include <fmt/core.h>
 #include <linux/perf_event.h>
 #include <map>
@@ -130,6 +131,41 @@ struct Tracer::Impl {
   std::int64_t lost_records = 0;
   std::array<std::uint8_t, 65536> scratch{};  // a record that wraps the ring end
 
+  // ipi_send_cpumask targets beyond CPU 63 (KernelEvent::cpumask), interned:
+  // a run sends to a few distinct sets of CPUs, so the table stays small and
+  // its indices stay valid for every event taken; a new set allocates once,
+  // on the heap (a deque never moves or frees a block while measuring).
+  struct WordsLess {
+    using is_transparent = void;
+    template <class A, class B>
+    bool operator()(const A& a, const B& b) const {
+      return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end());
+    }
+  };
+  static constexpr std::size_t kMaxMasks = 65536;
+  std::map<std::vector<std::uint64_t>, std::int32_t, WordsLess> mask_index;
+  std::deque<CpuMask> masks;
+  std::int64_t masks_dropped = 0;  // sends whose set would have been mask kMaxMasks + 1
+  std::array<std::uint64_t, kMaxCpumaskWords> mask_words{};
+
+  std::int32_t intern_mask(std::span<const std::uint64_t> w) {
+    if (auto it = mask_index.find(w); it != mask_index.end()) return it->second;
+    if (masks.size() >= kMaxMasks) {
+      ++masks_dropped;
+      return -1;
+    }
+    const auto i = static_cast<std::int32_t>(masks.size());
+    masks.emplace_back(std::vector<std::uint64_t>(w.begin(), w.end()));
+    mask_index.emplace(std::vector<std::uint64_t>(w.begin(), w.end()), i);
+    return i;
+  }
+
+  std::string mask_note() const {
+    return fmt::format("cpumasks: {} ipi_send_cpumask event(s) kept only CPUs 0-63 of their targets (more than {} "
+                       "distinct target sets)",
+                       masks_dropped, kMaxMasks);
+  }
+
   std::thread reader;
   std::atomic<std::int32_t> reader_tid{0};
   std::atomic<bool> stop_reader{false};
@@ -175,10 +211,13 @@ struct Tracer::Impl {
     const std::uint8_t* raw = nullptr;
     if (!rd.u32(raw_size) || !rd.take(raw_size, raw)) return;
     const Format& f = *s.format;
-    if (s.spec->type == EventType::kIpiSendCpumask)
-      ev.a = static_cast<std::int64_t>(read_dynamic_word(raw, raw_size, f.a));
-    else
+    if (s.spec->type == EventType::kIpiSendCpumask) {
+      const std::size_t n = read_dynamic_words(raw, raw_size, f.a, mask_words);
+      ev.a = n ? static_cast<std::int64_t>(mask_words[0]) : 0;
+      if (n > 1) ev.cpumask = intern_mask({mask_words.data(), n});
+    } else {
       ev.a = read_field(raw, raw_size, f.a);
+    }
     ev.b = read_field(raw, raw_size, f.b);
     ev.c = read_field(raw, raw_size, f.c);
     const bool keep_chain = chain && (ev.type != EventType::kTlbFlush || ev.a == kTlbRemoteSendIpi);
@@ -465,6 +504,22 @@ void Tracer::event_times(int cpu, std::int64_t from_ns, std::int64_t until_ns,
   std::sort(out.begin() + static_cast<std::ptrdiff_t>(at), out.end());
 }
 
+std::vector<CpuMask> Tracer::cpumasks() const {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  return {impl_->masks.begin(), impl_->masks.end()};
+}
+
+CpuMask Tracer::cpumask(int index) const {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  if (index < 0 || static_cast<std::size_t>(index) >= impl_->masks.size()) return {};
+  return impl_->masks[static_cast<std::size_t>(index)];
+}
+
+std::string Tracer::cpumask_note() const {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  return impl_->masks_dropped ? impl_->mask_note() : std::string();
+}
+
 Callchain Tracer::callchain(int index) const {
   std::lock_guard<std::mutex> lk(impl_->mu);
   return impl_->make_chain(index);
@@ -509,6 +564,8 @@ KernelTrace Tracer::stop() {
   // a CPU's entry before its exit when timestamps tie).
   std::stable_sort(kt.events.begin(), kt.events.end(),
                    [](const KernelEvent& a, const KernelEvent& b) { return a.mono_ns < b.mono_ns; });
+  kt.cpumasks.assign(im.masks.begin(), im.masks.end());
+  if (im.masks_dropped) kt.missing.push_back(im.mask_note());
   kt.callchains.reserve(im.chains.size());
   for (std::size_t i = 0; i < im.chains.size(); ++i) kt.callchains.push_back(im.make_chain(static_cast<int>(i)));
   if (!im.ksyms.empty()) {

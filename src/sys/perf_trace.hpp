@@ -85,6 +85,11 @@ class Tracer {
   // far on `cpu` in [from_ns, until_ns) that `want` accepts.
   void event_times(int cpu, std::int64_t from_ns, std::int64_t until_ns,
                    const std::function<bool(const KernelEvent&)>& want, std::vector<std::int64_t>& out) const;
+  // The interned target sets of ipi_send_cpumask events beyond CPU 63
+  // (KernelEvent::cpumask indexes them; indices stay valid across takes).
+  std::vector<CpuMask> cpumasks() const;
+  CpuMask cpumask(int index) const;  // empty when out of range
+  std::string cpumask_note() const;  // "" unless some sets were not kept (KernelTrace::missing)
   Callchain callchain(int index) const;                 // symbolized
   std::string symbolize(std::uint64_t addr) const;      // "func+0xoff" or "0x..."
   std::string function_name(std::uint64_t addr) const;  // "func" or ""

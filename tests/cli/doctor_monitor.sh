@@ -21,6 +21,16 @@ expect_rc 2 "doctor --cpus with a duplicate"
 expect_err "--cpus" "doctor names --cpus"
 expect_err_lines 1 "doctor bad --cpus: one line"
 
+# A CPU this machine does not have: a usage error like any other, before
+# anything is measured or advised (no isolcpus= line for it).
+present=$(cat /sys/devices/system/cpu/present)
+absent=$(( ${present##*[-,]} + 1 ))
+run_cmd "$SHOOTDOWN" doctor --cpus "0,$absent"
+expect_rc 2 "doctor --cpus 0,$absent (a CPU this machine does not have)"
+expect_err "^shootdown doctor: --cpus 0,$absent: CPU $absent does not exist on this machine \(online CPUs: [0-9]" "doctor names the option, the CPU and the online ones"
+expect_err_lines 1 "doctor --cpus with an absent CPU: one line"
+[[ -z "$OUT" ]] && ok "doctor --cpus with an absent CPU prints no report" || not_ok "doctor printed a report: $(head -3 <<<"$OUT")"
+
 run_cmd "$SHOOTDOWN" monitor 100ms 2
 expect_rc 0 "monitor 100ms 2 ends by itself"
 expect_out "CPU +TLB/s +CAL/s" "monitor prints a header"

@@ -75,8 +75,22 @@ def table(res):
     codes = t["type_codes"]
     n = len(t["mono_ns"])
     c, tid = t.get("c") or [0] * n, t.get("tid") or [0] * n
+    # targets: the CPUs an ipi_send_* event names, the whole mask (cpumasks[]
+    # beyond CPU 63), else the first word `a`.
+    masks = [set(cpulist(m)) for m in t.get("cpumasks") or []]
+    mask = t.get("cpumask") or [-1] * n
+
+    def targets(i):
+        kind = codes[t["type"][i]]
+        if kind == "ipi_send_cpu":
+            return {t["a"][i]}
+        if kind != "ipi_send_cpumask":
+            return set()
+        if 0 <= mask[i] < len(masks):
+            return masks[mask[i]]
+        return {b for b in range(64) if (t["a"][i] >> b) & 1}
     return [dict(ns=t["mono_ns"][i], cpu=t["cpu"][i], type=codes[t["type"][i]], a=t["a"][i], b=t["b"][i],
-                 c=c[i], tid=tid[i]) for i in range(n)]
+                 c=c[i], tid=tid[i], targets=targets(i)) for i in range(n)]
 
 
 def symbol(res, addr):
@@ -156,7 +170,7 @@ def membarrier_ipis(res, v):
             # false; lab 6.12 smt-numa8 v3-membarrier: ipi_send_cpu to cpu6
             # alone, ipi_mb ran on cpus 2, 3 and 6). Only "in the mask" is
             # a fact about the choice.
-            sent = bool(s0["a"] >> v["cpu"] & 1) if s0["type"] == "ipi_send_cpumask" else s0["a"] == v["cpu"]
+            sent = v["cpu"] in s0["targets"]
             chosen = True if sent else None
         else:
             send = min([e["ns"] for e in cf if e["cpu"] in vcpus], default=hi)
@@ -317,6 +331,29 @@ def check_run(c, k, t, case, d, facts):
                 if req and 2 * got < req and untraced:
                     txt += f" as traced flushes, {untraced} more counted, not traced (the CPU had left the mm)"
                 c.add(k, t, case, f"cpu{v['cpu']} flush delivery", ok, txt)
+    # Victims above CPU 63: a traced send's cpumask is more than one 64-bit
+    # word there, and the tool must read all of it (KernelTrace::cpumasks).
+    # Where the kernel traces sends (ipi:*, 6.6+), a release that sent IPIs
+    # to such a victim has at least one traced send naming it, and the
+    # tool's delivery figure (send -> call-function entry) is not empty.
+    ev = table(res)
+    traced_sends = "ipi:ipi_send_cpumask" in res.get("trace", {}).get("tracepoints", [])
+    if release in ("munmap", "membarrier") and ev is not None and traced_sends:
+        # The send's callsite names the sender (its callback is the IPI
+        # handler): flush_tlb_multi's on_each_cpu_cond_mask(), membarrier's
+        # own (lab 6.12 big72: ipi_send_cpumask a=0x8, mask "3,65,70",
+        # callsite on_each_cpu_cond_mask+0x24).
+        fn = "on_each_cpu_cond_mask+" if release == "munmap" else "membarrier_private_expedited+"
+        for v in vs:
+            if v["cpu"] < 64:
+                continue
+            named = sum(1 for e in ev if e["type"] in ("ipi_send_cpumask", "ipi_send_cpu") and e["c"]
+                        and v["cpu"] in e["targets"] and symbol(res, e["b"]).startswith(fn))
+            got = (v.get("tlb_accounting") or {}).get("traced_remote", 0) if release == "munmap" else repeat
+            dl = (v.get("delivery_ns") or {}).get("count", 0)
+            ok = (named >= 1 and dl >= 1) if got else True
+            c.add(k, t, case, f"cpu{v['cpu']} named in sends", ok,
+                  f"{named} traced {fn[:-1]} send(s) name cpu{v['cpu']}, delivery count {dl} ({got} received)")
     if release == "membarrier" and vs:
         # The case proves something only if some send found a victim running.
         c.add(k, t, case, "a send found a running victim", on_cpu_sends >= 1,

@@ -278,6 +278,32 @@ TEST(Attribution, DeliveryLatencyPairsCulpritSendsWithEntries) {
   EXPECT_EQ(a.shootdown_ipis, 4);
 }
 
+// A 72-CPU machine: a cpumask send to CPUs 3, 65 and 70. The victim on CPU
+// 70 finds its send in the whole mask (KernelTrace::cpumasks); the first
+// word alone (`a`, CPUs 0-63) would not name it.
+TEST(Attribution, DeliveryToAVictimAboveCpu63UsesTheWholeMask) {
+  auto v = make_samples(70, 200);
+  std::vector<KernelEvent> e;
+  const std::int64_t cb = 0xffffffff814512d0LL;
+  KernelEvent send = ev(v.span_start(50), 1, EventType::kIpiSendCpumask, 1 << 3, 0x1234, cb);
+  send.cpumask = 0;
+  e.push_back(send);
+  add_shootdown(e, 70, v.span_start(50) + 30'000, 400, false);
+  KernelEvent word_only = ev(v.span_start(120), 1, EventType::kIpiSendCpumask, 1 << 3, 0x1234, cb);
+  e.push_back(word_only);  // no whole mask kept: CPUs 0-63 only, not a send to 70
+  add_shootdown(e, 70, v.span_start(120) + 30'000, 400, false);
+  KernelTrace t = make_trace(e);
+  t.cpumasks.push_back(CpuMask::of({3, 65, 70}));
+  EXPECT_TRUE(t.targets(t.events.front(), 70));
+  EXPECT_FALSE(t.targets(t.events.front(), 64));
+  AttributionOptions o;
+  o.culprit_cpu = 1;
+  const auto a = attribute({v}, t, o).victims.at(0);
+  EXPECT_EQ(a.delivery_ns.count, 1);
+  EXPECT_EQ(a.delivery_ns.max, 30'000);
+  EXPECT_EQ(a.shootdowns_received, 2);
+}
+
 TEST(Attribution, ShootdownFlushWithoutIpiTracepointsStillCounts) {
   auto v = make_samples(1, 10);
   std::vector<KernelEvent> e{ev(mid(v, 4), 1, EventType::kTlbFlush, kTlbRemoteShootdown, 12)};

@@ -58,7 +58,7 @@ TEST(Blame, SitesPagesAndPairedIpis) {
     IpiSend q;
     q.mono_ns = 1010 + i * 100;
     q.tid = 101;
-    q.targets = 1u << 1;
+    q.targets = CpuMask::of({1});
     q.queued = true;
     q.tlb = true;
     in.ipis.push_back(q);
@@ -70,7 +70,7 @@ TEST(Blame, SitesPagesAndPairedIpis) {
   IpiSend other;  // membarrier-like IPI with no flush before it on that thread
   other.mono_ns = 9000;
   other.tid = 103;
-  other.targets = 0b110;
+  other.targets = CpuMask::of({1, 2});
   in.ipis.push_back(other);
   in.received_by_target = {{1, 5}};
   const BlameReport r = blame(in, BlameOptions{});
@@ -91,6 +91,26 @@ TEST(Blame, SitesPagesAndPairedIpis) {
   EXPECT_NE(s.advice.find("munmap"), std::string::npos);
   EXPECT_EQ(r.sites[1].stack, "Arena::purge ← worker");
   EXPECT_EQ(r.sites[1].full_flushes, 1);
+}
+
+// Targets above CPU 63 count like any other (a 72-CPU machine: victims on
+// both sides of the first cpumask word).
+TEST(Blame, TargetsAboveCpu63AreCounted) {
+  BlameInput in;
+  in.pid = 100;
+  in.has_csd = false;
+  in.flushes.push_back(flush(1000, 101, 1, "__x64_sys_munmap", {"__munmap", "Pool::trim", "main"}));
+  IpiSend s;
+  s.mono_ns = 1010;
+  s.tid = 101;
+  s.targets = CpuMask::of({3, 65, 70});
+  in.ipis.push_back(s);
+  const BlameReport r = blame(in, BlameOptions{});
+  ASSERT_EQ(r.sites.size(), 1u);
+  EXPECT_EQ(r.ipis, 3);
+  EXPECT_EQ(r.ipi_cpus, (std::map<int, std::int64_t>{{3, 1}, {65, 1}, {70, 1}}));
+  EXPECT_EQ(r.sites[0].ipis, 3);
+  EXPECT_EQ(r.sites[0].receiving_cpus.at(70), 1);
 }
 
 TEST(Blame, FreeOfMmapBlockAdvice) {

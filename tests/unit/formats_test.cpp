@@ -242,6 +242,43 @@ TEST(ResultFromJson, EventsAndAttributionComeBack) {
 // among all measured (index[]); label_runs cover the series as written, so
 // raw_windows[].first_sample is the position in it, and the read-back labels
 // still land on their samples.
+// A send to CPUs above 63 keeps its whole mask through result.json; a result
+// saved before the cpumask columns existed reads back with `a` alone.
+TEST(ResultFromJson, CpumasksBeyondCpu63ComeBack) {
+  Result r = traced_partial();
+  auto send = std::find_if(r.trace.events.begin(), r.trace.events.end(),
+                           [](const KernelEvent& e) { return e.type == EventType::kIpiSendCpumask; });
+  ASSERT_NE(send, r.trace.events.end());
+  send->cpumask = 0;
+  r.trace.cpumasks.push_back(CpuMask::of({3, 65, 70}));
+  const std::string text = sink::result_to_string(r, analyze(r));
+  const auto j = nlohmann::json::parse(text);
+  EXPECT_EQ(j["trace"]["events_table"]["cpumasks"], nlohmann::json::array({"3,65,70"}));
+  const sink::LoadedResult back = sink::result_from_json(text);
+  ASSERT_EQ(back.result.trace.events.size(), r.trace.events.size());
+  for (std::size_t i = 0; i < r.trace.events.size(); ++i)
+    EXPECT_EQ(back.result.trace.events[i].cpumask, r.trace.events[i].cpumask) << i;
+  EXPECT_EQ(back.result.trace.cpumasks, r.trace.cpumasks);
+  const KernelEvent& b = back.result.trace.events[static_cast<std::size_t>(send - r.trace.events.begin())];
+  EXPECT_TRUE(back.result.trace.targets(b, 70));
+
+  auto old = j;
+  old["trace"]["events_table"].erase("cpumask");
+  old["trace"]["events_table"].erase("cpumasks");
+  const sink::LoadedResult older = sink::result_from_json(old.dump());
+  EXPECT_TRUE(older.result.trace.cpumasks.empty());
+  for (const KernelEvent& e : older.result.trace.events) EXPECT_EQ(e.cpumask, -1);
+
+  auto bad = j;
+  bad["trace"]["events_table"]["cpumasks"] = nlohmann::json::array();
+  try {
+    (void)sink::result_from_json(bad.dump());
+    ADD_FAILURE() << "a mask index past cpumasks was read";
+  } catch (const sink::JsonReadError& e) {
+    EXPECT_NE(std::string(e.what()).find("not in cpumasks"), std::string::npos) << e.what();
+  }
+}
+
 TEST(ResultFromJson, AFoldedSeriesKeepsItsLabelsThroughTheRawWindows) {
   Result r = traced_partial();
   for (auto& v : r.victims) {

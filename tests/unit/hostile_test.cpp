@@ -3,6 +3,7 @@
 // perf ring records with lengths that wrap, tracepoint field offsets that
 // overflow, the HTTP request handling of monitor --listen, and symbol names
 // carrying terminal control bytes.
+#include <array>
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -17,6 +18,7 @@
 #include "core/http_request.hpp"
 #include "sink/json_read.hpp"
 #include "sys/perf_fuzz.hpp"
+#include "core/cpulist.hpp"
 #include "sys/perf_ring.hpp"
 #include "sys/tracefs.hpp"
 
@@ -101,9 +103,40 @@ TEST(HostilePerfRing, FieldOffsetsThatOverflowReadNothing) {
   sys::Field f{0x7ffffffc, 8, false, false, false};  // offset + size overflows int
   EXPECT_EQ(sys::read_field(raw, sizeof raw, f), 0);
   sys::Field d{0x7ffffffe, 4, false, true, true};
-  EXPECT_EQ(sys::read_dynamic_word(raw, sizeof raw, d), 0u);
+  std::array<std::uint64_t, sys::kMaxCpumaskWords> words{};
+  EXPECT_EQ(sys::read_dynamic_words(raw, sizeof raw, d, words), 0u);
   sys::Field ok{8, 4, false, false, false};
   EXPECT_EQ(sys::read_field(raw, sizeof raw, ok), 0x0c0b0a09);
+}
+
+// ipi_send_cpumask on a 72-CPU kernel: __data_loc u32 (len 16 << 16 | offset
+// 32) at offset 8, the mask two longs long. Every word is read, a length that
+// runs past the record is cut at its end, a mask longer than `out` at `out`.
+TEST(HostilePerfRing, DynamicCpumaskBeyondCpu63) {
+  std::uint8_t raw[48] = {};
+  const std::uint32_t loc = (16u << 16) | 32u;
+  std::memcpy(raw + 8, &loc, 4);
+  const std::uint64_t w0 = 1ULL << 3, w1 = (1ULL << 1) | (1ULL << 6);  // CPUs 3, 65, 70
+  std::memcpy(raw + 32, &w0, 8);
+  std::memcpy(raw + 40, &w1, 8);
+  const sys::Field f{8, 4, false, true, false};
+  std::array<std::uint64_t, sys::kMaxCpumaskWords> words{};
+  ASSERT_EQ(sys::read_dynamic_words(raw, sizeof raw, f, words), 2u);
+  EXPECT_EQ(sd::CpuMask({words[0], words[1]}), sd::CpuMask::of({3, 65, 70}));
+  // A length beyond the record: only the bytes that are there.
+  const std::uint32_t long_loc = (64u << 16) | 32u;
+  std::memcpy(raw + 8, &long_loc, 4);
+  ASSERT_EQ(sys::read_dynamic_words(raw, sizeof raw, f, words), 2u);
+  // Room for one word only: CPUs 0-63.
+  std::array<std::uint64_t, 1> one{};
+  EXPECT_EQ(sys::read_dynamic_words(raw, sizeof raw, f, one), 1u);
+  EXPECT_EQ(one[0], w0);
+  // __rel_loc: the offset counts from the end of the field (8 + 4 = 12).
+  const std::uint32_t rel = (16u << 16) | 20u;
+  std::memcpy(raw + 8, &rel, 4);
+  const sys::Field r{8, 4, false, true, true};
+  ASSERT_EQ(sys::read_dynamic_words(raw, sizeof raw, r, words), 2u);
+  EXPECT_EQ(words[1], w1);
 }
 
 TEST(HostileHttp, ParsesAndRoutes) {
