@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: tracefs `events/*/*/format` files (parsed by
 // libtraceevent, then turned into field offsets by field_from and used by
-// read_field / read_dynamic_word on a sample's raw data), and /proc/mounts
+// read_field / read_dynamic_words on a sample's raw data), and /proc/mounts
 // (find_tracefs_mount). The raw record is the tail of the input.
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -35,7 +36,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       for (int k = 0; fields && fields[k]; ++k) {
         const sys::Field f = sys::field_from(*fields[k]);
         (void)sys::read_field(raw.data(), static_cast<std::uint32_t>(raw.size()), f);
-        (void)sys::read_dynamic_word(raw.data(), static_cast<std::uint32_t>(raw.size()), f);
+        std::array<std::uint64_t, sys::kMaxCpumaskWords> words{};
+        (void)sys::read_dynamic_words(raw.data(), static_cast<std::uint32_t>(raw.size()), f, words);
       }
       free(fields);
     }
