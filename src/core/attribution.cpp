@@ -2,6 +2,7 @@
 #include "core/attribution.hpp"
 
 #include <algorithm>
+#include <numeric>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -68,6 +69,7 @@ Quantiles quantiles(std::vector<std::int64_t> v) {
   q.p50 = rank(50);
   q.p90 = rank(90);
   q.max = v.back();
+  q.total = std::accumulate(v.begin(), v.end(), std::int64_t{0});
   return q;
 }
 
@@ -103,7 +105,7 @@ std::int64_t sample_at(const VictimSamples& v, std::int64_t t) {
 }
 
 // Whether [from, to] lies in a stretch of the victim's samples that was
-// folded (issue 19): a partial series holds only the stretches it kept raw,
+// folded: a partial series holds only the stretches it kept raw,
 // index[] numbering every sample measured. Outside the measured span the
 // victim did not sample: the events decide there.
 bool folded_over(const VictimSamples& v, std::int64_t from, std::int64_t to) {
@@ -571,10 +573,16 @@ std::int64_t median_of(std::vector<std::int64_t> v) {
   return v[mid];
 }
 
-std::string untraced_tlb_rule(const std::string& kernel_release) {
+int kernel_version_code(const std::string& kernel_release) {
   int major = 0, minor = 0;
-  if (std::sscanf(kernel_release.c_str(), "%d.%d", &major, &minor) != 2) major = minor = 0;
-  const int v = major * 1000 + minor;
+  if (std::sscanf(kernel_release.c_str(), "%d.%d", &major, &minor) != 2 || major <= 0 || minor < 0 || minor > 999)
+    return 0;
+  return major * 1000 + minor;
+}
+
+std::string untraced_tlb_rule(const std::string& kernel_release) {
+  const int v = kernel_version_code(kernel_release);
+  const int major = v / 1000, minor = v % 1000;
   const std::string k = major > 0 ? "Linux " + std::to_string(major) + "." + std::to_string(minor) : "this kernel";
   // arch/x86/mm/tlb.c flush_tlb_func(): on a remote CPU it does
   // inc_irq_stat(irq_tlb_count) first, then returns early.

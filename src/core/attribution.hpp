@@ -91,6 +91,9 @@ Attribution attribute_result(const Result& r);
 // The kernel rule that makes /proc/interrupts count TLB flush IPIs that
 // tlb:tlb_flush never traces, for a `uname -r` release ("6.1.0-57-amd64").
 std::string untraced_tlb_rule(const std::string& kernel_release);
+// major * 1000 + minor of a `uname -r` release ("6.12.118+deb12-amd64" ->
+// 6012, "7.3.0-1-amd64" -> 7003); 0 when it does not start so.
+int kernel_version_code(const std::string& kernel_release);
 // The baseline median attribution measures stalls from: the upper median
 // (element n/2 after nth_element); analysis uses it for stall lost too.
 std::int64_t median_of(std::vector<std::int64_t> v);

@@ -46,6 +46,7 @@ struct Quantiles {
   std::int64_t p50 = 0;
   std::int64_t p90 = 0;
   std::int64_t max = 0;
+  std::int64_t total = 0;  // sum of the values (for durations: the time they add up to); -1 = not known
 };
 struct VictimAttribution {
   int cpu = -1;
@@ -85,7 +86,7 @@ struct VictimAttribution {
   std::int64_t releases_on_cpu = -1;  // releases during whose whole call the victim ran
   // Per AttributionOptions::releases entry; nullopt (unknown) for a release
   // the victim's raw samples do not cover: its window was folded to make
-  // room (issue 19), and with it the sched_switch events that would say.
+  // room, and with it the sched_switch events that would say.
   std::vector<std::optional<bool>> release_on_cpu;
   // Delivery of the culprit's remote flushes (needs sched_switch and the
   // culprit CPU): reason-4 flushes traced on the culprit CPU during releases

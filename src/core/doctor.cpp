@@ -442,6 +442,46 @@ DoctorFinding check_pv_tlb_flush(const DoctorFacts& f) {
   return pass("pv_tlb_flush", "KVM without PV TLB flush" + why);
 }
 
+DoctorFinding check_broadcast_flush(const DoctorFacts& f) {
+  const std::string& m = f.machine;
+  if (m == "aarch64" || m == "arm64")
+    // arm64 flushes another CPU's TLB with a broadcast TLBI (...IS) and
+    // waits in DSB ISH: no IPI, and nothing calls trace_tlb_flush() there.
+    return make(DoctorStatus::kWarn, "tlb_broadcast",
+                "arm64: remote TLB flushes are broadcast TLBI instructions, no IPI",
+                "no shootdown IPI and no tlb:tlb_flush event exist to count; the cost is the initiator's TLBI+DSB "
+                "wait and the victims' lost TLB entries: shootdown measures x86 IPIs only",
+                true);
+  if (!m.empty() && m != "x86_64")
+    return make(DoctorStatus::kWarn, "tlb_broadcast", m + ": not x86, shootdown's evidence is x86's",
+                "remote flushes there may be broadcast in hardware, with no IPI to count", true);
+  if (!f.cpuid_invlpgb) return pass("tlb_broadcast", "INVLPGB not detectable: remote flushes assumed IPIs");
+  if (!*f.cpuid_invlpgb) return pass("tlb_broadcast", "no INVLPGB in this CPU: remote flushes are IPIs");
+  const int v = kernel_version_code(f.kernel_release);
+  const std::string k = f.kernel_release.empty() ? "this kernel" : "kernel " + f.kernel_release;
+  // Linux 6.15 (arch/x86/mm/tlb.c broadcast_tlb_flush, CONFIG_BROADCAST_TLB_FLUSH).
+  if (v > 0 && v < 6015)
+    return pass("tlb_broadcast", "CPU has INVLPGB; " + k + " flushes by IPI (broadcast flush: Linux 6.15+)");
+  if (f.broadcast_config == std::optional<bool>(false))
+    return pass("tlb_broadcast", "CPU has INVLPGB; " + k + " built without CONFIG_BROADCAST_TLB_FLUSH");
+  // pti_check_boottime_disable() clears X86_FEATURE_INVLPGB when PTI is on.
+  if (auto it = f.vulnerabilities.find("meltdown");
+      it != f.vulnerabilities.end() && it->second.find("PTI") != std::string::npos)
+    return pass("tlb_broadcast", "CPU has INVLPGB; PTI is on, which turns it off (arch/x86/mm/pti.c)");
+  if (auto c = cmdline_param(f.cmdline, "clearcpuid")) {
+    std::istringstream in(*c);
+    for (std::string tok; std::getline(in, tok, ',');)
+      if (tok == "invlpgb" || tok == "419")  // X86_FEATURE_INVLPGB = 13*32+3
+        return pass("tlb_broadcast", "CPU has INVLPGB; turned off on the command line (clearcpuid=" + tok + ")");
+  }
+  return make(DoctorStatus::kWarn, "tlb_broadcast",
+              "AMD INVLPGB broadcast flush on (" + k + ", CPUID 0x80000008 EBX[3])",
+              "a process active on 4+ CPUs at once may get a global ASID: its remote flushes are then INVLPGB + "
+              "TLBSYNC, with no IPI and no tlb:tlb_flush event, so shootdown counts 0 while the initiator waits in "
+              "TLBSYNC; boot with clearcpuid=419 to measure the IPI path",
+              true);
+}
+
 DoctorFinding check_tracing(const DoctorFacts& f) {
   const bool privileged = f.is_root || f.cap_perfmon || f.perf_event_paranoid <= -1;
   if (!f.tracefs_supported)
@@ -505,6 +545,7 @@ std::vector<DoctorFinding> run_doctor_checks(const DoctorFacts& f, const std::ve
       check_stat_interval(f),
       check_vm(f),
       check_pv_tlb_flush(f),
+      check_broadcast_flush(f),
       check_tracing(f),
       check_memlock(f),
       check_hugepages(f),

@@ -77,6 +77,11 @@ struct DoctorFacts {
   // --- virtualization
   std::string hypervisor_vendor;         // cpuid leaf 0x40000000 ("KVMKVMKVM"), /sys/hypervisor/type, dmi
   std::optional<bool> kvm_pv_tlb_flush;  // KVM_FEATURE_PV_TLB_FLUSH (cpuid 0x40000001 eax bit 9)
+  // --- remote flushes without IPIs (broadcast TLB invalidation in hardware)
+  std::string kernel_release;            // /proc/sys/kernel/osrelease ("6.15.2-amd64")
+  std::string machine;                   // uname -m ("x86_64", "aarch64")
+  std::optional<bool> cpuid_invlpgb;     // AMD INVLPGB/TLBSYNC: CPUID 0x80000008 EBX bit 3; nullopt: not readable
+  std::optional<bool> broadcast_config;  // /boot/config-RELEASE: CONFIG_BROADCAST_TLB_FLUSH=y; nullopt: no config
   // Measured, not read: do remote TLB flushes arrive as IPIs? One thread on
   // from_cpu munmaps `requests` touched pages while a second thread of the
   // process spins on to_cpu; a kernel that flushes by IPI adds one to to_cpu's
@@ -123,6 +128,10 @@ DoctorFinding check_watchdogs(const DoctorFacts& f);
 DoctorFinding check_stat_interval(const DoctorFacts& f);
 DoctorFinding check_vm(const DoctorFacts& f);
 DoctorFinding check_pv_tlb_flush(const DoctorFacts& f);
+// Remote flushes the hardware broadcasts, with no IPI and no tlb:tlb_flush
+// event: AMD INVLPGB (x86, Linux 6.15+), arm64's TLBI ...IS. A WARN when
+// shootdown's counts would read 0 while the flushes still cost.
+DoctorFinding check_broadcast_flush(const DoctorFacts& f);
 DoctorFinding check_tracing(const DoctorFacts& f);
 DoctorFinding check_memlock(const DoctorFacts& f);
 DoctorFinding check_hugepages(const DoctorFacts& f);

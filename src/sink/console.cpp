@@ -241,10 +241,11 @@ std::string attribution_section(const Result& r, const Analysis& a) {
                       v.tlb_counted, v.tlb_traced_remote, v.tlb_traced_wrong_cpu, v.tlb_untraced);
       if (v.tlb_untraced != 0) out += "    (" + v.tlb_untraced_rule + ")\n";
     }
-    out += fmt::format("  {:<22}{:>12}{:>12}{:>12}{:>8}\n", "per shootdown IPI", "p50", "p90", "max", "n");
+    out += fmt::format("  {:<22}{:>12}{:>12}{:>12}{:>8}{:>12}\n", "per shootdown IPI", "p50", "p90", "max", "n", "total");
     auto row = [&](const char* name, const Quantiles& q) {
-      if (q.count == 0) return fmt::format("  {:<22}{:>12}{:>12}{:>12}{:>8}\n", name, "-", "-", "-", 0);
-      return fmt::format("  {:<22}{:>12}{:>12}{:>12}{:>8}\n", name, d(q.p50), d(q.p90), d(q.max), q.count);
+      if (q.count == 0) return fmt::format("  {:<22}{:>12}{:>12}{:>12}{:>8}{:>12}\n", name, "-", "-", "-", 0, "-");
+      return fmt::format("  {:<22}{:>12}{:>12}{:>12}{:>8}{:>12}\n", name, d(q.p50), d(q.p90), d(q.max), q.count,
+                         q.total < 0 ? std::string("-") : d(q.total));
     };
     out += row("victim stall", v.stall_per_shootdown);
     out += row("IPI handler", v.handler_ns);

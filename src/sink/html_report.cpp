@@ -888,11 +888,12 @@ std::string stalls_section(const Result& r, const Analysis& a, const Attribution
       o += fmt::format(
           "<table class=\"attribution\" data-victim=\"{}\"><caption>victim CPU {}: shootdown IPIs</caption>\n", va.cpu,
           va.cpu);
-      o += "<tr><th></th><th>count</th><th>p50</th><th>p90</th><th>max</th></tr>\n";
+      o += "<tr><th></th><th>count</th><th>p50</th><th>p90</th><th>max</th><th>total</th></tr>\n";
       auto row = [&](const char* name, const Quantiles& q) {
-        o += fmt::format("<tr><th>{}</th><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n", name, q.count,
-                         escape(dur(static_cast<double>(q.p50))), escape(dur(static_cast<double>(q.p90))),
-                         escape(dur(static_cast<double>(q.max))));
+        o += fmt::format("<tr><th>{}</th><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n", name,
+                         q.count, escape(dur(static_cast<double>(q.p50))), escape(dur(static_cast<double>(q.p90))),
+                         escape(dur(static_cast<double>(q.max))),
+                         q.total < 0 ? std::string("-") : escape(dur(static_cast<double>(q.total))));
       };
       row("victim stall per shootdown IPI", v_at->stall_per_shootdown);
       row("shootdown IPI handler", v_at->handler_ns);

@@ -213,7 +213,7 @@ json trace_counts_json(const Analysis& a) {
 namespace {
 
 json quantiles_json(const Quantiles& q) {
-  return {{"count", q.count}, {"p50", q.p50}, {"p90", q.p90}, {"max", q.max}};
+  return {{"count", q.count}, {"p50", q.p50}, {"p90", q.p90}, {"max", q.max}, {"total", q.total}};
 }
 
 // Kernel backtraces of the culprit's reason-4 flushes and IPI sends, grouped

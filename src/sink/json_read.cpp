@@ -386,6 +386,8 @@ Quantiles read_quantiles(const Node& n) {
   q.p50 = n["p50"].i64();
   q.p90 = n["p90"].i64();
   q.max = n["max"].i64();
+  // Saved before totals existed: not known (an empty set's total is 0).
+  q.total = n.has("total") ? n["total"].i64() : (q.count == 0 ? 0 : -1);
   return q;
 }
 
@@ -411,7 +413,7 @@ Attribution read_attribution(const Node& n, Analysis& a) {
     v.wrong_cpu_flushes = sd["wrong_cpu"].i64();
     v.flush_ipis = sd["flush_ipis"].i64();
     v.recall = sd["recall"].f64();
-    if (sd.has("flush_requests")) {  // since 2026-12-04
+    if (sd.has("flush_requests")) {  // absent in results saved before it existed
       v.flush_requests = sd["flush_requests"].i64();
       v.flush_requests_delivered = sd["flush_requests_delivered"].i64();
     }

@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <sstream>
 #include <sys/resource.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "core/cpulist.hpp"
@@ -105,6 +106,16 @@ bool cap_perfmon(const std::string& status) {
 
 void read_cpuid(DoctorFacts& f) {
   unsigned a = 0, b = 0, c = 0, d = 0;
+  // AMD INVLPGB and TLBSYNC (APM vol. 3, CPUID Fn8000_0008 EBX bit 3). The
+  // kernel does not show it in /proc/cpuinfo (X86_FEATURE_INVLPGB has no
+  // quoted name in cpufeatures.h, 6.15), so ask the CPU.
+  __cpuid(0x80000000U, a, b, c, d);
+  if (a >= 0x80000008U) {
+    __cpuid(0x80000008U, a, b, c, d);
+    f.cpuid_invlpgb = (b >> 3 & 1U) != 0;
+  } else {
+    f.cpuid_invlpgb = false;
+  }
   __cpuid(1, a, b, c, d);
   if (!(c & (1U << 31))) return;  // CPUID.1:ECX.hypervisor
   __cpuid(0x40000000U, a, b, c, d);
@@ -224,6 +235,20 @@ DoctorFacts read_doctor_facts() {
     const int pv = read_int("/proc/shootdown-fixture/kvm_pv_tlb_flush", -1);
     if (pv >= 0) f.kvm_pv_tlb_flush = pv != 0;
   }
+  // broadcast TLB invalidation: kernel, CPU, build option
+  f.kernel_release = read_trim("/proc/sys/kernel/osrelease").value_or("");
+  if (live) {
+    utsname u{};
+    if (uname(&u) == 0) f.machine = u.machine;
+  } else {
+    f.machine = read_trim("/proc/shootdown-fixture/machine").value_or("");
+    const int inv = read_int("/proc/shootdown-fixture/cpuid_invlpgb", -1);
+    if (inv >= 0) f.cpuid_invlpgb = inv != 0;
+  }
+  if (!f.kernel_release.empty())
+    if (auto cfg = read_file("/boot/config-" + f.kernel_release))
+      f.broadcast_config = cfg->find("\nCONFIG_BROADCAST_TLB_FLUSH=y") != std::string::npos ||
+                           cfg->find("\nCONFIG_X86_BROADCAST_TLB_FLUSH=y") != std::string::npos;
   // Fixture trees only ("FROM TO REQUESTS DELIVERED"): live, doctor measures it.
   if (!live)
     if (auto d = read_trim("/proc/shootdown-fixture/tlb_delivery")) {

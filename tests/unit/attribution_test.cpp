@@ -304,6 +304,21 @@ TEST(Attribution, DeliveryToAVictimAboveCpu63UsesTheWholeMask) {
   EXPECT_EQ(a.shootdowns_received, 2);
 }
 
+// The handler time a victim CPU spent in shootdown IPIs, in total (the
+// figure monitor's per-CPU handler seconds are set against).
+TEST(Attribution, HandlerTimeTotalIsTheSumOfTheShootdownIpis) {
+  auto v = make_samples(1, 300);
+  std::vector<KernelEvent> e;
+  add_shootdown(e, 1, mid(v, 10), 400);
+  add_shootdown(e, 1, mid(v, 100), 900);
+  add_shootdown(e, 1, mid(v, 200), 2'500, false);
+  const auto a = attribute({v}, make_trace(e), {}).victims.at(0);
+  EXPECT_EQ(a.handler_ns.count, 3);
+  EXPECT_EQ(a.handler_ns.total, 400 + 900 + 2'500);
+  EXPECT_EQ(a.handler_ns.max, 2'500);
+  EXPECT_EQ(a.other_handler_ns.total, 0);
+}
+
 TEST(Attribution, ShootdownFlushWithoutIpiTracepointsStillCounts) {
   auto v = make_samples(1, 10);
   std::vector<KernelEvent> e{ev(mid(v, 4), 1, EventType::kTlbFlush, kTlbRemoteShootdown, 12)};

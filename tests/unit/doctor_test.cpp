@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 
+#include "core/attribution.hpp"
 #include "core/doctor.hpp"
 #include "sink/doctor_out.hpp"
 #include "sys/facts.hpp"
@@ -84,8 +85,8 @@ TEST(DoctorFacts, ReadsUntunedTree) {
 TEST(Doctor, TunedPassesEverything) {
   auto findings = run_doctor_checks(facts_of("tuned"), {2, 3});
   for (const auto& d : findings) EXPECT_EQ(d.status, P) << d.name << ": " << d.found;
-  EXPECT_EQ(findings.size(), 23u);
-  EXPECT_EQ(summarize(findings).pass, 23);
+  EXPECT_EQ(findings.size(), 24u);
+  EXPECT_EQ(summarize(findings).pass, 24);
 }
 
 TEST(Doctor, UntunedWarns) {
@@ -95,7 +96,7 @@ TEST(Doctor, UntunedWarns) {
       {"thp", W},         {"cpuidle", W},     {"cpufreq", W},       {"irqbalance", W}, {"irq_affinity", W},
       {"numa", W},        {"clocksource", W}, {"invariant_tsc", P}, {"pcid", W},       {"pti", W},
       {"mitigations", W}, {"watchdogs", W},   {"stat_interval", W}, {"vm", W},         {"pv_tlb_flush", W},
-      {"tracing", W},     {"memlock", W},     {"hugepages", W},
+      {"tracing", W},     {"memlock", W},     {"hugepages", W},     {"tlb_broadcast", P},  // INVLPGB, PTI on
   };
   EXPECT_EQ(m, want);
 }
@@ -110,6 +111,7 @@ TEST(Doctor, BrokenFails) {
   EXPECT_EQ(m["tracing"], F);
   EXPECT_EQ(m["pcid"], W);
   EXPECT_EQ(m["pti"], P);  // "Vulnerable": no PTI cost on flushes
+  EXPECT_EQ(m["tlb_broadcast"], W);  // 7.3, INVLPGB in the CPU, no PTI
   EXPECT_EQ(m["memlock"], W);
   EXPECT_NE(find(v, "cpus").found.find("cpu 1 not online"), std::string::npos);
   EXPECT_GE(summarize(v).fail, 5);
@@ -117,6 +119,63 @@ TEST(Doctor, BrokenFails) {
     if (d.status != P) {
       EXPECT_FALSE(d.advice.empty()) << d.name;
     }
+}
+
+TEST(DoctorFacts, ReadsTheBroadcastFlushFacts) {
+  const auto t = facts_of("tuned");
+  EXPECT_EQ(t.kernel_release, "6.12.118+deb12-amd64");
+  EXPECT_EQ(t.machine, "x86_64");
+  EXPECT_EQ(t.cpuid_invlpgb, std::optional<bool>(false));
+  const auto b = facts_of("broken");
+  EXPECT_EQ(b.kernel_release, "7.3.0-1-amd64");
+  EXPECT_EQ(b.cpuid_invlpgb, std::optional<bool>(true));
+  EXPECT_FALSE(b.broadcast_config.has_value());  // no /boot/config in the tree
+}
+
+// Each way a remote flush can go without an IPI, and each thing that turns
+// INVLPGB off, from facts as a fixture states them (CPUID bit, kernel
+// release, /boot/config, vulnerabilities/meltdown, cmdline, uname -m).
+TEST(Doctor, BroadcastFlushFromFixtures) {
+  DoctorFacts f;
+  f.machine = "x86_64";
+  f.kernel_release = "7.3.0-1-amd64";
+  f.cpuid_invlpgb = true;
+  f.vulnerabilities["meltdown"] = "Not affected";
+  const DoctorFinding on = check_broadcast_flush(f);
+  EXPECT_EQ(on.status, W);
+  EXPECT_TRUE(on.undermines_numbers);
+  EXPECT_EQ(on.found, "AMD INVLPGB broadcast flush on (kernel 7.3.0-1-amd64, CPUID 0x80000008 EBX[3])");
+  EXPECT_NE(on.advice.find("TLBSYNC"), std::string::npos);
+  EXPECT_NE(on.advice.find("clearcpuid=419"), std::string::npos);
+
+  auto with = [&](auto change) {
+    DoctorFacts g = f;
+    change(g);
+    return check_broadcast_flush(g);
+  };
+  EXPECT_EQ(with([](DoctorFacts& g) { g.kernel_release = "6.14.11-amd64"; }).status, P);
+  EXPECT_EQ(with([](DoctorFacts& g) { g.kernel_release = "6.15.0-1-amd64"; }).status, W);
+  EXPECT_EQ(with([](DoctorFacts& g) { g.kernel_release = "6.1.0-57-amd64"; }).found,
+            "CPU has INVLPGB; kernel 6.1.0-57-amd64 flushes by IPI (broadcast flush: Linux 6.15+)");
+  EXPECT_EQ(with([](DoctorFacts& g) { g.cpuid_invlpgb = false; }).status, P);
+  EXPECT_EQ(with([](DoctorFacts& g) { g.cpuid_invlpgb.reset(); }).status, P);
+  EXPECT_EQ(with([](DoctorFacts& g) { g.broadcast_config = false; }).status, P);
+  EXPECT_EQ(with([](DoctorFacts& g) { g.broadcast_config = true; }).status, W);
+  EXPECT_EQ(with([](DoctorFacts& g) { g.vulnerabilities["meltdown"] = "Mitigation: PTI"; }).status, P);
+  EXPECT_EQ(with([](DoctorFacts& g) { g.cmdline = "ro quiet clearcpuid=419"; }).status, P);
+  EXPECT_EQ(with([](DoctorFacts& g) { g.cmdline = "ro clearcpuid=pku,invlpgb"; }).found,
+            "CPU has INVLPGB; turned off on the command line (clearcpuid=invlpgb)");
+  EXPECT_EQ(with([](DoctorFacts& g) { g.cmdline = "ro clearcpuid=4190"; }).status, W);
+
+  EXPECT_EQ(kernel_version_code("6.12.118+deb12-amd64"), 6012);
+  EXPECT_EQ(kernel_version_code("7.3.0-1-amd64"), 7003);
+  EXPECT_EQ(kernel_version_code("6.15"), 6015);
+  EXPECT_EQ(kernel_version_code("linux"), 0);
+
+  const DoctorFinding arm = with([](DoctorFacts& g) { g.machine = "aarch64"; });
+  EXPECT_EQ(arm.status, W);
+  EXPECT_EQ(arm.found, "arm64: remote TLB flushes are broadcast TLBI instructions, no IPI");
+  EXPECT_NE(arm.advice.find("no tlb:tlb_flush event"), std::string::npos);
 }
 
 TEST(Doctor, AdviceNamesTheFix) {
