@@ -65,7 +65,7 @@ namespace shootdown::cmd {
 namespace {
 
 // Raw samples a long probe keeps around each IPI on its CPU, and the kernel
-// events kept around raw samples when the rest fold (issue 19).
+// events kept around raw samples when the rest fold.
 constexpr std::int64_t kProbeKeepNs = 2'000'000;
 constexpr std::int64_t kProbeEventMarginNs = 10'000'000;
 constexpr std::int64_t kProbeMemoryLeast = 64LL << 20;
@@ -801,7 +801,7 @@ class ProbeTool final : public Tool {
   bool child_done_ = false;
   bool stopping_ = false;
   std::string stop_reason_ = "command exited";
-  // Per slot: the probe's samples, bounded by --memory-limit (issue 19). The
+  // Per slot: the probe's samples, bounded by --memory-limit. The
   // newest are raw batch-end TSC values; past the budget the oldest 1 Mi
   // fold into an interval histogram, keeping raw the samples within
   // kProbeKeepNs of an IPI on the probe's CPU (attribution reads them).

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Compaction policy of a run past its memory limit (issue 19), pure so it is
+// Compaction policy of a run past its memory limit, pure so it is
 // unit-tested: which block of a full sample store is summarized and dropped,
 // and which stretches of time the kernel events may be folded from.
 //

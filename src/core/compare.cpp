@@ -19,17 +19,16 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 struct MetricName {
   Metric m;
   const char* key;
-  const char* title;
 };
 constexpr MetricName kMetricNames[] = {
-    {Metric::kStallUs, "stall_us", "stall us"},
-    {Metric::kP99Us, "p99_us", "p99 us"},
-    {Metric::kP999Us, "p999_us", "p99.9 us"},
-    {Metric::kMaxUs, "max_us", "max us"},
-    {Metric::kShootdowns, "shootdowns", "shootdowns"},
-    {Metric::kReleaseUs, "release_us", "release us"},
-    {Metric::kUnexplainedUs, "unexplained_us", "unexpl. us"},
-    {Metric::kIpiStallUs, "ipi_stall_us", "IPI stall us"},
+    {Metric::kStallUs, "stall_us"},
+    {Metric::kP99Us, "p99_us"},
+    {Metric::kP999Us, "p999_us"},
+    {Metric::kMaxUs, "max_us"},
+    {Metric::kShootdowns, "shootdowns"},
+    {Metric::kReleaseUs, "release_us"},
+    {Metric::kUnexplainedUs, "unexplained_us"},
+    {Metric::kIpiStallUs, "ipi_stall_us"},
 };
 
 std::string trim(const std::string& s) {
@@ -93,9 +92,6 @@ std::uint64_t mix_seed(std::uint64_t seed, std::uint64_t a, std::uint64_t b) {
 
 const char* metric_key(Metric m) {
   return kMetricNames[static_cast<int>(m)].key;
-}
-const char* metric_title(Metric m) {
-  return kMetricNames[static_cast<int>(m)].title;
 }
 
 std::optional<Metric> parse_metric(const std::string& key) {

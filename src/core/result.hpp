@@ -103,7 +103,7 @@ struct Plan {
   // fit MemAvailable and the memory cgroup (0, in results of older
   // versions: from those only). A full store folds samples into interval
   // histograms, keeping raw windows around the releases (core/compaction),
-  // instead of ending the run (issue 19).
+  // instead of ending the run.
   std::int64_t memory_limit = 0;
   int numa_node = 0;
   // --workload journal (compare): segment file size and directory ("" = /dev/shm, else /tmp).

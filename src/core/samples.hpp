@@ -18,7 +18,7 @@ struct VictimSamples {
   std::int32_t tid = 0;  // the victim thread (gettid), 0 = unknown
   // Empty for a series measured whole. Set where samples are missing, and
   // consecutive samples need not be adjacent:
-  // - a measured series whose store folded blocks (issue 19): index[i] is
+  // - a measured series whose store folded blocks: index[i] is
   //   the number of sample i among all the victim measured;
   // - a result read back from result.json keeps only the raw windows around
   //   each release (windows_only): index[i] is the position of sample i in

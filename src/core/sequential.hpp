@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Group-sequential early stopping for `shootdown compare` (issue 16, "time to
+// Group-sequential early stopping for `shootdown compare` ("time to
 // a verdict"). Each arm is tested against the control with the two-sided
 // Mann–Whitney statistic of the headline metric, looked at after every
 // `look_every` trials per arm, against Lan–DeMets alpha-spending boundaries

@@ -177,10 +177,6 @@ bool is_compare_arm(ReleaseStrategy s, Workload w) {
   return i.compare_arm && i.workload == w;
 }
 
-std::span<const PageModeInfo> page_modes() {
-  return kPageModes;
-}
-
 std::string_view page_mode_name(PageMode m) {
   for (const auto& i : kPageModes)
     if (i.id == m) return i.name;

@@ -119,7 +119,6 @@ struct PageModeInfo {
   std::string_view description;
 };
 
-std::span<const PageModeInfo> page_modes();
 std::string_view page_mode_name(PageMode m);
 std::optional<PageMode> find_page_mode(std::string_view name);
 std::string page_mode_list();  // "4k, thp, hugetlb"

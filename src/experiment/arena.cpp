@@ -111,7 +111,7 @@ Chunk& Chunk::operator=(Chunk&& o) noexcept {
 bool Chunk::prefault(const volatile int* stop_flag) {
   // MADV_POPULATE_WRITE (Linux 5.14) faults the range in with one call per
   // step instead of one exception per page: 13 ms instead of 190 ms for
-  // 64 MiB on the PVM guest of 2026-12-04, where every page fault is a
+  // 64 MiB on a PVM guest, where every page fault is a
   // round trip to the hypervisor. Best effort (older kernels: EINVAL; a
   // malloc'ed chunk starts mid-page): the loop below writes every page
   // either way, cheaply once they are present.

@@ -8,7 +8,7 @@
 // length of a run is bounded by the store's limit (memory), not by a ring
 // sized in advance from a guessed duration.
 //
-// Compaction (issue 19): a store made with `recycle` keeps whole blocks of
+// Compaction: a store made with `recycle` keeps whole blocks of
 // the limit mapped, and when full can drop any held block but the newest
 // (drop_block) to reuse its memory for new samples: the caller summarizes
 // what it drops first, and chooses which (core/compaction.hpp keeps the

@@ -22,7 +22,7 @@ namespace {
 // At least 2 s and at least 8 Mi samples (32 MiB), within the store's
 // budget: the drainer shares the culprit's CPU, and the lab saw that CPU
 // starved far longer than the warm-up rate predicts (6.12 smt-numa8
-// v7rt-munmap under TCG, 2026-12-05: a victim on an isolated nohz_full vCPU
+// v7rt-munmap under TCG: a victim on an isolated nohz_full vCPU
 // ran 30x faster than those on housekeeping vCPUs and filled a 0.5 s ring of
 // 3.4 M samples, then a 2 s ring of 2.0 M, while CPU 0's remote tick was
 // seconds late; the run ended early). The whole 51 s span of that run was

@@ -21,10 +21,6 @@ bool pin_this_thread(int cpu, std::string* why) {
   return sched_getcpu() == cpu || true;
 }
 
-int current_cpu() {
-  return sched_getcpu();
-}
-
 }  // namespace shootdown::sys
 
 namespace shootdown::sys {

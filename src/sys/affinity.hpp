@@ -7,7 +7,6 @@
 namespace shootdown::sys {
 
 bool pin_this_thread(int cpu, std::string* why = nullptr);
-int current_cpu();  // sched_getcpu()
 
 }  // namespace shootdown::sys
 

@@ -30,8 +30,5 @@ int StopSignals::pending() noexcept {
 void StopSignals::reset() noexcept {
   g_pending.store(0, std::memory_order_relaxed);
 }
-void StopSignals::raise_stop(int sig) noexcept {
-  g_pending.store(sig, std::memory_order_relaxed);
-}
 
 }  // namespace shootdown::sys

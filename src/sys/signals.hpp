@@ -19,8 +19,6 @@ class StopSignals {
   static int pending() noexcept;  // 0 or the signal number
   static bool stop_requested() noexcept { return pending() != 0; }
   static void reset() noexcept;
-  // For tests and for "enter" triggers: the flag a handler would set.
-  static void raise_stop(int sig) noexcept;
 
  private:
   struct sigaction old_int_ {};

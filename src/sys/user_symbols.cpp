@@ -183,11 +183,6 @@ void UserSymbols::add_mapping(const MmapRecord& m) {
   Impl::insert(impl_->procs[m.pid], m.start, Mapping{m.start + m.len, m.pgoff, m.maj, m.min, m.ino, perms, m.path});
 }
 
-bool UserSymbols::has_mappings(int pid) const {
-  auto it = impl_->procs.find(pid);
-  return it != impl_->procs.end() && !it->second.maps.empty();
-}
-
 bool UserSymbols::executable(int pid, std::uint64_t ip) const {
   auto pit = impl_->procs.find(pid);
   if (pit == impl_->procs.end()) return false;

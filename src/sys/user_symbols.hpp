@@ -29,7 +29,6 @@ class UserSymbols {
 
   void add_maps_text(int pid, const std::string& maps_text);  // /proc/PID/maps content
   void add_mapping(const MmapRecord& m);
-  bool has_mappings(int pid) const;
 
   // ip of a frame; return_address: look up ip - 1 (the call, not the next
   // instruction). Add every mapping before the first call for that pid.
