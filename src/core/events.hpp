@@ -138,15 +138,8 @@ struct KernelTrace {
   std::int64_t start_ns = 0;  // mono ns: everything enabled
   std::int64_t stop_ns = 0;   // mono ns: disabled
 
-  // The CPUs an ipi_send_cpu/ipi_send_cpumask event targets (empty for
-  // other events). A mask saved before cpumasks existed has only `a`.
-  CpuMask targets(const KernelEvent& e) const {
-    if (e.type == EventType::kIpiSendCpu) return e.a >= 0 && e.a < 65536 ? CpuMask::of({static_cast<int>(e.a)}) : CpuMask{};
-    if (e.type != EventType::kIpiSendCpumask) return {};
-    if (e.cpumask >= 0 && static_cast<std::size_t>(e.cpumask) < cpumasks.size())
-      return cpumasks[static_cast<std::size_t>(e.cpumask)];
-    return CpuMask({static_cast<std::uint64_t>(e.a)});
-  }
+  // Whether an ipi_send_cpu/ipi_send_cpumask event targets `cpu` (false
+  // for other events). A mask saved before cpumasks existed has only `a`.
   bool targets(const KernelEvent& e, int cpu) const {
     if (e.type == EventType::kIpiSendCpu) return e.a == cpu;
     if (e.type != EventType::kIpiSendCpumask) return false;
