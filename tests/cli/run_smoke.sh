@@ -58,19 +58,45 @@ then ok "tuning warnings in one line"; else not_ok "tuning warnings not collapse
 
 vcpu=$(jq '.plan.victim_cpus[0]' "$TMP/munmap/result.json")
 tlb=$(jq "[.interrupts.deltas[] | select(.cpu == $vcpu) | .tlb][0]" "$TMP/munmap/result.json")
-if tlb_ipis_reach; then
-  [[ "$tlb" -gt 0 ]] && ok "munmap: victim cpu$vcpu TLB delta $tlb > 0" || not_ok "munmap: victim TLB delta is $tlb"
-else
-  # No IPI arrives, and the verdict must not pass that off as "no flush".
-  skip_check "munmap: victim TLB delta > 0: $NO_TLB_IPIS"
-  line=$(jq -r '.summary.lines[0]' "$TMP/munmap/result.json")
-  if jq -e '.attribution.available == false' "$TMP/munmap/result.json" >/dev/null; then
-    skip_check "munmap: the verdict says remote flushes bypassed IPIs: no kernel trace"
-  elif jq -e '.summary.victims[0].flushes_unseen' "$TMP/munmap/result.json" >/dev/null &&
-       grep -q "remote flushes bypass IPIs here" <<<"$line"; then
-    ok "munmap: the verdict says remote flushes bypassed IPIs"
+R=$TMP/munmap/result.json
+line=$(jq -r '.summary.lines[0]' "$R")
+if jq -e '.attribution.available == false' "$R" >/dev/null; then
+  # No kernel trace: only doctor can say whether IPIs arrive here.
+  if tlb_ipis_reach; then
+    [[ "$tlb" -gt 0 ]] && ok "munmap: victim cpu$vcpu TLB delta $tlb > 0" || not_ok "munmap: victim TLB delta is $tlb"
   else
-    not_ok "munmap: the verdict does not say remote flushes bypass IPIs: $line"
+    skip_check "munmap: victim TLB delta > 0: $NO_TLB_IPIS"
+  fi
+else
+  # Judged by this run's own evidence, not by doctor's earlier measurement:
+  # with KVM's PV flush a preempted vCPU gets no IPI, so on some days the
+  # host delivers a varying share (doctor 256 of 256 at 11:55, 198 at 13:05,
+  # under half at 14:10 on 2026-12-07, while this run got 7 of 7).
+  req=$(jq ".attribution.victims[0].shootdowns.flush_requests // 0" "$R")
+  got=$(jq ".attribution.victims[0].shootdowns.flush_requests_delivered // 0" "$R")
+  if jq -e '.summary.victims[0].flushes_unseen' "$R" >/dev/null; then
+    # The run's flush requests did not arrive as IPIs: the verdict must not
+    # pass that off as "no flush".
+    skip_check "munmap: victim TLB delta >= delivered flushes: $got of $req flush requests arrived as IPIs in this run"
+    if grep -q "remote flushes bypass IPIs here" <<<"$line"; then
+      ok "munmap: the verdict says remote flushes bypassed IPIs ($got of $req arrived)"
+    else
+      not_ok "munmap: the verdict does not say remote flushes bypass IPIs ($got of $req arrived): $line"
+    fi
+  else
+    # Each flush the victim received as an IPI is one in its TLB row.
+    if ((got == 0)); then
+      skip_check "munmap: victim TLB delta >= delivered flushes: no flush request reached the running victim ($req)"
+    elif [[ "$tlb" -ge "$got" ]]; then
+      ok "munmap: victim cpu$vcpu TLB delta $tlb >= $got flushes delivered as IPIs (of $req requests)"
+    else
+      not_ok "munmap: victim TLB delta $tlb < $got flushes delivered as IPIs"
+    fi
+    if grep -q "bypass IPIs" <<<"$line"; then
+      not_ok "munmap: the verdict claims a bypass although $got of $req requests arrived: $line"
+    else
+      ok "munmap: the verdict claims no bypass ($got of $req requests arrived)"
+    fi
   fi
 fi
 

@@ -46,7 +46,10 @@ grep -E '^(probe|  )' <<<"$OUT" | tail -5 | sed 's/^/# /'
 echo "# expected $((N + M)) flushes; probe: tlb-shootdown samples=$TS, reason-1 on cpu$P=$RECV, matched=$MATCHED, median sample ${MED} ns, stall per shootdown p50 ${P50} ns"
 if ! tlb_ipis_reach; then
   skip_check "tlb-shootdown samples >= 90% of releases, stall per shootdown: $NO_TLB_IPIS"
-  if [[ "$RECV" == 0 ]]; then ok "no IPI arrives here: 0 reason-1 flushes on cpu$P"; else not_ok "reason-1 flushes ($RECV) where doctor measured none"; fi
+  # doctor's measurement is one moment: with KVM's PV flush a preempted vCPU
+  # gets no IPI, so delivery can vary within a day. Whatever arrived here must
+  # still lie in a probe sample.
+  if [[ "$RECV" == "$MATCHED" ]]; then ok "every reason-1 flush on cpu$P ($RECV, doctor measured none earlier) lies in a probe sample"; else not_ok "received $RECV, matched $MATCHED"; fi
 else
 if ((TS * 10 >= (N + M) * 9)); then ok "tlb-shootdown samples $TS >= 90% of $((N + M)) releases"; else not_ok "tlb-shootdown samples $TS < 90% of $((N + M))"; fi
 if ((TS <= N + M + 10)); then ok "tlb-shootdown samples $TS <= $((N + M)) + 10"; else not_ok "tlb-shootdown samples $TS > $((N + M)) + 10"; fi
