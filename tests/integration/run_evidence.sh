@@ -27,15 +27,21 @@ if [[ -s $R ]]; then
   lost=$(jq '.trace.lost_events' "$R")
   echo "# munmap 1 GiB: reason-1 ours=$recv foreign=$foreign matched=$matched /proc/interrupts TLB=$tlb lost=$lost"
   [[ "$lost" == 0 ]] && ok "no lost trace events" || not_ok "lost $lost trace events"
-  if tlb_ipis_reach; then
-    (( recv > 0 )) && ok "munmap: $recv shootdown IPIs received by the victim" || not_ok "munmap: no shootdowns traced"
+  # Judged by this run's own evidence, not by doctor's earlier moment: with
+  # KVM's PV flush a preempted vCPU gets no IPI, so delivery varies within a
+  # day (2026-12-07: doctor 147 of 256 while this run got 29 of 29).
+  req=$(jq '.attribution.victims[0].shootdowns.flush_requests // 0' "$R")
+  got=$(jq '.attribution.victims[0].shootdowns.flush_requests_delivered // 0' "$R")
+  unseen=$(jq '.summary.victims[0].flushes_unseen' "$R")
+  if [[ $unseen == true ]]; then
+    # The culprit's requests did not arrive: they must be counted and the
+    # verdict must say they bypassed IPIs (docs/kernel-evidence.md).
+    grep -q "remote flushes bypass IPIs here" <<<"$(jq -r '.summary.lines[0]' "$R")" && (( req > 0 )) &&
+      ok "munmap: $req remote flush requests while the victim ran, $got delivered, and the verdict says so" ||
+      not_ok "munmap: requests $req, delivered $got, flushes_unseen true, verdict: $(jq -r '.summary.lines[0]' "$R")"
   else
-    # None can arrive: the culprit's requests must be counted and the verdict
-    # must say they bypassed IPIs (docs/kernel-evidence.md).
-    req=$(jq '.attribution.victims[0].shootdowns.flush_requests' "$R")
-    jq -e '.summary.victims[0].flushes_unseen' "$R" >/dev/null && (( req > 0 )) &&
-      ok "munmap: $req remote flush requests while the victim ran, none delivered, and the verdict says so" ||
-      not_ok "munmap: requests $req, flushes_unseen $(jq '.summary.victims[0].flushes_unseen' "$R")"
+    (( recv > 0 && got > 0 )) && ok "munmap: $recv shootdown IPIs received by the victim ($got of $req requests delivered)" ||
+      not_ok "munmap: received $recv, requests $req, delivered $got, flushes_unseen $unseen"
   fi
   # The kernel counts every flush IPI in the TLB row but traces it only when
   # it flushes (arch/x86/mm/tlb.c flush_tlb_func: an IPI whose work a
@@ -53,8 +59,8 @@ if [[ -s $R ]]; then
     not_ok "counted-not-traced $untraced of $tlb (rule length $rule_len)"
   (( matched * 100 >= recv * 95 )) && ok "recall $matched/$recv >= 95%" || not_ok "recall $matched/$recv < 95%"
   n=$(jq '.attribution.victims[0].samples["tlb-shootdown"]' "$R")
-  if tlb_ipis_reach; then (( n > 0 )) && ok "munmap: $n samples labelled tlb-shootdown" || not_ok "munmap: no tlb-shootdown samples"
-  else skip_check "munmap: samples labelled tlb-shootdown: $NO_TLB_IPIS"; fi
+  if [[ $unseen != true ]]; then (( n > 0 )) && ok "munmap: $n samples labelled tlb-shootdown" || not_ok "munmap: no tlb-shootdown samples"
+  else skip_check "munmap: samples labelled tlb-shootdown: $got of $req flush requests arrived as IPIs in this run"; fi
 else
   not_ok "no result.json"
 fi
