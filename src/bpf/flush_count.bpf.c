@@ -1,14 +1,35 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
 // In-kernel aggregation of tlb:tlb_flush for `shootdown monitor`: a fleet
 // agent that runs all the time must not move one record per flush to user
-// space. Three maps, read by sys/bpf_flush_counter.cpp:
+// space. Counts and the time they cost, in four maps read by
+// sys/bpf_flush_counter.cpp:
 //   by_reason  per-CPU array: flushes by reason on the CPU that traced them
 //              (slot 7: reason-1/4 flushes `tasks` had no room for)
-//   tasks      per-CPU hash {tgid, reason 1|4} -> count: who initiated
-//              (reason 4, in the sender's context) and who was interrupted
-//              (reason 1, in the IPI handler; tgid 0 = the idle task)
+//   cpu_time   per-CPU array: [0] ns spent in call-function IPI handlers
+//              that ran a shootdown flush (entry -> exit of the interrupt),
+//              [1] those interrupts, [2] ns initiators waited in
+//              native_flush_tlb_multi, [3] those waits
+//   tasks      per-CPU hash {tgid, reason 1|4} -> {count, ns}: who initiated
+//              (reason 4, in the sender's context; ns: its wait) and who
+//              was interrupted (reason 1, in the IPI handler; ns: handler
+//              time; tgid 0 = the idle task)
 //   names      hash tgid -> cgroup v2 id and comm when first counted, so a
 //              process that exits before user space looks is still named
+// Victim time: irq_vectors:call_function(_single)_entry opens a bracket on
+// its CPU, a tlb_flush reason 1 inside marks it a shootdown, the matching
+// exit charges exit - entry to the CPU and to the task it interrupted
+// (handlers run with interrupts off: one bracket per CPU). The same span
+// `run` reports as its IPI handler time. Initiator wait: tlb_flush reason 4
+// is traced first thing in native_flush_tlb_multi (arch/x86/mm/tlb.c); the
+// fexit of that function ends the wait (send, the local flush if any, and
+// the spin until every target ran flush_tlb_func). The fexit program needs
+// BTF and BPF trampolines, and a kernel not locked down. Where fexit cannot
+// load, kernels with csd tracepoints (6.5+) end the wait at the last
+// target's csd_function_exit of flush_tlb_func: csd_queue_cpu (sender)
+// names each target's csd, and the receiver's exit of that csd counts the
+// sender's outstanding targets down (the sender sees the csd unlocked just
+// after; its own local flush runs meanwhile). Without either the wait is
+// not measured and user space says so.
 // Per-CPU values: no atomic and no shared cache line on the flush path, the
 // cost of a bpftrace count() map. The program runs at the raw tracepoint
 // (no trace record is built): tp_btf, typed by the running kernel's BTF, or
@@ -29,6 +50,11 @@ struct task_key {
   __u32 reason;
 };
 
+struct task_value {
+  __u64 count;
+  __u64 ns;
+};
+
 struct task_name {
   __u64 cgroup_id;
   char comm[16];
@@ -46,8 +72,71 @@ struct {
   __uint(max_entries, TASKS_MAX);
   __uint(map_flags, BPF_F_NO_PREALLOC);
   __type(key, struct task_key);
-  __type(value, __u64);
+  __type(value, struct task_value);
 } tasks SEC(".maps");
+
+#define T_HANDLER_NS 0
+#define T_HANDLER_IRQS 1
+#define T_WAIT_NS 2
+#define T_WAITS 3
+#define T_WAITS_UNENDED 4  // csd method: a wait whose targets' exits were not all seen
+#define T_SLOTS 5
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, T_SLOTS);
+  __type(key, __u32);
+  __type(value, __u64);
+} cpu_time SEC(".maps");
+
+// Per CPU: the open call-function bracket and the open initiator wait.
+struct cpu_state {
+  __u64 irq_entry_ns;  // 0: no bracket open
+  __u64 irq_tlb;       // a reason-1 flush ran inside it
+  __u64 wait_start_ns; // 0: no wait open
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct cpu_state);
+} state SEC(".maps");
+
+// csd method: the open wait of each sending CPU (index = CPU), written by
+// the sender and counted down by its targets.
+#define MAX_CPUS 8192
+struct pending_wait {
+  __u64 start_ns;     // 0: none open
+  __u32 tgid;
+  __s32 outstanding;  // targets queued whose flush_tlb_func has not exited
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, MAX_CPUS);
+  __type(key, __u32);
+  __type(value, struct pending_wait);
+} pending SEC(".maps");
+
+// csd pointer -> the CPU that queued it. One csd per (sender, target) pair,
+// reused: LRU bounds the table on machines with many CPUs (a pair evicted
+// and missed ends its wait unseen: counted in T_WAITS_UNENDED).
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 65536);
+  __type(key, __u64);
+  __type(value, __u32);
+} csd_owner SEC(".maps");
+
+// [0]: the address of flush_tlb_func (from /proc/kallsyms, written by user
+// space before the programs attach; 0: the csd method is off).
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, __u64);
+} config SEC(".maps");
 
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
@@ -66,31 +155,104 @@ static __always_inline void bump(__u32 slot) {
   if (n) *n += 1;
 }
 
-static __always_inline int count(int reason) {
-  if (reason < 0 || reason >= REASONS) return 0;
-  const __u32 tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
-  if (target_tgid && tgid != target_tgid) return 0;
-  bump((__u32)reason);
-  if (reason != 1 && reason != 4) return 0;
-  struct task_key k = {.tgid = tgid, .reason = (__u32)reason};
-  __u64* n = bpf_map_lookup_elem(&tasks, &k);
-  if (n) {
-    *n += 1;  // this CPU's slot
-    return 0;
+static __always_inline void add_time(__u32 slot, __u64 ns) {
+  __u64* t = bpf_map_lookup_elem(&cpu_time, &slot);
+  if (t) *t += ns;
+  slot += 1;  // the count beside it
+  t = bpf_map_lookup_elem(&cpu_time, &slot);
+  if (t) *t += 1;
+}
+
+static __always_inline void add_unended(void) {
+  __u32 slot = T_WAITS_UNENDED;
+  __u64* t = bpf_map_lookup_elem(&cpu_time, &slot);
+  if (t) *t += 1;
+}
+
+static __always_inline struct cpu_state* cpu_state(void) {
+  __u32 zero = 0;
+  return bpf_map_lookup_elem(&state, &zero);
+}
+
+static __always_inline __u32 current_tgid(void) { return (__u32)(bpf_get_current_pid_tgid() >> 32); }
+
+// Adds (count, ns) to {tgid, reason}; the first count names the process
+// (in its own context only: may_name).
+static __always_inline void charge(__u32 tgid, __u32 reason, __u64 count, __u64 ns, int may_name) {
+  struct task_key k = {.tgid = tgid, .reason = reason};
+  struct task_value* v = bpf_map_lookup_elem(&tasks, &k);
+  if (v) {  // this CPU's slot
+    v->count += count;
+    v->ns += ns;
+    return;
   }
-  __u64 one = 1;
-  if (bpf_map_update_elem(&tasks, &k, &one, BPF_NOEXIST) != 0) {
-    n = bpf_map_lookup_elem(&tasks, &k);  // another CPU inserted it first
-    if (n)
-      *n += 1;
-    else
+  struct task_value init = {.count = count, .ns = ns};
+  if (bpf_map_update_elem(&tasks, &k, &init, BPF_NOEXIST) != 0) {
+    v = bpf_map_lookup_elem(&tasks, &k);  // another CPU inserted it first
+    if (v) {
+      v->count += count;
+      v->ns += ns;
+    } else if (count) {
       bump(SLOT_FULL);
-    return 0;
+    }
+    return;
   }
+  if (!may_name) return;
   struct task_name nm = {.cgroup_id = bpf_get_current_cgroup_id()};
   bpf_get_current_comm(nm.comm, sizeof nm.comm);
   bpf_map_update_elem(&names, &k.tgid, &nm, BPF_NOEXIST);
+}
+
+static __always_inline int count(int reason) {
+  if (reason < 0 || reason >= REASONS) return 0;
+  const __u32 tgid = current_tgid();
+  if (target_tgid && tgid != target_tgid) return 0;
+  bump((__u32)reason);
+  struct cpu_state* st = cpu_state();
+  if (st && reason == 1 && st->irq_entry_ns) st->irq_tlb = 1;
+  if (st && reason == 4) {
+    st->wait_start_ns = bpf_ktime_get_ns();
+    __u32 cpu = bpf_get_smp_processor_id();
+    struct pending_wait* p = bpf_map_lookup_elem(&pending, &cpu);
+    if (p) {
+      if (p->start_ns && p->outstanding > 0) add_unended();
+      p->start_ns = st->wait_start_ns;
+      p->tgid = tgid;
+      p->outstanding = 0;
+    }
+  }
+  if (reason == 1 || reason == 4) charge(tgid, (__u32)reason, 1, 0, 1);
   return 0;
+}
+
+static __always_inline int irq_entry(void) {
+  struct cpu_state* st = cpu_state();
+  if (st) {
+    st->irq_entry_ns = bpf_ktime_get_ns();
+    st->irq_tlb = 0;
+  }
+  return 0;
+}
+
+static __always_inline int irq_exit(void) {
+  struct cpu_state* st = cpu_state();
+  if (!st || !st->irq_entry_ns) return 0;
+  const __u64 ns = bpf_ktime_get_ns() - st->irq_entry_ns;
+  const int tlb = st->irq_tlb != 0;
+  st->irq_entry_ns = 0;
+  st->irq_tlb = 0;
+  if (!tlb) return 0;
+  const __u32 tgid = current_tgid();  // the task the interrupt stopped
+  if (target_tgid && tgid != target_tgid) return 0;
+  add_time(T_HANDLER_NS, ns);
+  charge(tgid, 1, 0, ns, 1);
+  return 0;
+}
+
+static __always_inline int is_flush_tlb_func(__u64 func) {
+  __u32 zero = 0;
+  __u64* addr = bpf_map_lookup_elem(&config, &zero);
+  return addr && *addr && *addr == func;
 }
 
 // TP_PROTO(int reason, unsigned long pages)
@@ -99,5 +261,79 @@ int BPF_PROG(count_tlb_flush_btf, int reason, unsigned long pages) { return coun
 
 SEC("raw_tp/tlb_flush")
 int BPF_PROG(count_tlb_flush_raw, int reason, unsigned long pages) { return count(reason); }
+
+// irq_vectors: TP_PROTO(int vector)
+SEC("tp_btf/call_function_entry")
+int BPF_PROG(cf_entry_btf, int vector) { return irq_entry(); }
+SEC("tp_btf/call_function_exit")
+int BPF_PROG(cf_exit_btf, int vector) { return irq_exit(); }
+SEC("tp_btf/call_function_single_entry")
+int BPF_PROG(cfs_entry_btf, int vector) { return irq_entry(); }
+SEC("tp_btf/call_function_single_exit")
+int BPF_PROG(cfs_exit_btf, int vector) { return irq_exit(); }
+SEC("raw_tp/call_function_entry")
+int BPF_PROG(cf_entry_raw, int vector) { return irq_entry(); }
+SEC("raw_tp/call_function_exit")
+int BPF_PROG(cf_exit_raw, int vector) { return irq_exit(); }
+SEC("raw_tp/call_function_single_entry")
+int BPF_PROG(cfs_entry_raw, int vector) { return irq_entry(); }
+SEC("raw_tp/call_function_single_exit")
+int BPF_PROG(cfs_exit_raw, int vector) { return irq_exit(); }
+
+// The initiator's wait ends when native_flush_tlb_multi returns (its
+// arguments are not read: no kernel type is needed).
+SEC("fexit/native_flush_tlb_multi")
+int BPF_PROG(wait_end_fexit) {
+  struct cpu_state* st = cpu_state();
+  if (!st || !st->wait_start_ns) return 0;
+  const __u64 ns = bpf_ktime_get_ns() - st->wait_start_ns;
+  st->wait_start_ns = 0;
+  const __u32 tgid = current_tgid();
+  if (target_tgid && tgid != target_tgid) return 0;
+  add_time(T_WAIT_NS, ns);
+  charge(tgid, 4, 0, ns, 1);
+  return 0;
+}
+
+// csd method. Raw tracepoints only: the arguments are plain words here.
+// TP_PROTO(const unsigned int cpu, unsigned long callsite, smp_call_func_t func, call_single_data_t *csd)
+SEC("raw_tp/csd_queue_cpu")
+int BPF_PROG(wait_queue_csd, unsigned int cpu, unsigned long callsite, void* func, void* csd) {
+  if (!is_flush_tlb_func((__u64)func) || !csd) return 0;
+  __u32 me = bpf_get_smp_processor_id();
+  struct pending_wait* p = bpf_map_lookup_elem(&pending, &me);
+  if (!p || !p->start_ns) return 0;  // not inside a traced remote flush (or filtered by --pid)
+  __u64 key = (__u64)csd;
+  bpf_map_update_elem(&csd_owner, &key, &me, BPF_ANY);
+  __sync_fetch_and_add(&p->outstanding, 1);
+  return 0;
+}
+
+// TP_PROTO(smp_call_func_t func, call_single_data_t *csd): csd is NULL for a
+// function the CPU ran for itself.
+SEC("raw_tp/csd_function_exit")
+int BPF_PROG(wait_exit_csd, void* func, void* csd) {
+  if (!csd || !is_flush_tlb_func((__u64)func)) return 0;
+  __u64 key = (__u64)csd;
+  __u32* owner = bpf_map_lookup_elem(&csd_owner, &key);
+  if (!owner) return 0;
+  __u32 sender = *owner;
+  struct pending_wait* p = bpf_map_lookup_elem(&pending, &sender);
+  if (!p || !p->start_ns) return 0;
+  const __u32 tgid = p->tgid;  // the sender spins until this csd is unlocked, after this program
+  if (__sync_fetch_and_add(&p->outstanding, -1) != 1) return 0;
+  const __u64 start = p->start_ns;
+  p->start_ns = 0;
+  const __u64 ns = bpf_ktime_get_ns() - start;
+  // The sender's CPU slots, written from here.
+  __u32 slot = T_WAIT_NS;
+  __u64* t = bpf_map_lookup_percpu_elem(&cpu_time, &slot, sender);
+  if (t) __sync_fetch_and_add(t, ns);
+  slot = T_WAITS;
+  t = bpf_map_lookup_percpu_elem(&cpu_time, &slot, sender);
+  if (t) __sync_fetch_and_add(t, 1);
+  charge(tgid, 4, 0, ns, 0);
+  return 0;
+}
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

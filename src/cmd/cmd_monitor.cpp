@@ -31,6 +31,7 @@
 #include "sys/cpus.hpp"
 #include "sys/fs.hpp"
 #include "sys/interrupts.hpp"
+#include "sys/kallsyms.hpp"
 #include "sys/metrics_server.hpp"
 #include "sys/net.hpp"
 #include "sys/perf_count.hpp"
@@ -164,6 +165,8 @@ class Collector {
             const sys::TlbFlushCounter* counter, sys::BpfFlushCounter* bpf)
       : cpus_(std::move(cpus)), tracer_(tracer), pid_(pid), attribution_(max_series), counter_(counter), bpf_(bpf) {
     totals_.trace = tracer_ != nullptr || counter_ != nullptr || bpf_ != nullptr;
+    totals_.timed = bpf_ != nullptr;
+    if (bpf_) totals_.wait_unmeasured = bpf_->wait_unmeasured();
   }
 
   // Everything: /proc/interrupts, the kernel-side counters and the traced
@@ -187,8 +190,18 @@ class Collector {
       for (auto& c : totals_.cpus) c.flush = counter_->read(c.cpu);
     if (bpf_) {
       const auto by_cpu = bpf_->read_reasons();
-      for (auto& c : totals_.cpus)
-        if (c.cpu >= 0 && static_cast<std::size_t>(c.cpu) < by_cpu.size()) c.flush = by_cpu[static_cast<std::size_t>(c.cpu)];
+      const auto times = bpf_->read_times();
+      for (auto& c : totals_.cpus) {
+        if (c.cpu < 0) continue;
+        const auto i = static_cast<std::size_t>(c.cpu);
+        if (i < by_cpu.size()) c.flush = by_cpu[i];
+        if (i < times.size()) {
+          c.handler_ns = times[i].handler_ns;
+          c.handler_irqs = times[i].handler_irqs;
+          c.wait_ns = times[i].wait_ns;
+          c.waits = times[i].waits;
+        }
+      }
     }
     fold_locked(snap->mono_ns, /*prune=*/true);
     return totals_;
@@ -234,12 +247,13 @@ class Collector {
   void fold_bpf_locked(std::int64_t now_ns, bool prune) {
     std::map<int, bool> quiet;  // tgid -> nothing new in any of its entries
     for (const auto& t : bpf_->tasks()) {
-      std::int64_t& seen = bpf_seen_[{t.tgid, t.reason}];
-      const std::int64_t delta = t.count - seen;
+      auto& [seen, seen_ns] = bpf_seen_[{t.tgid, t.reason}];
+      const std::int64_t delta = t.count - seen, delta_ns = t.ns - seen_ns;
       seen = t.count;
+      seen_ns = t.ns;
       bool& q = quiet.try_emplace(t.tgid, true).first->second;
-      q = q && delta == 0;
-      attribution_.add_flushes(t.reason, t.tgid, delta, now_ns, [&](int pid) {
+      q = q && delta == 0 && delta_ns == 0;
+      attribution_.add(t.reason, t.tgid, delta, delta_ns, now_ns, [&](int pid) {
         TaskInfo ti = tasks_.get(pid, now_ns);
         if (ti.comm == "?" && !t.comm.empty()) ti.comm = t.comm;
         if (ti.cgroup == "?" && t.cgroup_id != 0) ti.cgroup = cgroup_of_id(t.cgroup_id);
@@ -271,7 +285,7 @@ class Collector {
   MonitorAttribution attribution_;
   const sys::TlbFlushCounter* counter_;
   sys::BpfFlushCounter* bpf_;
-  std::map<std::pair<int, int>, std::int64_t> bpf_seen_;  // {tgid, reason} -> count folded
+  std::map<std::pair<int, int>, std::pair<std::int64_t, std::int64_t>> bpf_seen_;  // {tgid, reason} -> {count, ns} folded
   std::unordered_map<std::uint64_t, std::string> cgroup_paths_;
   sys::TaskInfoCache tasks_;
   MonitorTotals totals_;
@@ -295,10 +309,14 @@ class MonitorTool final : public Tool {
       if (!counter_) throw RuntimeError("kernel-side tlb_flush counters unavailable: " + why);
       trace_status_ = "count (kernel-side counters, no per-process attribution)";
     } else if (plan_.trace == "auto" || plan_.trace == "on" || plan_.trace == "bpf") {
-      bpf_ = sys::BpfFlushCounter::open(plan_.pid, &bpf_why);
+      bpf_ = sys::BpfFlushCounter::open(plan_.pid, sys::Kallsyms::load().address_of("flush_tlb_func"), &bpf_why);
       if (bpf_) {
-        trace_status_ = fmt::format("bpf ({}{})", bpf_->attach_point(),
-                                    plan_.pid > 0 ? fmt::format(", pid {}", plan_.pid) : "");
+        trace_status_ = fmt::format("bpf ({}{}; timed: handlers{})", bpf_->attach_point(),
+                                    plan_.pid > 0 ? fmt::format(", pid {}", plan_.pid) : "",
+                                    bpf_->wait_method().empty() ? "" : ", wait by " + bpf_->wait_method());
+        if (!bpf_->wait_unmeasured().empty())
+          std::fprintf(stderr, "shootdown monitor: initiators' wait not measured: %s\n",
+                       bpf_->wait_unmeasured().c_str());
       } else if (plan_.trace == "bpf") {
         throw RuntimeError("BPF aggregation unavailable: " + bpf_why + " (--trace ring uses a perf ring instead)");
       }

@@ -30,8 +30,8 @@ void BoundedSeries::decay(std::int64_t now_ns) {
   }
 }
 
-void BoundedSeries::take_slot(std::size_t slot, const std::string& key, std::size_t column, std::int64_t n,
-                              std::int64_t now_ns, const std::vector<std::string>& attrs) {
+void BoundedSeries::take_slot(std::size_t slot, const std::string& key, const std::vector<std::int64_t>& row,
+                              std::int64_t weight, std::int64_t now_ns, const std::vector<std::string>& attrs) {
   if (slot == slots_.size()) {
     slots_.emplace_back();
   } else {
@@ -41,10 +41,9 @@ void BoundedSeries::take_slot(std::size_t slot, const std::string& key, std::siz
   Entry& e = slots_[slot];
   e.key = key;
   e.attrs = attrs;
-  e.counts.assign(width_, 0);
-  e.counts[column] = n;
+  e.counts = row;
   e.last_ns = now_ns;
-  e.recent = static_cast<double>(n);
+  e.recent = static_cast<double>(weight);
   index_[key] = slot;
   candidates_.erase(key);
 }
@@ -52,21 +51,32 @@ void BoundedSeries::take_slot(std::size_t slot, const std::string& key, std::siz
 void BoundedSeries::add(const std::string& key, std::size_t column, std::int64_t n, std::int64_t now_ns,
                         const std::vector<std::string>& attrs) {
   if (column >= width_) return;
+  std::vector<std::int64_t> row(width_, 0);
+  row[column] = n;
+  add_row(key, row, n, now_ns, attrs);
+}
+
+void BoundedSeries::add_row(const std::string& key, const std::vector<std::int64_t>& row, std::int64_t weight,
+                            std::int64_t now_ns, const std::vector<std::string>& attrs) {
+  if (row.size() != width_) return;
   decay(now_ns);
+  auto add_to = [&](std::vector<std::int64_t>& counts) {
+    for (std::size_t i = 0; i < width_; ++i) counts[i] += row[i];
+  };
   auto it = index_.find(key);
   if (it != index_.end()) {
     Entry& e = slots_[it->second];
-    e.counts[column] += n;
+    add_to(e.counts);
     e.last_ns = now_ns;
-    e.recent += static_cast<double>(n);
+    e.recent += static_cast<double>(weight);
     return;
   }
   if (slots_.size() < max_keys_) {
-    take_slot(slots_.size(), key, column, n, now_ns, attrs);
+    take_slot(slots_.size(), key, row, weight, now_ns, attrs);
     return;
   }
   if (max_keys_ == 0) {
-    other_[column] += n;
+    add_to(other_);
     return;
   }
   // Full. An idle slot (the longest idle) goes to the new key at once.
@@ -80,7 +90,7 @@ void BoundedSeries::add(const std::string& key, std::size_t column, std::int64_t
     if (slots_[i].recent < slots_[weakest].recent) weakest = i;
   }
   if (idle != max_keys_) {
-    take_slot(idle, key, column, n, now_ns, attrs);
+    take_slot(idle, key, row, weight, now_ns, attrs);
     return;
   }
   // Otherwise count in other, and promote the key once it clearly outweighs
@@ -99,16 +109,16 @@ void BoundedSeries::add(const std::string& key, std::size_t column, std::int64_t
     }
     c = candidates_.emplace(key, Candidate{inherited, inherited}).first;
   }
-  c->second.weight += static_cast<double>(n);
+  c->second.weight += static_cast<double>(weight);
   const double guaranteed = c->second.weight - c->second.error;
   if (guaranteed > 2 * slots_[weakest].recent + 1) {
     // This add's n goes to the new series (a batch of counts read from the
     // kernel, monitor's BPF engine, is one add): only what came before stays in other.
-    take_slot(weakest, key, column, n, now_ns, attrs);  // erases the candidate
+    take_slot(weakest, key, row, weight, now_ns, attrs);  // erases the candidate
     slots_[weakest].recent = guaranteed;
     return;
   }
-  other_[column] += n;
+  add_to(other_);
 }
 
 }  // namespace shootdown

@@ -49,6 +49,11 @@ class BoundedSeries {
   // stored only when a slot is (re)assigned to the key.
   void add(const std::string& key, std::size_t column, std::int64_t n, std::int64_t now_ns,
            const std::vector<std::string>& attrs = {});
+  // Adds a whole row (`width` values, e.g. a count and the time it took)
+  // to one series, key's or "other", never split; `weight` (e.g. the count)
+  // is what the heavy-hitter rule weighs.
+  void add_row(const std::string& key, const std::vector<std::int64_t>& row, std::int64_t weight, std::int64_t now_ns,
+               const std::vector<std::string>& attrs = {});
 
   const std::vector<Entry>& entries() const { return slots_; }  // slot order, not sorted
   const std::vector<std::int64_t>& other() const { return other_; }
@@ -57,8 +62,8 @@ class BoundedSeries {
 
  private:
   void decay(std::int64_t now_ns);
-  void take_slot(std::size_t slot, const std::string& key, std::size_t column, std::int64_t n, std::int64_t now_ns,
-                 const std::vector<std::string>& attrs);
+  void take_slot(std::size_t slot, const std::string& key, const std::vector<std::int64_t>& row, std::int64_t weight,
+                 std::int64_t now_ns, const std::vector<std::string>& attrs);
 
   std::size_t max_keys_, width_;
   std::int64_t idle_ns_, decay_ns_;

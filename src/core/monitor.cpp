@@ -20,6 +20,8 @@ MonitorInterval monitor_interval(const MonitorTotals& prev, const MonitorTotals&
   iv.seconds = cur.mono_ns > prev.mono_ns ? static_cast<double>(cur.mono_ns - prev.mono_ns) / 1e9 : 0;
   iv.trace = cur.trace;
   iv.attributed = cur.attributed;
+  iv.timed = cur.timed;
+  iv.wait_unmeasured = cur.wait_unmeasured;
   iv.lost_events = clamp0(cur.lost_events - prev.lost_events);
   for (const auto& c : cur.cpus) {
     MonitorCpu p;
@@ -32,42 +34,66 @@ MonitorInterval monitor_interval(const MonitorTotals& prev, const MonitorTotals&
     o.tlb_total = c.tlb;
     o.cal_total = c.cal;
     for (int r = 0; r < kTlbFlushReasons; ++r) o.flush[r] = clamp0(c.flush[r] - p.flush[r]);
+    o.handler_ns = clamp0(c.handler_ns - p.handler_ns);
+    o.handler_irqs = clamp0(c.handler_irqs - p.handler_irqs);
+    o.wait_ns = clamp0(c.wait_ns - p.wait_ns);
+    o.waits = clamp0(c.waits - p.waits);
     if (iv.seconds > 0) {
       o.tlb_per_s = static_cast<double>(o.tlb) / iv.seconds;
       o.cal_per_s = static_cast<double>(o.cal) / iv.seconds;
     }
     iv.cpus.push_back(o);
   }
-  for (const auto& [pid, in] : cur.initiators) {
-    std::int64_t before = 0;
-    auto it = prev.initiators.find(pid);
-    if (it != prev.initiators.end()) before = it->second.flushes;
-    MonitorInitiator d = in;
-    d.flushes = clamp0(in.flushes - before);
-    if (d.flushes > 0) iv.top.push_back(d);
+  auto process_delta = [](const MonitorProcess& c, const MonitorProcess* p) {
+    MonitorProcess d = c;
+    if (!p) return d;
+    d.flushes = clamp0(c.flushes - p->flushes);
+    d.wait_ns = clamp0(c.wait_ns - p->wait_ns);
+    d.received = clamp0(c.received - p->received);
+    d.handler_ns = clamp0(c.handler_ns - p->handler_ns);
+    return d;
+  };
+  std::vector<MonitorProcess> all;
+  for (const auto& [pid, c] : cur.processes) {
+    auto it = prev.processes.find(pid);
+    all.push_back(process_delta(c, it == prev.processes.end() ? nullptr : &it->second));
+  }
+  for (const auto& d : all) {
+    if (d.flushes > 0 || d.wait_ns > 0) iv.top.push_back(d);
+    if (d.received > 0 || d.handler_ns > 0) iv.hurt.push_back(d);
   }
   std::stable_sort(iv.top.begin(), iv.top.end(), [](const auto& a, const auto& b) {
     return a.flushes != b.flushes ? a.flushes > b.flushes : a.pid < b.pid;
   });
-  std::vector<MonitorInitiator> all = iv.top;
+  std::stable_sort(iv.hurt.begin(), iv.hurt.end(), [](const auto& a, const auto& b) {
+    if (a.handler_ns != b.handler_ns) return a.handler_ns > b.handler_ns;
+    return a.received != b.received ? a.received > b.received : a.pid < b.pid;
+  });
+  all = iv.top;
   if (iv.top.size() > top_n) iv.top.resize(top_n);
-  iv.initiators_other = clamp0(cur.initiators_other - prev.initiators_other);
+  if (iv.hurt.size() > top_n) iv.hurt.resize(top_n);
+  iv.process_other = process_delta(cur.process_other, &prev.process_other);
+  iv.initiators_other = iv.process_other.flushes;
   auto cgroup_delta = [&](const MonitorCgroup& c, const MonitorCgroup* p) {
     MonitorInterval::Cgroup d;
     d.path = c.path;
     d.initiated = clamp0(c.initiated - (p ? p->initiated : 0));
     d.received = clamp0(c.received - (p ? p->received : 0));
+    d.wait_ns = clamp0(c.wait_ns - (p ? p->wait_ns : 0));
+    d.handler_ns = clamp0(c.handler_ns - (p ? p->handler_ns : 0));
     for (const auto& in : all)
       if (in.cgroup == c.path && d.top.size() < top_n) d.top.push_back(in);  // `all` is sorted
-    if (d.initiated > 0 || d.received > 0) iv.cgroups.push_back(std::move(d));
+    if (d.initiated > 0 || d.received > 0 || d.wait_ns > 0 || d.handler_ns > 0) iv.cgroups.push_back(std::move(d));
   };
   for (const auto& [path, c] : cur.cgroups) {
     auto it = prev.cgroups.find(path);
     cgroup_delta(c, it == prev.cgroups.end() ? nullptr : &it->second);
   }
   cgroup_delta(cur.cgroup_other, &prev.cgroup_other);
-  std::stable_sort(iv.cgroups.begin(), iv.cgroups.end(),
-                   [](const auto& a, const auto& b) { return a.initiated + a.received > b.initiated + b.received; });
+  std::stable_sort(iv.cgroups.begin(), iv.cgroups.end(), [](const auto& a, const auto& b) {
+    if (a.wait_ns + a.handler_ns != b.wait_ns + b.handler_ns) return a.wait_ns + a.handler_ns > b.wait_ns + b.handler_ns;
+    return a.initiated + a.received > b.initiated + b.received;
+  });
   return iv;
 }
 

@@ -20,22 +20,35 @@ struct MonitorCpu {
   std::int64_t tlb = 0;                                // /proc/interrupts TLB (since boot)
   std::int64_t cal = 0;                                // /proc/interrupts CAL (since boot)
   std::array<std::int64_t, kTlbFlushReasons> flush{};  // tlb:tlb_flush since the monitor started
+  // Time (MonitorTotals::timed), since the monitor started:
+  std::int64_t handler_ns = 0;    // in call-function IPI handlers that ran a shootdown flush (entry -> exit)
+  std::int64_t handler_irqs = 0;  // those interrupts
+  std::int64_t wait_ns = 0;       // initiators on this CPU waiting in native_flush_tlb_multi
+  std::int64_t waits = 0;         // those waits
 };
 
-struct MonitorInitiator {
+// A process that initiated shootdowns (reason 4, and the time its threads
+// waited for them: caused) or whose threads they interrupted (reason 1 and
+// the handler time: suffered).
+struct MonitorProcess {
   int pid = 0;
   std::string comm;
   std::int64_t flushes = 0;  // reason-4 (remote IPI send) flushes
   std::string cgroup;        // cgroup v2 path when known
+  std::int64_t wait_ns = 0;     // caused: waits for its remote flushes
+  std::int64_t received = 0;    // reason-1 flushes while one of its threads ran
+  std::int64_t handler_ns = 0;  // suffered: shootdown IPI handler time while one of its threads ran
 };
 
 // Shootdowns initiated by tasks of a cgroup (reason 4) and received while
-// one of its tasks was interrupted (reason 1). path "other": every cgroup
-// beyond the bounded set (core/monitor_attrib.hpp).
+// one of its tasks was interrupted (reason 1), with their time. path
+// "other": every cgroup beyond the bounded set (core/monitor_attrib.hpp).
 struct MonitorCgroup {
   std::string path;
   std::int64_t initiated = 0;
   std::int64_t received = 0;
+  std::int64_t wait_ns = 0;     // caused
+  std::int64_t handler_ns = 0;  // suffered
 };
 
 struct MonitorTotals {
@@ -44,11 +57,13 @@ struct MonitorTotals {
   std::vector<MonitorCpu> cpus;
   bool trace = false;       // flush counts are valid
   bool attributed = false;  // per-process/cgroup tables are valid (not with --trace count)
+  bool timed = false;       // handler and wait times are valid (the BPF engine)
+  std::string wait_unmeasured;  // timed, but the initiators' wait is not measured: why
   std::int64_t lost_events = 0;
-  std::map<int, MonitorInitiator> initiators;    // pid -> cumulative (bounded: at most max_series)
-  std::int64_t initiators_other = 0;             // reason-4 flushes of processes beyond the bounded set
+  std::map<int, MonitorProcess> processes;       // pid -> cumulative (bounded: at most max_series)
+  MonitorProcess process_other{-1, "other", 0, "other"};  // processes beyond the bounded set
   std::map<std::string, MonitorCgroup> cgroups;  // path -> cumulative (bounded)
-  MonitorCgroup cgroup_other{"other", 0, 0};
+  MonitorCgroup cgroup_other{"other"};
   std::size_t max_series = 0;
 };
 
@@ -62,19 +77,25 @@ struct MonitorInterval {
     double tlb_per_s = 0, cal_per_s = 0;
     std::int64_t tlb_total = 0, cal_total = 0;
     std::array<std::int64_t, kTlbFlushReasons> flush{};  // deltas
+    std::int64_t handler_ns = 0, handler_irqs = 0, wait_ns = 0, waits = 0;  // deltas
   };
   std::vector<Cpu> cpus;
   bool trace = false;
   bool attributed = false;
-  std::int64_t lost_events = 0;       // delta
-  std::vector<MonitorInitiator> top;  // deltas, most first, at most top_n
-  std::int64_t initiators_other = 0;  // delta of the "other" process series
+  bool timed = false;
+  std::string wait_unmeasured;
+  std::int64_t lost_events = 0;      // delta
+  std::vector<MonitorProcess> top;   // initiators (deltas), most flushes first, at most top_n
+  std::vector<MonitorProcess> hurt;  // processes interrupted (deltas), most handler time first, at most top_n
+  std::int64_t initiators_other = 0; // delta of the "other" process series' flushes
+  MonitorProcess process_other;      // deltas of the "other" process series
   struct Cgroup {
     std::string path;                          // or "other"
     std::int64_t initiated = 0, received = 0;  // deltas
-    std::vector<MonitorInitiator> top;         // its top initiating processes (deltas), at most top_n
+    std::int64_t wait_ns = 0, handler_ns = 0;  // deltas: caused, suffered
+    std::vector<MonitorProcess> top;           // its top initiating processes (deltas), at most top_n
   };
-  std::vector<Cgroup> cgroups;  // non-zero ones, most active first (initiated + received)
+  std::vector<Cgroup> cgroups;  // non-zero ones, most active first (time, then initiated + received)
 };
 
 // cur - prev per CPU (CPUs matched by number; a CPU missing from prev counts

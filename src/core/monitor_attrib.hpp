@@ -5,8 +5,10 @@
 //   tlb_flush reason 4 (remote IPI send) runs in the initiating task's
 //   context: it counts as "initiated" for its process and its cgroup.
 //   reason 1 (remote shootdown) runs in the IPI handler on the receiving CPU:
-//   it counts as "received" for the cgroup of the task it interrupted (pid 0,
-//   the idle task, is the pseudo-cgroup "(idle)").
+//   it counts as "received" for the process and cgroup of the task it
+//   interrupted (pid 0, the idle task, is the pseudo-cgroup "(idle)").
+//   Time goes the same way: an initiator's wait (caused) and the handler
+//   time of the interrupts that stopped a task (suffered).
 // Pure: the task's comm and cgroup come from a lookup the command supplies
 // (sys/task_info.hpp reads /proc/PID/{comm,cgroup}).
 #pragma once
@@ -40,15 +42,20 @@ class MonitorAttribution {
     add_flushes(reason, pid, 1, now_ns, lookup);
   }
   // n such events at once (counts aggregated in the kernel, read as deltas).
-  void add_flushes(int reason, int pid, std::int64_t n, std::int64_t now_ns, const TaskLookup& lookup);
+  void add_flushes(int reason, int pid, std::int64_t n, std::int64_t now_ns, const TaskLookup& lookup) {
+    add(reason, pid, n, 0, now_ns, lookup);
+  }
+  // n flushes and ns of time (reason 4: the initiator's wait; reason 1: the
+  // handler time of the interrupted task).
+  void add(int reason, int pid, std::int64_t n, std::int64_t ns, std::int64_t now_ns, const TaskLookup& lookup);
 
-  // Copies the cumulative tables into t.initiators, t.initiators_other,
+  // Copies the cumulative tables into t.processes, t.process_other,
   // t.cgroups and t.cgroup_other.
   void fill(MonitorTotals& t) const;
 
  private:
-  BoundedSeries processes_;  // key pid, attrs {comm, cgroup}, counts {initiated}
-  BoundedSeries cgroups_;    // key cgroup path, counts {initiated, received}
+  BoundedSeries processes_;  // key pid, attrs {comm, cgroup}, counts {initiated, wait, received, handler}
+  BoundedSeries cgroups_;    // key cgroup path, same counts
 };
 
 }  // namespace shootdown

@@ -17,11 +17,15 @@
 namespace shootdown {
 
 // shootdown_process_initiated_total{pid,comm,cgroup},
-// shootdown_cgroup_initiated_total{cgroup}, shootdown_cgroup_received_total{cgroup}.
+// shootdown_cgroup_initiated_total{cgroup}, shootdown_cgroup_received_total{cgroup};
+// timed: shootdown_{process,cgroup}_suffered_seconds_total and, where the
+// wait is measured, shootdown_{process,cgroup}_caused_wait_seconds_total.
 void append_attrib_families(const MonitorTotals& t, std::vector<prom::Family>& out);
-// shootdown_monitor_cgroup (one point per active cgroup), tags host, cgroup.
+// shootdown_monitor_cgroup (one point per active cgroup), tags host, cgroup;
+// fields initiated, received, timed: handler_ns, wait_ns.
 void append_attrib_points(const MonitorInterval& iv, const std::string& host, std::vector<influx::Point>& out);
-// "cgroups":[{"cgroup","initiated","received","top_initiators":[...]}], "initiators_other".
+// "cgroups":[{"cgroup","initiated","received","top_initiators":[...]},
+// timed: "handler_ns","wait_ns"], "initiators_other", timed: "top_suffered".
 void append_attrib_json(const MonitorInterval& iv, nlohmann::json& j);
 
 }  // namespace shootdown

@@ -4,6 +4,7 @@
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
+#include "core/units.hpp"
 #include "sink/monitor_attrib_out.hpp"
 
 namespace shootdown {
@@ -33,6 +34,27 @@ std::vector<prom::Family> monitor_families(const MonitorTotals& t) {
       for (int r = 0; r < kTlbFlushReasons; ++r)
         fl.samples.push_back({{{"cpu", std::to_string(c.cpu)}, {"reason", tlb_flush_reason_name(r)}}, c.flush[r]});
     fam.push_back(std::move(fl));
+    if (t.timed) {
+      prom::Family h{"shootdown_ipi_handler_seconds_total",
+                     "Time per CPU in call-function IPI handlers that ran a TLB shootdown flush (interrupt entry to "
+                     "exit) since the monitor started.",
+                     "counter", {}, 9};
+      prom::Family hn{"shootdown_ipi_handler_interrupts_total",
+                      "Call-function IPIs per CPU that ran a TLB shootdown flush since the monitor started.",
+                      "counter", {}};
+      prom::Family w{"shootdown_flush_wait_seconds_total",
+                     "Time initiators on a CPU waited for remote TLB flushes (tlb_flush reason 4 to the return of "
+                     "native_flush_tlb_multi) since the monitor started.",
+                     "counter", {}, 9};
+      for (const auto& c : t.cpus) {
+        h.samples.push_back({{{"cpu", std::to_string(c.cpu)}}, c.handler_ns});
+        hn.samples.push_back({{{"cpu", std::to_string(c.cpu)}}, c.handler_irqs});
+        w.samples.push_back({{{"cpu", std::to_string(c.cpu)}}, c.wait_ns});
+      }
+      fam.push_back(std::move(h));
+      fam.push_back(std::move(hn));
+      if (t.wait_unmeasured.empty()) fam.push_back(std::move(w));
+    }
     fam.push_back({"shootdown_trace_lost_events_total",
                    "Trace events lost by the perf ring buffers since the monitor started.",
                    "counter",
@@ -57,6 +79,10 @@ std::vector<influx::Point> monitor_points(const MonitorInterval& iv, const std::
     if (iv.trace)
       for (int r = 0; r < kTlbFlushReasons; ++r)
         p.integer(std::string("flush_") + tlb_flush_reason_name(r), c.flush[r]);
+    if (iv.timed) {
+      p.integer("handler_ns", c.handler_ns).integer("handler_irqs", c.handler_irqs);
+      if (iv.wait_unmeasured.empty()) p.integer("wait_ns", c.wait_ns).integer("waits", c.waits);
+    }
     p.timestamp_ns = iv.wall_ns;
     pts.push_back(std::move(p));
   }
@@ -64,7 +90,9 @@ std::vector<influx::Point> monitor_points(const MonitorInterval& iv, const std::
     influx::Point p;
     p.measurement = "shootdown_monitor_initiator";
     p.tag("host", host).tag("comm", t.comm).tag("cgroup", t.cgroup);
-    p.integer("pid", t.pid).integer("flushes", t.flushes).field("interval_s", iv.seconds);
+    p.integer("pid", t.pid).integer("flushes", t.flushes);
+    if (iv.timed && iv.wait_unmeasured.empty()) p.integer("wait_ns", t.wait_ns);
+    p.field("interval_s", iv.seconds);
     p.timestamp_ns = iv.wall_ns;
     pts.push_back(std::move(p));
   }
@@ -93,14 +121,26 @@ std::string monitor_json_line(const MonitorInterval& iv, const std::string& trac
       for (int r = 0; r < kTlbFlushReasons; ++r) f[tlb_flush_reason_name(r)] = c.flush[r];
       o["flush"] = f;
     }
+    if (iv.timed) {
+      o["handler_ns"] = c.handler_ns;
+      o["handler_irqs"] = c.handler_irqs;
+      if (iv.wait_unmeasured.empty()) {
+        o["wait_ns"] = c.wait_ns;
+        o["waits"] = c.waits;
+      }
+    }
     cpus.push_back(o);
   }
   j["cpus"] = cpus;
   if (iv.trace) {
     auto top = nlohmann::json::array();
-    for (const auto& t : iv.top)
-      top.push_back({{"pid", t.pid}, {"comm", t.comm}, {"cgroup", t.cgroup}, {"flushes", t.flushes}});
+    for (const auto& t : iv.top) {
+      nlohmann::json o = {{"pid", t.pid}, {"comm", t.comm}, {"cgroup", t.cgroup}, {"flushes", t.flushes}};
+      if (iv.timed && iv.wait_unmeasured.empty()) o["wait_ns"] = t.wait_ns;
+      top.push_back(o);
+    }
     j["top_initiators"] = top;
+    if (iv.timed) j["wait"] = iv.wait_unmeasured.empty() ? "measured" : iv.wait_unmeasured;
     j["lost_events"] = iv.lost_events;
     append_attrib_json(iv, j);
   }
@@ -137,9 +177,22 @@ std::string format_monitor_lines(const MonitorInterval& iv, const std::string& c
       for (int r : kCols) out += fmt::format(" {:>7}", per_s(c.flush[r], iv.seconds));
     out += "\n";
   }
+  if (iv.timed) {
+    const bool waited = iv.wait_unmeasured.empty();
+    for (const auto& c : iv.cpus)
+      if (c.handler_irqs > 0 || c.waits > 0)
+        out += fmt::format("{:<8}  cpu {} shootdown IPI handlers {} in {}{}\n", clock, c.cpu,
+                           format_duration_ns(c.handler_ns), c.handler_irqs,
+                           waited ? fmt::format("; initiators here waited {}", format_duration_ns(c.wait_ns)) : "");
+  }
   if (iv.trace)
     for (const auto& t : iv.top)
-      out += fmt::format("{:<8}  top pid {} comm {} sends {}/s\n", clock, t.pid, t.comm, per_s(t.flushes, iv.seconds));
+      out += fmt::format("{:<8}  top pid {} comm {} sends {}/s{}\n", clock, t.pid, t.comm, per_s(t.flushes, iv.seconds),
+                         iv.timed && iv.wait_unmeasured.empty() ? " waited " + format_duration_ns(t.wait_ns) : "");
+  if (iv.timed)
+    for (const auto& t : iv.hurt)
+      out += fmt::format("{:<8}  hurt pid {} comm {} handlers {}\n", clock, t.pid, t.comm,
+                         format_duration_ns(t.handler_ns));
   return out;
 }
 
@@ -159,11 +212,29 @@ std::string format_monitor_screen(const MonitorInterval& iv, const std::string& 
     for (int r : kCols) out += fmt::format(" {:>8}", per_s(c.flush[r], iv.seconds));
     out += "\n";
   }
+  const bool waited = iv.timed && iv.wait_unmeasured.empty();
+  if (iv.timed) {
+    out += "\nTime this interval: shootdown IPI handlers (suffered), initiators' wait (caused)\n";
+    out += fmt::format("{:>4} {:>10} {:>8} {:>10} {:>8}\n", "CPU", "HANDLERS", "IRQS", "WAIT", "WAITS");
+    for (const auto& c : iv.cpus)
+      out += fmt::format("{:>4} {:>10} {:>8} {:>10} {:>8}\n", c.cpu, format_duration_ns(c.handler_ns), c.handler_irqs,
+                         waited ? format_duration_ns(c.wait_ns) : "-", waited ? std::to_string(c.waits) : "-");
+    if (!waited) out += "wait not measured: " + iv.wait_unmeasured.substr(0, 58) + "\n";
+  }
   out += "\nTop initiators (reason 4: remote IPI send)\n";
-  out += fmt::format("{:>8} {:<16} {:>10}\n", "PID", "COMM", "SENDS/s");
+  out += fmt::format("{:>8} {:<16} {:>10} {:>10}\n", "PID", "COMM", "SENDS/s", waited ? "WAIT" : "");
   if (iv.top.empty()) out += "       -\n";
   for (const auto& t : iv.top)
-    out += fmt::format("{:>8} {:<16} {:>10}\n", t.pid, t.comm.substr(0, 16), per_s(t.flushes, iv.seconds));
+    out += fmt::format("{:>8} {:<16} {:>10} {:>10}\n", t.pid, t.comm.substr(0, 16), per_s(t.flushes, iv.seconds),
+                       waited ? format_duration_ns(t.wait_ns) : "");
+  if (iv.timed) {
+    out += "\nMost interrupted (reason 1 while their threads ran)\n";
+    out += fmt::format("{:>8} {:<16} {:>10} {:>10}\n", "PID", "COMM", "FLUSHES", "HANDLERS");
+    if (iv.hurt.empty()) out += "       -\n";
+    for (const auto& t : iv.hurt)
+      out += fmt::format("{:>8} {:<16} {:>10} {:>10}\n", t.pid, t.comm.substr(0, 16), t.received,
+                         format_duration_ns(t.handler_ns));
+  }
   if (iv.lost_events > 0) out += fmt::format("\n{} trace events lost this interval\n", iv.lost_events);
   return out;
 }

@@ -14,6 +14,15 @@ bool valid_name(std::string_view s, bool colon) {
     if (!name_char(s[i], i == 0, colon)) return false;
   return true;
 }
+// value x 10^-decimals, exactly: 1500000000 with 9 decimals is "1.500000000".
+std::string fixed_point(std::int64_t value, int decimals) {
+  if (decimals <= 0) return std::to_string(value);
+  std::string digits = std::to_string(value < 0 ? -(value + 1) + 1ULL : static_cast<unsigned long long>(value));
+  if (digits.size() <= static_cast<std::size_t>(decimals))
+    digits.insert(0, static_cast<std::size_t>(decimals) + 1 - digits.size(), '0');
+  digits.insert(digits.size() - static_cast<std::size_t>(decimals), ".");
+  return (value < 0 ? "-" : "") + digits;
+}
 }  // namespace
 
 bool valid_metric_name(std::string_view s) {
@@ -67,7 +76,7 @@ std::string encode(const std::vector<Family>& families) {
         out += k + "=\"" + escape_label_value(v) + "\"";
       }
       if (!first) out += "}";
-      out += " " + std::to_string(s.value) + "\n";
+      out += " " + fixed_point(s.value, f.decimals) + "\n";
     }
   }
   return out;

@@ -2,7 +2,8 @@
 // Prometheus text exposition format 0.0.4 (prometheus.io/docs/instrumenting/
 // exposition_formats): pure encoder. One family = "# HELP", "# TYPE", then
 // its samples; label values escape '\', '"' and newline; HELP escapes '\'
-// and newline. Values are integers here (counters of events).
+// and newline. Values are integers here (counters of events), or integers
+// shown with a fixed decimal point (nanoseconds as exact seconds).
 #pragma once
 
 #include <cstdint>
@@ -25,6 +26,7 @@ struct Family {
   std::string help;
   std::string type;  // counter|gauge
   std::vector<Sample> samples;
+  int decimals = 0;  // values are in units of 10^-decimals (9: ns shown as seconds)
 };
 
 std::string escape_label_value(std::string_view s);

@@ -30,6 +30,10 @@ struct TaskKey {  // flush_count.bpf.c struct task_key
   std::uint32_t tgid;
   std::uint32_t reason;
 };
+struct TaskValue {  // flush_count.bpf.c struct task_value
+  std::uint64_t count;
+  std::uint64_t ns;
+};
 struct TaskName {  // flush_count.bpf.c struct task_name
   std::uint64_t cgroup_id;
   char comm[16];
@@ -52,21 +56,28 @@ int keep_last_line(enum libbpf_print_level level, const char* format, va_list ar
 
 struct BpfFlushCounter::Impl {
   bpf_object* obj = nullptr;
-  bpf_link* link = nullptr;
+  std::vector<bpf_link*> links;
   int reasons_fd = -1;
   int tasks_fd = -1;
   int names_fd = -1;
+  int times_fd = -1;
   std::string attach_point;
+  std::string wait_method;
+  std::string wait_unmeasured;
   int ncpus = 0;
-  ~Impl() {
-    if (link) bpf_link__destroy(link);
+  void close() {
+    for (bpf_link* l : links) bpf_link__destroy(l);
+    links.clear();
     if (obj) bpf_object__close(obj);
+    obj = nullptr;
   }
+  ~Impl() { close(); }
 };
 
 BpfFlushCounter::~BpfFlushCounter() = default;
 
-std::unique_ptr<BpfFlushCounter> BpfFlushCounter::open(int only_tgid, std::string* why) {
+std::unique_ptr<BpfFlushCounter> BpfFlushCounter::open(int only_tgid, std::uint64_t flush_tlb_func,
+                                                       std::string* why) {
   std::string last;
   g_last_line = &last;
   libbpf_set_print(keep_last_line);
@@ -78,24 +89,41 @@ std::unique_ptr<BpfFlushCounter> BpfFlushCounter::open(int only_tgid, std::strin
   std::unique_ptr<BpfFlushCounter> c(new BpfFlushCounter());
   c->impl_ = std::make_unique<Impl>();
   Impl& im = *c->impl_;
-  // The BTF-typed raw tracepoint first; the plain raw tracepoint where the
-  // kernel has no BTF (or refuses tp_btf).
-  std::string btf_failure;
-  for (const char* want : {"count_tlb_flush_btf", "count_tlb_flush_raw"}) {
-    if (im.obj) bpf_object__close(im.obj);
+  // The BTF-typed raw tracepoints first, the plain raw tracepoints where
+  // the kernel has no BTF. The initiators' wait: fexit where the kernel
+  // allows it (BTF, trampolines, not locked down), else the csd
+  // tracepoints (6.5+), else not measured.
+  enum class Wait { kFexit, kCsd, kNone };
+  struct Variant {
+    const char* suffix;
+    Wait wait;
+  };
+  const Variant variants[] = {{"_btf", Wait::kFexit}, {"_btf", Wait::kCsd}, {"_btf", Wait::kNone},
+                              {"_raw", Wait::kCsd},   {"_raw", Wait::kNone}};
+  std::string btf_failure, fexit_failure, csd_failure;
+  for (const Variant& want : variants) {
+    if (want.wait == Wait::kCsd && flush_tlb_func == 0) {
+      csd_failure = "flush_tlb_func not in /proc/kallsyms";
+      continue;
+    }
+    im.close();
     bpf_object_open_opts opts{};
     opts.sz = sizeof opts;
     opts.object_name = "shootdown_flush_count";
     im.obj = bpf_object__open_mem(shootdown_flush_count_bpf, shootdown_flush_count_bpf_size, &opts);
     if (!im.obj) return fail(fmt::format("BPF object: {}", std::strerror(errno)));
-    bpf_program* prog = nullptr;
+    std::vector<bpf_program*> progs;
     bpf_program* p = nullptr;
     bpf_object__for_each_program(p, im.obj) {
-      const bool mine = std::strcmp(bpf_program__name(p), want) == 0;
+      const std::string name = bpf_program__name(p);
+      const bool mine = name == "wait_end_fexit" ? want.wait == Wait::kFexit
+                        : name.rfind("wait_", 0) == 0 ? want.wait == Wait::kCsd
+                                                      : name.size() > 4 &&
+                                                            name.compare(name.size() - 4, 4, want.suffix) == 0;
       bpf_program__set_autoload(p, mine);
-      if (mine) prog = p;
+      if (mine) progs.push_back(p);
     }
-    if (!prog) return fail(fmt::format("BPF object: program {} missing", want));
+    if (progs.empty()) return fail(fmt::format("BPF object: programs *{} missing", want.suffix));
     // target_tgid, the one variable of .rodata (frozen at load).
     bool set = false;
     bpf_map* m = nullptr;
@@ -114,25 +142,50 @@ std::unique_ptr<BpfFlushCounter> BpfFlushCounter::open(int only_tgid, std::strin
     }
     if (!set) return fail("BPF object: .rodata (target_tgid) missing");
     last.clear();
+    std::string failure;
     if (bpf_object__load(im.obj) != 0) {
       const int e = errno;
-      if (e == EPERM) return fail("BPF load: not permitted (needs root, or CAP_BPF and CAP_PERFMON)");
-      if (btf_failure.empty()) {
-        btf_failure = fmt::format("{}{}", std::strerror(e), last.empty() ? "" : " (" + last + ")");
-        continue;
+      if (e == EPERM && want.wait == Wait::kNone)
+        return fail("BPF load: not permitted (needs root, or CAP_BPF and CAP_PERFMON)");
+      failure = fmt::format("{}{}", std::strerror(e), last.empty() ? "" : " (" + last + ")");
+    } else {
+      bpf_map* config = bpf_object__find_map_by_name(im.obj, "config");
+      const std::uint32_t zero = 0;
+      if (!config || bpf_map_update_elem(bpf_map__fd(config), &zero, &flush_tlb_func, BPF_ANY) != 0)
+        failure = "BPF object: config map missing";
+      for (bpf_program* prog : progs) {
+        if (!failure.empty()) break;
+        bpf_link* l = bpf_program__attach(prog);
+        if (!l) failure = fmt::format("attach {}: {}", bpf_program__section_name(prog), std::strerror(errno));
+        if (l) im.links.push_back(l);
       }
-      return fail(fmt::format("BPF load: tp_btf: {}; raw_tp: {}", btf_failure, std::strerror(e)));
     }
-    im.link = bpf_program__attach(prog);
-    if (!im.link) return fail(fmt::format("BPF attach to tlb_flush: {}", std::strerror(errno)));
-    im.attach_point = bpf_program__section_name(prog);
-    im.attach_point = im.attach_point.substr(0, im.attach_point.find('/'));
-    break;
+    if (failure.empty()) {
+      im.attach_point = bpf_program__section_name(progs.front());
+      im.attach_point = im.attach_point.substr(0, im.attach_point.find('/'));
+      im.wait_method = want.wait == Wait::kFexit ? "fexit" : want.wait == Wait::kCsd ? "csd" : "";
+      if (want.wait == Wait::kNone)
+        im.wait_unmeasured = fmt::format("fexit/native_flush_tlb_multi: {}; csd tracepoints: {}",
+                                         fexit_failure.empty() ? "the kernel has no BTF" : fexit_failure,
+                                         csd_failure.empty() ? "the kernel has no BTF" : csd_failure);
+      break;
+    }
+    if (want.wait == Wait::kFexit) {
+      fexit_failure = failure;
+    } else if (want.wait == Wait::kCsd) {
+      if (csd_failure.empty()) csd_failure = failure;
+    } else if (btf_failure.empty()) {
+      btf_failure = failure;
+    } else {
+      return fail(fmt::format("BPF load: tp_btf: {}; raw_tp: {}", btf_failure, failure));
+    }
   }
   bpf_map* reasons = bpf_object__find_map_by_name(im.obj, "by_reason");
   bpf_map* tasks = bpf_object__find_map_by_name(im.obj, "tasks");
   bpf_map* names = bpf_object__find_map_by_name(im.obj, "names");
-  if (!reasons || !tasks || !names) return fail("BPF object: maps missing");
+  bpf_map* times = bpf_object__find_map_by_name(im.obj, "cpu_time");
+  if (!reasons || !tasks || !names || !times) return fail("BPF object: maps missing");
+  im.times_fd = bpf_map__fd(times);
   im.names_fd = bpf_map__fd(names);
   im.reasons_fd = bpf_map__fd(reasons);
   im.tasks_fd = bpf_map__fd(tasks);
@@ -166,7 +219,7 @@ std::int64_t BpfFlushCounter::unattributed() const {
 std::vector<BpfTaskCount> BpfFlushCounter::tasks() const {
   const Impl& im = *impl_;
   std::vector<BpfTaskCount> out;
-  std::vector<std::uint64_t> per_cpu(static_cast<std::size_t>(im.ncpus));
+  std::vector<TaskValue> per_cpu(static_cast<std::size_t>(im.ncpus));
   TaskKey key{}, next{};
   const TaskKey* prev = nullptr;
   while (bpf_map_get_next_key(im.tasks_fd, prev, &next) == 0) {
@@ -176,7 +229,10 @@ std::vector<BpfTaskCount> BpfFlushCounter::tasks() const {
     BpfTaskCount t;
     t.tgid = static_cast<int>(key.tgid);
     t.reason = static_cast<int>(key.reason);
-    for (auto n : per_cpu) t.count += static_cast<std::int64_t>(n);
+    for (const TaskValue& v : per_cpu) {
+      t.count += static_cast<std::int64_t>(v.count);
+      t.ns += static_cast<std::int64_t>(v.ns);
+    }
     TaskName nm{};
     if (bpf_map_lookup_elem(im.names_fd, &key.tgid, &nm) == 0) {
       t.cgroup_id = nm.cgroup_id;
@@ -187,7 +243,34 @@ std::vector<BpfTaskCount> BpfFlushCounter::tasks() const {
   return out;
 }
 
+std::vector<BpfCpuTime> BpfFlushCounter::read_times() const {
+  const Impl& im = *impl_;
+  std::vector<BpfCpuTime> out(static_cast<std::size_t>(im.ncpus));
+  std::vector<std::uint64_t> v(static_cast<std::size_t>(im.ncpus));
+  std::int64_t BpfCpuTime::*slots[] = {&BpfCpuTime::handler_ns, &BpfCpuTime::handler_irqs, &BpfCpuTime::wait_ns,
+                                       &BpfCpuTime::waits};  // flush_count.bpf.c T_* 0..3
+  for (std::uint32_t i = 0; i < 4; ++i) {
+    if (bpf_map_lookup_elem(im.times_fd, &i, v.data()) != 0) continue;
+    for (std::size_t cpu = 0; cpu < v.size(); ++cpu) out[cpu].*slots[i] = static_cast<std::int64_t>(v[cpu]);
+  }
+  return out;
+}
+
 const std::string& BpfFlushCounter::attach_point() const { return impl_->attach_point; }
+
+const std::string& BpfFlushCounter::wait_method() const { return impl_->wait_method; }
+
+const std::string& BpfFlushCounter::wait_unmeasured() const { return impl_->wait_unmeasured; }
+
+std::int64_t BpfFlushCounter::waits_unended() const {
+  const Impl& im = *impl_;
+  std::vector<std::uint64_t> v(static_cast<std::size_t>(im.ncpus));
+  std::uint32_t slot = 4;  // flush_count.bpf.c T_WAITS_UNENDED
+  if (bpf_map_lookup_elem(im.times_fd, &slot, v.data()) != 0) return 0;
+  std::int64_t n = 0;
+  for (auto x : v) n += static_cast<std::int64_t>(x);
+  return n;
+}
 
 void BpfFlushCounter::erase(int tgid) {
   for (std::uint32_t reason : {1u, 4u}) {

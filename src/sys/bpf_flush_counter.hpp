@@ -5,6 +5,9 @@
 // costs, not one ring record per flush. The program (src/bpf/
 // flush_count.bpf.c, built into this binary) keeps per-CPU counts by reason
 // and a bounded table {tgid, reason 1|4} -> count, cgroup v2 id, comm.
+// It also times what the flushes cost (flush_count.bpf.c says how): the
+// shootdown IPI handlers per CPU and per interrupted process, the
+// initiators' wait per process.
 // This wrapper loads, attaches, reads and erases; what to make of the counts
 // is core/monitor_attrib's. Destruction detaches and unloads (the whole
 // restore: the program and maps live only as long as their fds).
@@ -24,16 +27,26 @@ struct BpfTaskCount {
   int tgid = 0;      // 0: the idle task (reason 1 only)
   int reason = 0;    // 1 (received: the interrupted task) or 4 (initiated)
   std::int64_t count = 0;       // cumulative since open()
+  std::int64_t ns = 0;          // reason 1: handler time suffered; 4: wait in native_flush_tlb_multi
   std::uint64_t cgroup_id = 0;  // cgroup v2 id of the process when first counted (0: unknown)
   std::string comm;             // the comm of the thread counted first ("" unknown)
+};
+
+// Per CPU, cumulative since open().
+struct BpfCpuTime {
+  std::int64_t handler_ns = 0;    // call-function IPI handlers that ran a shootdown flush, entry -> exit
+  std::int64_t handler_irqs = 0;  // those interrupts
+  std::int64_t wait_ns = 0;       // initiators' wait in native_flush_tlb_multi on this CPU
+  std::int64_t waits = 0;
 };
 
 class BpfFlushCounter {
  public:
   // nullptr + why (no BPF permission, no BTF, verifier refusal: its log's
   // last line, the tracepoint missing). only_tgid > 0: count only flushes
-  // whose current task belongs to that process.
-  static std::unique_ptr<BpfFlushCounter> open(int only_tgid, std::string* why);
+  // whose current task belongs to that process. flush_tlb_func: its address
+  // (kallsyms), for the csd way of ending a wait; 0: not that way.
+  static std::unique_ptr<BpfFlushCounter> open(int only_tgid, std::uint64_t flush_tlb_func, std::string* why);
   ~BpfFlushCounter();
   BpfFlushCounter(const BpfFlushCounter&) = delete;
   BpfFlushCounter& operator=(const BpfFlushCounter&) = delete;
@@ -46,8 +59,16 @@ class BpfFlushCounter {
   std::int64_t unattributed() const;
   // Every {tgid, reason} counted so far.
   std::vector<BpfTaskCount> tasks() const;
-  // Where the program runs: "tp_btf" or "raw_tp".
+  // Time by CPU (index = CPU number, every possible CPU).
+  std::vector<BpfCpuTime> read_times() const;
+  // Where the programs run: "tp_btf" or "raw_tp".
   const std::string& attach_point() const;
+  // How the initiators' wait ends ("fexit" or "csd"), "" when it is not
+  // measured; then wait_unmeasured() says why.
+  const std::string& wait_method() const;
+  const std::string& wait_unmeasured() const;
+  // csd method: waits whose targets' exits were not all seen (never ended).
+  std::int64_t waits_unended() const;
   // Forgets a process (one that is gone, once its counts were read).
   void erase(int tgid);
 

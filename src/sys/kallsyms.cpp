@@ -61,6 +61,17 @@ std::string Kallsyms::symbolize(std::uint64_t addr) const {
   return fmt::format("{}+{:#x}{}", fn, addr - s->addr, mod);
 }
 
+std::uint64_t Kallsyms::address_of(const std::string& name) const {
+  std::uint64_t clone = 0;
+  for (const Sym& s : syms_) {
+    if (s.name == name) return s.addr;
+    if (!clone && s.name.size() > name.size() && s.name.compare(0, name.size(), name) == 0 &&
+        s.name[name.size()] == '.' && s.name.find(' ') == std::string::npos)
+      clone = s.addr;
+  }
+  return clone;
+}
+
 std::string Kallsyms::function(std::uint64_t addr) const {
   const Sym* s = lookup(addr);
   if (!s) return {};

@@ -22,6 +22,9 @@ class Kallsyms {
   std::string symbolize(std::uint64_t addr) const;
   // Function name only, "" when not covered.
   std::string function(std::uint64_t addr) const;
+  // The address of a core-kernel function by name (or its compiler clone,
+  // "name.constprop.0"); 0 when absent.
+  std::uint64_t address_of(const std::string& name) const;
 
  private:
   struct Sym {

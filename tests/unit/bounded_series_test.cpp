@@ -89,11 +89,11 @@ TEST(MonitorAttribution, InitiatedAndReceivedPerCgroupBounded) {
   a.add_flush(2, 7, 16, lookup);    // local flush: ignored
   MonitorTotals t;
   a.fill(t);
-  ASSERT_EQ(t.initiators.size(), 2u);
-  EXPECT_EQ(t.initiators[42].flushes, 10);
-  EXPECT_EQ(t.initiators[42].cgroup, "/app.slice");
-  EXPECT_EQ(t.initiators[42].comm, "p42");
-  EXPECT_EQ(t.initiators_other, 2);
+  ASSERT_EQ(t.processes.size(), 2u);
+  EXPECT_EQ(t.processes[42].flushes, 10);
+  EXPECT_EQ(t.processes[42].cgroup, "/app.slice");
+  EXPECT_EQ(t.processes[42].comm, "p42");
+  EXPECT_EQ(t.process_other.flushes, 2);
   ASSERT_EQ(t.cgroups.size(), 2u);
   EXPECT_EQ(t.cgroups["/app.slice"].initiated, 11);
   EXPECT_EQ(t.cgroups["/app.slice"].received, 1);
@@ -143,4 +143,88 @@ TEST(BoundedSeries, HeavyHitterNotCrowdedOutByManyLightKeys) {
   EXPECT_TRUE(s.has("heavy"));  // 1/6 of "other": kept by the 8-key sketch, promoted
   EXPECT_EQ(s.entries().size(), 2u);
   for (const auto& e : s.entries()) EXPECT_EQ(e.key.rfind("light", 0), std::string::npos) << e.key;  // no light key
+}
+
+TEST(BoundedSeries, ARowLandsInOneSeriesNeverSplit) {
+  BoundedSeries s(1, 2, 1000000000LL, 1000000000LL);
+  s.add_row("a", {5, 5000}, 5, 0);
+  s.add_row("b", {1, 900}, 1, 1);  // full, b is light: the whole row goes to other
+  EXPECT_EQ(s.find("a")->counts, (std::vector<std::int64_t>{5, 5000}));
+  EXPECT_EQ(s.other(), (std::vector<std::int64_t>{1, 900}));
+  s.add_row("b", {0, 700}, 0, 2);  // time without a count: weighs nothing, still one place
+  EXPECT_EQ(s.other(), (std::vector<std::int64_t>{1, 1600}));
+  s.add_row("a", {1, 2, 3}, 1, 3);  // wrong width: ignored
+  EXPECT_EQ(s.find("a")->counts, (std::vector<std::int64_t>{5, 5000}));
+}
+
+TEST(MonitorAttribution, TimeCausedAndSufferedPerProcessAndCgroup) {
+  MonitorAttribution a(4, 1000000000LL);
+  TaskLookup lookup = [](int pid) {
+    return TaskInfo{"p" + std::to_string(pid), pid == 42 ? "/batch.slice" : "/trading.slice"};
+  };
+  a.add(4, 42, 3, 9000, 0, lookup);     // pid 42 sent 3 flushes and waited 9 us for them
+  a.add(1, 7, 2, 0, 1, lookup);         // its IPIs interrupted pid 7 twice ...
+  a.add(1, 7, 0, 5000, 2, lookup);      // ... for 5 us of handler time (read later: exit after the flush)
+  a.add(1, 0, 1, 100, 3, lookup);       // and the idle task once
+  a.add(2, 7, 10, 10, 4, lookup);       // local flush: neither caused nor suffered
+  a.add(4, 0, 1, 1, 5, lookup);         // the idle task sends nothing
+  MonitorTotals t;
+  a.fill(t);
+  ASSERT_EQ(t.processes.size(), 2u);
+  EXPECT_EQ(t.processes[42].flushes, 3);
+  EXPECT_EQ(t.processes[42].wait_ns, 9000);
+  EXPECT_EQ(t.processes[42].handler_ns, 0);
+  EXPECT_EQ(t.processes[7].received, 2);
+  EXPECT_EQ(t.processes[7].handler_ns, 5000);
+  EXPECT_EQ(t.processes[7].cgroup, "/trading.slice");
+  EXPECT_EQ(t.cgroups["/batch.slice"].wait_ns, 9000);
+  EXPECT_EQ(t.cgroups["/trading.slice"].handler_ns, 5000);
+  EXPECT_EQ(t.cgroups["/trading.slice"].received, 2);
+  EXPECT_EQ(t.cgroups[kIdleCgroup].handler_ns, 100);
+
+  // Interval: the most interrupted process first, cgroups by time.
+  MonitorTotals t0;
+  t.trace = t0.trace = true;
+  t.timed = t0.timed = true;
+  t.mono_ns = 1000000000;
+  t.cpus = {MonitorCpu{1, 2, 2, {}, 5000, 2, 0, 0}, MonitorCpu{0, 0, 0, {}, 0, 0, 9000, 3}};
+  const auto iv = monitor_interval(t0, t, 5);
+  ASSERT_EQ(iv.hurt.size(), 1u);
+  EXPECT_EQ(iv.hurt[0].pid, 7);
+  ASSERT_EQ(iv.top.size(), 1u);
+  EXPECT_EQ(iv.top[0].wait_ns, 9000);
+  ASSERT_GE(iv.cgroups.size(), 2u);
+  EXPECT_EQ(iv.cgroups[0].path, "/batch.slice");  // 9 us caused outweighs 5 us suffered
+  EXPECT_EQ(iv.cpus[0].handler_ns, 5000);
+
+  // Exports: seconds exactly, from integer nanoseconds.
+  const std::string prom = monitor_exposition(t);
+  EXPECT_NE(prom.find("shootdown_ipi_handler_seconds_total{cpu=\"1\"} 0.000005000\n"), std::string::npos) << prom;
+  EXPECT_NE(prom.find("shootdown_flush_wait_seconds_total{cpu=\"0\"} 0.000009000\n"), std::string::npos);
+  EXPECT_NE(prom.find("shootdown_process_suffered_seconds_total{pid=\"7\",comm=\"p7\",cgroup=\"/trading.slice\"} "
+                      "0.000005000\n"),
+            std::string::npos);
+  EXPECT_NE(prom.find("shootdown_cgroup_caused_wait_seconds_total{cgroup=\"/batch.slice\"} 0.000009000\n"),
+            std::string::npos);
+  EXPECT_NE(prom.find("shootdown_cgroup_suffered_seconds_total{cgroup=\"other\"} 0.000000000\n"), std::string::npos);
+  const auto j = nlohmann::json::parse(monitor_json_line(iv, "bpf"));
+  EXPECT_EQ(j["cpus"][0]["handler_ns"], 5000);
+  EXPECT_EQ(j["top_suffered"][0]["handler_ns"], 5000);
+  EXPECT_EQ(j["wait"], "measured");
+  const std::string lines = influx::encode_lines(monitor_points(iv, "h"));
+  EXPECT_NE(lines.find("shootdown_monitor_cgroup,cgroup=/batch.slice,host=h initiated=3i,received=0i,handler_ns=0i,"
+                       "wait_ns=9000i"),
+            std::string::npos)
+      << lines;
+
+  // Where the wait cannot be measured it is absent, never zero.
+  t.wait_unmeasured = "fexit: not permitted; csd tracepoints: none";
+  const std::string prom2 = monitor_exposition(t);
+  EXPECT_EQ(prom2.find("wait_seconds_total"), std::string::npos);
+  EXPECT_NE(prom2.find("shootdown_process_suffered_seconds_total"), std::string::npos);
+  const auto iv2 = monitor_interval(t0, t, 5);
+  const auto j2 = nlohmann::json::parse(monitor_json_line(iv2, "bpf"));
+  EXPECT_EQ(j2["wait"], t.wait_unmeasured);
+  EXPECT_FALSE(j2["cpus"][0].contains("wait_ns"));
+  EXPECT_NE(format_monitor_screen(iv2, "t").find("wait not measured"), std::string::npos);
 }

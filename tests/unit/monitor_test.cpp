@@ -20,8 +20,8 @@ MonitorTotals totals(std::int64_t t_ns, std::int64_t tlb1, std::int64_t flush1, 
   t.cpus = {MonitorCpu{0, 100, 1000, {}}, MonitorCpu{1, tlb1, 2000, {}}};
   t.cpus[1].flush[kTlbRemoteShootdown] = flush1;
   t.cpus[0].flush[kTlbRemoteSendIpi] = sends;
-  t.initiators[42] = MonitorInitiator{42, "munmap loop", sends, "/app"};
-  t.initiators[7] = MonitorInitiator{7, "idle", 3, "/"};
+  t.processes[42] = MonitorProcess{42, "munmap loop", sends, "/app"};
+  t.processes[7] = MonitorProcess{7, "idle", 3, "/"};
   return t;
 }
 }  // namespace
