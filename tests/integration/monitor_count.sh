@@ -63,6 +63,16 @@ for engine in count ring bpf; do
     dpi=$(($(pi "$TMP/m2") - $(pi "$TMP/m1")))
     d=$((dpi - munmaps)); d=${d#-}
     ((d <= tol)) && ok "bpf: process_initiated{comm=munmap_loop} +$dpi matches the munmaps" || not_ok "bpf: process_initiated munmap_loop +$dpi vs $munmaps"
+    # Time: every shootdown interrupt on cpu1 bracketed (entry -> exit
+    # around a reason-1 flush), its handler time > 0.
+    hi='shootdown_ipi_handler_interrupts_total{cpu="1"}'
+    hs='shootdown_ipi_handler_seconds_total{cpu="1"}'
+    dhi=$(($(val "$TMP/m2" "$hi") - $(val "$TMP/m1" "$hi")))
+    d=$((dhi - drs)); d=${d#-}
+    ((d <= tol)) && ok "bpf: shootdown IPI handlers on cpu1 +$dhi match remote_shootdown +$drs" || not_ok "bpf: handler interrupts +$dhi vs remote_shootdown +$drs"
+    awk -v a="$(val "$TMP/m1" "$hs")" -v b="$(val "$TMP/m2" "$hs")" -v n="$dhi" 'BEGIN { exit !(n > 0 && b > a && (b - a) / n < 0.001) }' &&
+      ok "bpf: handler seconds on cpu1 grew by $(awk -v a="$(val "$TMP/m1" "$hs")" -v b="$(val "$TMP/m2" "$hs")" 'BEGIN { print b - a }') s (under 1 ms per interrupt)" ||
+      not_ok "bpf: handler seconds on cpu1 $(val "$TMP/m1" "$hs") -> $(val "$TMP/m2" "$hs") for $dhi interrupts"
   else
     # ring: the flushes are attributed to munmap_loop by name only if it
     # lived until a fold read its /proc entry (every 100 ms), else to "?"
