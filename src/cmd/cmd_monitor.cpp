@@ -25,7 +25,10 @@
 #include "core/monitor.hpp"
 #include "core/monitor_attrib.hpp"
 #include "core/units.hpp"
+#include "core/analysis.hpp"
+#include "core/stall_model.hpp"
 #include "sink/influx.hpp"
+#include "sink/json_read.hpp"
 #include "sink/monitor_out.hpp"
 #include "sys/bpf_flush_counter.hpp"
 #include "sys/cpus.hpp"
@@ -55,6 +58,7 @@ struct MonitorOptions {
   std::string trace = "auto";
   int top = 5;
   int series = 20;
+  std::string calibrate_from;
 };
 
 struct Plan {
@@ -66,7 +70,35 @@ struct Plan {
   int listen_port = -1;
   std::optional<influx::Url> influx;
   std::string trace;
+  std::optional<StallModel> stall_model;
 };
+
+// --calibrate-from DIR: the stall model from a run's result.json.
+StallModel load_stall_model(const std::string& value) {
+  std::string dir = value;
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  const std::string file = dir + "/result.json";
+  auto text = sys::read_file(file);
+  if (!text)
+    throw UsageError(fmt::format("--calibrate-from value '{}': {} {}; accepted: the --out DIR of a `shootdown run` "
+                                 "on this machine",
+                                 value, file, sys::path_exists(file) ? "cannot be read" : "does not exist"));
+  std::string why;
+  std::optional<StallModel> m;
+  try {
+    sink::LoadedResult loaded = sink::result_from_json(*text);
+    complete_loaded_analysis(loaded.result, loaded.analysis);
+    m = stall_model_from(loaded.analysis.attribution,
+                         fmt::format("run {} ({})", loaded.result.run_id, file), &why);
+  } catch (const sink::JsonReadError& e) {
+    why = e.what();
+  }
+  if (!m)
+    throw UsageError(fmt::format("--calibrate-from value '{}': {}: {}; accepted: a run whose victims received "
+                                 "shootdown IPIs (e.g. run --release munmap)",
+                                 value, file, why));
+  return *m;
+}
 
 std::int64_t wall_now_ns() {
   timespec ts{};
@@ -145,6 +177,13 @@ Plan make_plan(const MonitorOptions& o) {
     p.listen_host = host;
     p.listen_port = static_cast<int>(*pn);
   }
+  if (!o.calibrate_from.empty()) {
+    if (o.trace != "auto" && o.trace != "on" && o.trace != "bpf")
+      throw UsageError(fmt::format("--calibrate-from needs handler times from the BPF engine; accepted only with "
+                                   "--trace auto, on or bpf (not '{}')",
+                                   o.trace));
+    p.stall_model = load_stall_model(o.calibrate_from);
+  }
   if (!o.influx.empty()) {
     auto u = influx::parse_url(o.influx, &why);
     if (!u)
@@ -162,11 +201,12 @@ class Collector {
   // At most one source of tlb_flush counts: the BPF aggregation, the ring
   // of traced events, or the kernel-side counters (no attribution).
   Collector(std::vector<int> cpus, sys::Tracer* tracer, int pid, std::size_t max_series,
-            const sys::TlbFlushCounter* counter, sys::BpfFlushCounter* bpf)
+            const sys::TlbFlushCounter* counter, sys::BpfFlushCounter* bpf, std::optional<StallModel> model)
       : cpus_(std::move(cpus)), tracer_(tracer), pid_(pid), attribution_(max_series), counter_(counter), bpf_(bpf) {
     totals_.trace = tracer_ != nullptr || counter_ != nullptr || bpf_ != nullptr;
     totals_.timed = bpf_ != nullptr;
     if (bpf_) totals_.wait_unmeasured = bpf_->wait_unmeasured();
+    if (bpf_) totals_.stall_model = std::move(model);
   }
 
   // Everything: /proc/interrupts, the kernel-side counters and the traced
@@ -342,7 +382,13 @@ class MonitorTool final : public Tool {
       }
     }
     collector_ = std::make_unique<Collector>(plan_.cpus, tracer_.get(), plan_.pid,
-                                             static_cast<std::size_t>(o_.series), counter_.get(), bpf_.get());
+                                             static_cast<std::size_t>(o_.series), counter_.get(), bpf_.get(),
+                                             plan_.stall_model);
+    if (plan_.stall_model && !bpf_)
+      throw RuntimeError("--calibrate-from: the BPF engine did not load (" + bpf_why +
+                         "): no handler times to estimate the stall from");
+    if (plan_.stall_model)
+      std::fprintf(stderr, "shootdown monitor: estimating stall: %s\n", plan_.stall_model->describe().c_str());
     if (plan_.listen_port >= 0) {
       // The Prometheus endpoint: stopped and joined by its destructor on every exit.
       std::string why;
@@ -467,6 +513,9 @@ Command add_monitor(CLI::App& root) {
                   "no per-process/cgroup attribution), off")
       ->capture_default_str();
   app->add_option("--top", o->top, "Top initiating processes to show (0..100)")->capture_default_str();
+  app->add_option("--calibrate-from", o->calibrate_from,
+                  "Estimate the stall threads feel from handler times, with the model a `shootdown run` measured on "
+                  "this machine (its --out DIR)");
   app->add_option("--series", o->series,
                   "Named processes and cgroups kept in exported series, each (0..1000; the rest is 'other')")
       ->capture_default_str();
@@ -481,7 +530,9 @@ Command add_monitor(CLI::App& root) {
       "  shootdown monitor --json 1 10 | jq -c '.cpus[] | {cpu, tlb_per_s}'\n"
       "  shootdown monitor --listen 127.0.0.1:9177           Prometheus scrape target\n"
       "  shootdown monitor --influx http://127.0.0.1:8086/write?db=shootdown\n"
-      "  sudo shootdown monitor --pid $(pidof myapp)          flushes myapp initiates");
+      "  sudo shootdown monitor --pid $(pidof myapp)          flushes myapp initiates\n"
+      "  sudo shootdown run --release munmap --out cal && sudo shootdown monitor --calibrate-from cal\n"
+      "                                           handler seconds plus an estimated stall");
   return tool_command<MonitorTool>(app, o);
 }
 

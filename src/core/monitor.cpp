@@ -22,6 +22,7 @@ MonitorInterval monitor_interval(const MonitorTotals& prev, const MonitorTotals&
   iv.attributed = cur.attributed;
   iv.timed = cur.timed;
   iv.wait_unmeasured = cur.wait_unmeasured;
+  iv.stall_model = cur.stall_model;
   iv.lost_events = clamp0(cur.lost_events - prev.lost_events);
   for (const auto& c : cur.cpus) {
     MonitorCpu p;

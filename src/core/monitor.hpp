@@ -8,10 +8,12 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/events.hpp"
+#include "core/stall_model.hpp"
 
 namespace shootdown {
 
@@ -59,6 +61,7 @@ struct MonitorTotals {
   bool attributed = false;  // per-process/cgroup tables are valid (not with --trace count)
   bool timed = false;       // handler and wait times are valid (the BPF engine)
   std::string wait_unmeasured;  // timed, but the initiators' wait is not measured: why
+  std::optional<StallModel> stall_model;  // --calibrate-from: estimates stall from handler time
   std::int64_t lost_events = 0;
   std::map<int, MonitorProcess> processes;       // pid -> cumulative (bounded: at most max_series)
   MonitorProcess process_other{-1, "other", 0, "other"};  // processes beyond the bounded set
@@ -84,6 +87,7 @@ struct MonitorInterval {
   bool attributed = false;
   bool timed = false;
   std::string wait_unmeasured;
+  std::optional<StallModel> stall_model;
   std::int64_t lost_events = 0;      // delta
   std::vector<MonitorProcess> top;   // initiators (deltas), most flushes first, at most top_n
   std::vector<MonitorProcess> hurt;  // processes interrupted (deltas), most handler time first, at most top_n

@@ -75,6 +75,20 @@ void append_attrib_families(const MonitorTotals& t, std::vector<prom::Family>& o
   if (!t.timed) return;
   out.push_back(std::move(phandler));
   out.push_back(std::move(chandler));
+  if (t.stall_model) {
+    // Per reason-1 flush (one interrupt may run several; on a busy host the
+    // estimate then counts the overhead more than once).
+    prom::Family est{"shootdown_cgroup_estimated_stall_seconds_total",
+                     "ESTIMATE of the time tasks of a cgroup v2 path stalled from TLB shootdown IPIs since the monitor "
+                     "started: " + t.stall_model->describe() + "; " + kSeriesNote,
+                     "counter", {}, 9};
+    auto add_est = [&](const MonitorCgroup& c) {
+      est.samples.push_back({{{"cgroup", c.path}}, t.stall_model->estimate_ns(c.handler_ns, c.received)});
+    };
+    for (const auto& [path, c] : t.cgroups) add_est(c);
+    add_est(t.cgroup_other);
+    out.push_back(std::move(est));
+  }
   if (!t.wait_unmeasured.empty()) return;
   out.push_back(std::move(pwait));
   out.push_back(std::move(cwait));
@@ -108,6 +122,7 @@ void append_attrib_json(const MonitorInterval& iv, nlohmann::json& j) {
     if (iv.timed) {
       o["handler_ns"] = c.handler_ns;
       if (iv.wait_unmeasured.empty()) o["wait_ns"] = c.wait_ns;
+      if (iv.stall_model) o["est_stall_ns"] = iv.stall_model->estimate_ns(c.handler_ns, c.received);
     }
     cgs.push_back(o);
   }

@@ -54,6 +54,15 @@ std::vector<prom::Family> monitor_families(const MonitorTotals& t) {
       fam.push_back(std::move(h));
       fam.push_back(std::move(hn));
       if (t.wait_unmeasured.empty()) fam.push_back(std::move(w));
+      if (t.stall_model) {
+        prom::Family e{"shootdown_estimated_stall_seconds_total",
+                       "ESTIMATE of the time threads on a CPU stalled from TLB shootdown IPIs since the monitor "
+                       "started: " + t.stall_model->describe() + ".",
+                       "counter", {}, 9};
+        for (const auto& c : t.cpus)
+          e.samples.push_back({{{"cpu", std::to_string(c.cpu)}}, t.stall_model->estimate_ns(c.handler_ns, c.handler_irqs)});
+        fam.push_back(std::move(e));
+      }
     }
     fam.push_back({"shootdown_trace_lost_events_total",
                    "Trace events lost by the perf ring buffers since the monitor started.",
@@ -82,6 +91,7 @@ std::vector<influx::Point> monitor_points(const MonitorInterval& iv, const std::
     if (iv.timed) {
       p.integer("handler_ns", c.handler_ns).integer("handler_irqs", c.handler_irqs);
       if (iv.wait_unmeasured.empty()) p.integer("wait_ns", c.wait_ns).integer("waits", c.waits);
+      if (iv.stall_model) p.integer("est_stall_ns", iv.stall_model->estimate_ns(c.handler_ns, c.handler_irqs));
     }
     p.timestamp_ns = iv.wall_ns;
     pts.push_back(std::move(p));
@@ -128,6 +138,7 @@ std::string monitor_json_line(const MonitorInterval& iv, const std::string& trac
         o["wait_ns"] = c.wait_ns;
         o["waits"] = c.waits;
       }
+      if (iv.stall_model) o["est_stall_ns"] = iv.stall_model->estimate_ns(c.handler_ns, c.handler_irqs);
     }
     cpus.push_back(o);
   }
@@ -140,7 +151,17 @@ std::string monitor_json_line(const MonitorInterval& iv, const std::string& trac
       top.push_back(o);
     }
     j["top_initiators"] = top;
-    if (iv.timed) j["wait"] = iv.wait_unmeasured.empty() ? "measured" : iv.wait_unmeasured;
+    if (iv.timed) {
+      j["wait"] = iv.wait_unmeasured.empty() ? "measured" : iv.wait_unmeasured;
+      if (iv.stall_model)
+        j["stall_model"] = {{"source", iv.stall_model->source},
+                            {"overhead_ns_per_ipi", iv.stall_model->overhead_ns_per_ipi()},
+                            {"ipis", iv.stall_model->ipis},
+                            {"handler_ns", iv.stall_model->handler_ns},
+                            {"stall_ns", iv.stall_model->stall_ns}};
+      else
+        j["stall_model"] = nullptr;  // no --calibrate-from: no estimate, never an invented one
+    }
     j["lost_events"] = iv.lost_events;
     append_attrib_json(iv, j);
   }
@@ -181,8 +202,11 @@ std::string format_monitor_lines(const MonitorInterval& iv, const std::string& c
     const bool waited = iv.wait_unmeasured.empty();
     for (const auto& c : iv.cpus)
       if (c.handler_irqs > 0 || c.waits > 0)
-        out += fmt::format("{:<8}  cpu {} shootdown IPI handlers {} in {}{}\n", clock, c.cpu,
+        out += fmt::format("{:<8}  cpu {} shootdown IPI handlers {} in {}{}{}\n", clock, c.cpu,
                            format_duration_ns(c.handler_ns), c.handler_irqs,
+                           iv.stall_model ? fmt::format(", est. stall {}", format_duration_ns(iv.stall_model->estimate_ns(
+                                                                               c.handler_ns, c.handler_irqs)))
+                                          : "",
                            waited ? fmt::format("; initiators here waited {}", format_duration_ns(c.wait_ns)) : "");
   }
   if (iv.trace)
@@ -215,11 +239,15 @@ std::string format_monitor_screen(const MonitorInterval& iv, const std::string& 
   const bool waited = iv.timed && iv.wait_unmeasured.empty();
   if (iv.timed) {
     out += "\nTime this interval: shootdown IPI handlers (suffered), initiators' wait (caused)\n";
-    out += fmt::format("{:>4} {:>10} {:>8} {:>10} {:>8}\n", "CPU", "HANDLERS", "IRQS", "WAIT", "WAITS");
+    out += fmt::format("{:>4} {:>10} {:>8} {:>11} {:>10} {:>8}\n", "CPU", "HANDLERS", "IRQS", "EST.STALL", "WAIT", "WAITS");
     for (const auto& c : iv.cpus)
-      out += fmt::format("{:>4} {:>10} {:>8} {:>10} {:>8}\n", c.cpu, format_duration_ns(c.handler_ns), c.handler_irqs,
+      out += fmt::format("{:>4} {:>10} {:>8} {:>11} {:>10} {:>8}\n", c.cpu, format_duration_ns(c.handler_ns),
+                         c.handler_irqs,
+                         iv.stall_model ? format_duration_ns(iv.stall_model->estimate_ns(c.handler_ns, c.handler_irqs))
+                                        : "-",
                          waited ? format_duration_ns(c.wait_ns) : "-", waited ? std::to_string(c.waits) : "-");
     if (!waited) out += "wait not measured: " + iv.wait_unmeasured.substr(0, 58) + "\n";
+    if (!iv.stall_model) out += "stall not estimated: no calibration (--calibrate-from a run's DIR)\n";
   }
   out += "\nTop initiators (reason 4: remote IPI send)\n";
   out += fmt::format("{:>8} {:<16} {:>10} {:>10}\n", "PID", "COMM", "SENDS/s", waited ? "WAIT" : "");

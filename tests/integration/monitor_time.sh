@@ -6,8 +6,11 @@
 # victim CPU (call-function interrupt entry -> exit, the same span run
 # reports as ipi_handler_ns) agrees with run's own trace within 10 %, its
 # count of those interrupts equals run's, and the culprit's wait for its
-# remote flushes is charged to run's process. Needs IPIs: judged by the
-# run's own evidence, not a moment of doctor's.
+# remote flushes is charged to run's process. The stall model: calibrated
+# on a first run (alone), monitor's estimated stall on the victim CPU over
+# a second run agrees with that run's measured tlb-shootdown stall within
+# 20 %. Needs IPIs: judged by the runs' own evidence, not a moment of
+# doctor's.
 source "$TEST_LIB"
 set -e
 need_root "BPF and perf tracepoints"
@@ -15,14 +18,19 @@ command -v jq >/dev/null || skip "jq not installed"
 grep -Eq '^0-|^0,1' /sys/devices/system/cpu/online || skip "needs CPUs 0 and 1 online"
 MON=
 trap '[[ -n $MON ]] && kill -KILL $MON 2>/dev/null; rm -rf "$TMP"' EXIT
-"$SHOOTDOWN" monitor --json 50ms >"$TMP/mon.jsonl" 2>"$TMP/mon.err" &
+ARGS=(--release munmap --culprit-cpu 0 --victim-cpus 1 --chunk-size 4GiB --trigger after=1s --after 300ms)
+run_cmd "$SHOOTDOWN" run "${ARGS[@]}" --out "$TMP/cal"
+expect_rc 0 "calibration run (alone)"
+((RC == 0)) || finish
+cal_ipis=$(jq '.attribution.victims[0].shootdown_ipis' "$TMP/cal/result.json")
+((cal_ipis > 0)) || skip "the calibration run's shootdowns sent no IPI to cpu1: PV flush day"
+"$SHOOTDOWN" monitor --json 50ms --calibrate-from "$TMP/cal" >"$TMP/mon.jsonl" 2>"$TMP/mon.err" &
 MON=$!
 for _ in $(seq 1 100); do [[ -s "$TMP/mon.jsonl" ]] && break; kill -0 $MON 2>/dev/null || break; sleep 0.1; done
 trace=$(head -1 "$TMP/mon.jsonl" | jq -r .trace 2>/dev/null || true)
 [[ $trace == bpf* ]] || skip "monitor has no BPF engine here: ${trace:-$(cat "$TMP/mon.err")}"
 ok "monitor runs with the BPF engine: $trace"
-run_cmd "$SHOOTDOWN" run --release munmap --culprit-cpu 0 --victim-cpus 1 --chunk-size 1GiB --trigger after=1s \
-  --after 300ms --out "$TMP/run"
+run_cmd "$SHOOTDOWN" run "${ARGS[@]}" --out "$TMP/run"
 expect_rc 0 "run --release munmap beside monitor"
 sleep 0.2
 kill -TERM $MON
@@ -30,16 +38,17 @@ wait $MON && ok "monitor exits 0 on SIGTERM" || not_ok "monitor exit status $?"
 MON=
 R="$TMP/run/result.json"
 read -r S E PID < <(jq -r '"\(.measure.start_ns) \(.measure.end_ns) \(.process.pid)"' "$R")
-read -r RN RT < <(jq -r '.attribution.victims[0] | "\(.shootdown_ipis) \(.ipi_handler_ns.total)"' "$R")
+read -r RN RT RS < <(jq -r '.attribution.victims[0] | "\(.shootdown_ipis) \(.ipi_handler_ns.total) \(.stall_ns["tlb-shootdown"])"' "$R")
 read -r REQ DEL < <(jq -r '.victims[0] as $v | .attribution.victims[0] | "\(.shootdowns.flush_requests // 0) \(.shootdowns.flush_requests_delivered // 0)"' "$R")
 ((RN > 0)) || skip "the run's shootdowns sent no IPI to cpu1 (flush requests $REQ, delivered $DEL): PV flush day"
 # Intervals wholly inside [S, E]: the release sits 1 s after S and 300 ms before E.
-read -r MN MT MW MF < <(jq -rs --argjson s "$S" --argjson e "$E" --argjson pid "$PID" '
+read -r MN MT MW MF ME < <(jq -rs --argjson s "$S" --argjson e "$E" --argjson pid "$PID" '
   [ .[] | select((.mono_ns - .interval_s * 1e9) >= $s and .mono_ns <= $e) ] as $in
   | [ ($in | map(.cpus[] | select(.cpu == 1) | .handler_irqs) | add // 0),
       ($in | map(.cpus[] | select(.cpu == 1) | .handler_ns) | add // 0),
       ($in | map(.top_initiators[]? | select(.pid == $pid) | .wait_ns // 0) | add // 0),
-      ($in | map(.top_initiators[]? | select(.pid == $pid) | .flushes) | add // 0) ] | @tsv' "$TMP/mon.jsonl")
+      ($in | map(.top_initiators[]? | select(.pid == $pid) | .flushes) | add // 0),
+      ($in | map(.cpus[] | select(.cpu == 1) | .est_stall_ns) | add // 0) ] | @tsv' "$TMP/mon.jsonl")
 echo "# run: $RN shootdown IPIs on cpu1, handler total $RT ns; monitor inside the span: $MN interrupts, $MT ns; run pid $PID waited $MW ns for $MF flushes"
 [[ $MN == "$RN" ]] && ok "monitor counts the run's $RN shootdown IPIs on cpu1" || not_ok "monitor counted $MN shootdown IPIs on cpu1, run's trace $RN"
 # Two tracers on one interrupt each time the other's hook: monitor's
@@ -51,6 +60,13 @@ awk -v m="$MT" -v r="$RT" -v n="$RN" 'BEGIN { d = m - r; if (d < 0) d = -d; exit
   ok "handler time on cpu1: monitor $MT ns vs run $RT ns ($pct %, $(( (MT - RT) / RN )) ns per interrupt)" ||
   not_ok "handler time on cpu1: monitor $MT ns vs run $RT ns ($pct %: beyond 10 % and 4 us per interrupt)"
 
+head -1 "$TMP/mon.jsonl" | jq -e '.stall_model.ipis > 0' >/dev/null &&
+  ok "monitor reports its stall model and where it came from: $(grep -m1 estimating "$TMP/mon.err" | cut -c1-150)" ||
+  not_ok "no stall_model in monitor's JSON: $(head -1 "$TMP/mon.jsonl" | jq -c .stall_model)"
+pct=$(awk -v m="$ME" -v r="$RS" 'BEGIN { printf "%+.1f", (r > 0 ? 100 * (m - r) / r : 999) }')
+awk -v m="$ME" -v r="$RS" 'BEGIN { d = m - r; if (d < 0) d = -d; exit !(r > 0 && d <= 0.20 * r) }' &&
+  ok "estimated stall on cpu1 $ME ns vs the run's measured tlb-shootdown stall $RS ns ($pct %, within 20 %)" ||
+  not_ok "estimated stall on cpu1 $ME ns vs measured $RS ns ($pct %: beyond 20 %)"
 wait_how=$(head -1 "$TMP/mon.jsonl" | jq -r .wait)
 if [[ $wait_how == measured ]]; then
   ((MF >= RN && MW > 0)) && ok "the run's process is charged $MF flushes and $MW ns of wait" ||

@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "core/stall_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/core.h>
+
+#include "core/units.hpp"
+
+namespace shootdown {
+
+double StallModel::overhead_ns_per_ipi() const {
+  if (ipis <= 0) return 0;
+  return std::max(0.0, static_cast<double>(stall_ns - handler_ns) / static_cast<double>(ipis));
+}
+
+std::int64_t StallModel::estimate_ns(std::int64_t handler, std::int64_t irqs) const {
+  return handler + static_cast<std::int64_t>(std::llround(overhead_ns_per_ipi() * static_cast<double>(irqs)));
+}
+
+std::string StallModel::describe() const {
+  return fmt::format("stall per shootdown IPI = its handler time + {} delivery overhead, from {} ({} IPIs: {} stall, {} "
+                     "in handlers)",
+                     format_duration_ns(static_cast<std::int64_t>(std::llround(overhead_ns_per_ipi()))), source, ipis,
+                     format_duration_ns(stall_ns), format_duration_ns(handler_ns));
+}
+
+std::optional<StallModel> stall_model_from(const Attribution& a, const std::string& source, std::string* why) {
+  if (!a.available) {
+    if (why) *why = "it has no kernel attribution (" + (a.note.empty() ? std::string("trace off") : a.note) + ")";
+    return std::nullopt;
+  }
+  StallModel m;
+  m.source = source;
+  for (const VictimAttribution& v : a.victims) {
+    m.ipis += v.shootdown_ipis;
+    m.handler_ns += std::max<std::int64_t>(0, v.handler_ns.total);
+    m.stall_ns += v.stall_ns[static_cast<std::size_t>(StallLabel::kTlbShootdown)];
+  }
+  if (m.ipis == 0 || m.handler_ns <= 0) {
+    if (why) *why = "its victims received no shootdown IPI with a timed handler (nothing to calibrate on)";
+    return std::nullopt;
+  }
+  return m;
+}
+
+}  // namespace shootdown
