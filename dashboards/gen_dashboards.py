@@ -70,6 +70,20 @@ def prometheus_dashboard():
         panel(6, "Lost trace events", PROM,
               [prom(f'sum(increase(shootdown_trace_lost_events_total{{{sel}}}[$__rate_interval]))', "lost")],
               12, 16, unit="short", desc="Non-zero: the monitor's perf rings overflowed; reason counts are low."),
+        panel(7, "CPU time lost to shootdowns per cgroup", PROM,
+              [prom(f'sum by (cgroup) (rate(shootdown_cgroup_suffered_seconds_total{{{sel}}}[$__rate_interval]))',
+                    "{{cgroup}}")],
+              0, 24, unit="s",
+              desc="Seconds per second in TLB shootdown IPI handlers (interrupt entry to exit, timed in the kernel) "
+                   "while a task of the cgroup was interrupted; BPF engine; --series cgroups plus other."),
+        panel(8, "Caused vs suffered per cgroup", PROM,
+              [prom(f'sum by (cgroup) (rate(shootdown_cgroup_caused_wait_seconds_total{{{sel}}}[$__rate_interval]))',
+                    "caused {{cgroup}}"),
+               prom(f'sum by (cgroup) (rate(shootdown_cgroup_suffered_seconds_total{{{sel}}}[$__rate_interval]))',
+                    "suffered {{cgroup}}")],
+              12, 24, unit="s",
+              desc="Caused: the cgroup's tasks waiting for their remote flushes. Suffered: handler time its tasks "
+                   "lost to anyone's shootdowns. The wait needs fexit or csd tracepoints (docs/monitor.md, Time)."),
     ]
     templating = [{
         "name": "instance", "type": "query", "datasource": PROM, "label": "instance",
@@ -123,6 +137,20 @@ def influx_dashboard():
               [q(f'SELECT sum("tlb") FROM "shootdown_interrupts" WHERE $timeFilter AND {run} GROUP BY "cpu", "role"',
                  "cpu $tag_cpu ($tag_role)")],
               12, 26, kind="bargauge"),
+        panel(8, "CPU time lost to shootdowns per cgroup", INFLUX,
+              [q('SELECT sum("handler_ns") FROM "shootdown_monitor_cgroup" WHERE $timeFilter '
+                 'GROUP BY time($__interval), "cgroup" fill(0)', "$tag_cgroup")],
+              0, 34, unit="ns",
+              desc="Nanoseconds per interval in TLB shootdown IPI handlers while a task of the cgroup was "
+                   "interrupted (BPF engine)."),
+        panel(9, "Caused vs suffered per cgroup", INFLUX,
+              [q('SELECT sum("wait_ns") FROM "shootdown_monitor_cgroup" WHERE $timeFilter '
+                 'GROUP BY time($__interval), "cgroup" fill(0)', "caused $tag_cgroup"),
+               q('SELECT sum("handler_ns") FROM "shootdown_monitor_cgroup" WHERE $timeFilter '
+                 'GROUP BY time($__interval), "cgroup" fill(0)', "suffered $tag_cgroup")],
+              12, 34, unit="ns",
+              desc="Caused: the cgroup's tasks waiting for their remote flushes; suffered: handler time its tasks "
+                   "lost (BPF engine; the wait needs fexit or csd tracepoints)."),
     ]
     templating = [{
         "name": "run_id", "type": "query", "datasource": INFLUX, "label": "run",

@@ -179,9 +179,9 @@ Plan make_plan(const MonitorOptions& o) {
   }
   if (!o.calibrate_from.empty()) {
     if (o.trace != "auto" && o.trace != "on" && o.trace != "bpf")
-      throw UsageError(fmt::format("--calibrate-from needs handler times from the BPF engine; accepted only with "
-                                   "--trace auto, on or bpf (not '{}')",
-                                   o.trace));
+      throw UsageError(fmt::format("--calibrate-from value '{}' needs handler times from the BPF engine; accepted "
+                                   "only with --trace auto, on or bpf (not '{}')",
+                                   o.calibrate_from, o.trace));
     p.stall_model = load_stall_model(o.calibrate_from);
   }
   if (!o.influx.empty()) {

@@ -102,6 +102,7 @@ monitor|--influx|http://127.0.0.1:1/write?db=x|ftp://x;;http://
 monitor|--trace|auto|maybe
 monitor|--top|5|1000;;-1;;x
 monitor|--series|20|1001;;-1;;x
+monitor|--calibrate-from|-|@FILE;;@EMPTY;;@RJDIR;;@BADJSON;;/nonexistent;;!--trace ring --calibrate-from @EMPTY
 trace|--culprit-cpu|0|-1;;x;;99999
 trace|--victim-cpus|1|1-x;;99999
 trace|--duration|1s|5;;0s;;x;;-1s
