@@ -262,16 +262,6 @@ const std::string& BpfFlushCounter::wait_method() const { return impl_->wait_met
 
 const std::string& BpfFlushCounter::wait_unmeasured() const { return impl_->wait_unmeasured; }
 
-std::int64_t BpfFlushCounter::waits_unended() const {
-  const Impl& im = *impl_;
-  std::vector<std::uint64_t> v(static_cast<std::size_t>(im.ncpus));
-  std::uint32_t slot = 4;  // flush_count.bpf.c T_WAITS_UNENDED
-  if (bpf_map_lookup_elem(im.times_fd, &slot, v.data()) != 0) return 0;
-  std::int64_t n = 0;
-  for (auto x : v) n += static_cast<std::int64_t>(x);
-  return n;
-}
-
 void BpfFlushCounter::erase(int tgid) {
   for (std::uint32_t reason : {1u, 4u}) {
     TaskKey k{static_cast<std::uint32_t>(tgid), reason};

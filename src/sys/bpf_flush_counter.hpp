@@ -67,8 +67,6 @@ class BpfFlushCounter {
   // measured; then wait_unmeasured() says why.
   const std::string& wait_method() const;
   const std::string& wait_unmeasured() const;
-  // csd method: waits whose targets' exits were not all seen (never ended).
-  std::int64_t waits_unended() const;
   // Forgets a process (one that is gone, once its counts were read).
   void erase(int tgid);
 
