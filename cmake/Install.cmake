@@ -6,7 +6,9 @@
 #       finds it relative to the binary (../lib/shootdown/, cmd_probe.cpp)
 #   <prefix>/share/man/man1/shootdown*.1.gz        generated (man/, tools/mangen)
 #   <prefix>/share/bash-completion/completions/shootdown
-#   <prefix>/share/doc/shootdown/{copyright,changelog.gz}, docs, dashboards
+#   <prefix>/share/doc/shootdown/{copyright,changelog.gz}, docs, dashboards,
+#       examples/shootdown-monitor-daemonset.yaml (Kubernetes)
+#   <prefix>/lib/systemd/system/shootdown-monitor.service   installed, not enabled
 include(GNUInstallDirs)
 
 install(TARGETS shootdown RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
@@ -14,6 +16,9 @@ install(TARGETS shootdown_probe LIBRARY DESTINATION lib/shootdown)
 install(FILES ${PROJECT_SOURCE_DIR}/packaging/bash-completion/shootdown
         DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions)
 install(FILES ${PROJECT_SOURCE_DIR}/packaging/copyright DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(FILES ${PROJECT_SOURCE_DIR}/packaging/systemd/shootdown-monitor.service DESTINATION lib/systemd/system)
+install(FILES ${PROJECT_SOURCE_DIR}/packaging/kubernetes/shootdown-monitor-daemonset.yaml
+        DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
 install(FILES ${PROJECT_SOURCE_DIR}/docs/monitor.md ${PROJECT_SOURCE_DIR}/docs/formats.md
         ${PROJECT_SOURCE_DIR}/docs/exit-codes.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 if(EXISTS ${PROJECT_SOURCE_DIR}/dashboards)

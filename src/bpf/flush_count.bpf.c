@@ -43,7 +43,7 @@
 
 #define REASONS 6       /* enum tlb_flush_reason: 0..5 (TLB_REMOTE_WRONG_CPU, 5.10+) */
 #define SLOT_FULL 7     /* by_reason slot: flushes `tasks` had no room for */
-#define TASKS_MAX 8192  /* bounded: user space erases processes that are gone */
+#define TASKS_MAX 8192  /* bounded: user space erases processes that are gone; sets fewer on many CPUs */
 
 struct task_key {
   __u32 tgid;
@@ -124,7 +124,7 @@ struct {
 // and missed ends its wait unseen: counted in T_WAITS_UNENDED).
 struct {
   __uint(type, BPF_MAP_TYPE_LRU_HASH);
-  __uint(max_entries, 65536);
+  __uint(max_entries, 16384);
   __type(key, __u64);
   __type(value, __u32);
 } csd_owner SEC(".maps");

@@ -25,6 +25,7 @@ namespace shootdown::sys {
 namespace {
 
 constexpr std::uint32_t kSlotFull = 7;  // flush_count.bpf.c SLOT_FULL
+constexpr std::uint64_t kTaskTableBytes = 16ULL << 20;
 
 struct TaskKey {  // flush_count.bpf.c struct task_key
   std::uint32_t tgid;
@@ -53,6 +54,12 @@ int keep_last_line(enum libbpf_print_level level, const char* format, va_list ar
 }
 
 }  // namespace
+
+std::uint32_t task_slots(int ncpus) {
+  // One entry: the hash element (~64 bytes with its key) and a 16-byte value per possible CPU.
+  const std::uint64_t per_entry = 64 + 16 * static_cast<std::uint64_t>(std::max(1, ncpus));
+  return static_cast<std::uint32_t>(std::clamp<std::uint64_t>(kTaskTableBytes / per_entry, 256, 8192));
+}
 
 struct BpfFlushCounter::Impl {
   bpf_object* obj = nullptr;
@@ -141,6 +148,11 @@ std::unique_ptr<BpfFlushCounter> BpfFlushCounter::open(int only_tgid, std::uint6
       }
     }
     if (!set) return fail("BPF object: .rodata (target_tgid) missing");
+    // The per-process table's memory grows with the CPU count (a per-CPU
+    // value of 16 bytes per entry): at most kTaskTableBytes, at most 8192
+    // entries (512 CPUs: 2032 entries, 16 MiB).
+    if (bpf_map* t = bpf_object__find_map_by_name(im.obj, "tasks"))
+      bpf_map__set_max_entries(t, task_slots(libbpf_num_possible_cpus()));
     last.clear();
     std::string failure;
     if (bpf_object__load(im.obj) != 0) {

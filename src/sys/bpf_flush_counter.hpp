@@ -76,6 +76,10 @@ class BpfFlushCounter {
   std::unique_ptr<Impl> impl_;
 };
 
+// Entries of the kernel's per-process table on a machine with ncpus possible
+// CPUs: 16 MiB at most, 8192 at most (docs/monitor.md, "Deployment").
+std::uint32_t task_slots(int ncpus);
+
 // The cgroup v2 path ("/system.slice/x.service") of a cgroup id as
 // bpf_get_current_cgroup_id() returns it (the kernfs inode of its
 // directory), through open_by_handle_at on the cgroup2 mount; "" when the

@@ -38,9 +38,26 @@ dpkg-deb -x "$deb" "$ROOT"
 BIN="$ROOT/usr/bin/shootdown"
 for f in usr/bin/shootdown usr/lib/shootdown/libshootdown_probe.so usr/share/man/man1/shootdown.1.gz \
   usr/share/man/man1/shootdown-monitor.1.gz usr/share/bash-completion/completions/shootdown \
-  usr/share/doc/shootdown/copyright usr/share/doc/shootdown/changelog.gz; do
+  usr/share/doc/shootdown/copyright usr/share/doc/shootdown/changelog.gz \
+  usr/lib/systemd/system/shootdown-monitor.service usr/share/doc/shootdown/examples/shootdown-monitor-daemonset.yaml; do
   [[ -e "$ROOT/$f" ]] && ok "package has /$f" || not_ok "package lacks /$f"
 done
+# The systemd unit: installed, not enabled (no maintainer script enables
+# it), and clean under systemd-analyze verify (its ExecStart pointed at the
+# extracted binary; its man: page is the package's shootdown-monitor.1.gz,
+# checked above, so --man=no).
+UNIT="$ROOT/usr/lib/systemd/system/shootdown-monitor.service"
+if [[ -f $UNIT ]]; then
+  if dpkg-deb -e "$deb" "$TMP/control" && ! grep -qs 'systemctl\|deb-systemd' "$TMP"/control/post* 2>/dev/null; then
+    ok "systemd unit installed, not enabled (no maintainer script enables it)"
+  else not_ok "a maintainer script enables the unit"; fi
+  if command -v systemd-analyze >/dev/null; then
+    sed "s|^ExecStart=/usr/bin/shootdown|ExecStart=$ROOT/usr/bin/shootdown|" "$UNIT" >"$TMP/shootdown-monitor.service"
+    if out=$(systemd-analyze verify --man=no "$TMP/shootdown-monitor.service" 2>&1) && [[ -z $out ]]; then
+      ok "systemd-analyze verify: clean"
+    else not_ok "systemd-analyze verify: $out"; fi
+  else skip_check "systemd-analyze not installed"; fi
+fi
 if readelf -d "$BIN" | grep -Eq 'RPATH|RUNPATH'; then not_ok "installed binary carries an RPATH into the build tree"; else ok "no RPATH/RUNPATH"; fi
 if MANWIDTH=80 man --warnings -l "$ROOT/usr/share/man/man1/shootdown-run.1.gz" 2>&1 >/dev/null | grep -q .; then
   not_ok "man warnings for the packaged page"

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "sys/affinity.hpp"
+#include "sys/bpf_flush_counter.hpp"
 #include "sys/kallsyms.hpp"
 #include "sys/perf_trace.hpp"
 #include "sys/tracefs.hpp"
@@ -109,3 +110,28 @@ TEST(TracerLive, SeesMembarrierIpisWithMonotonicTimestamps) {
 
 }  // namespace
 }  // namespace shootdown::sys
+
+TEST(BpfFlushCounter, TaskTableMemoryBoundedByCpuCount) {
+  EXPECT_EQ(shootdown::sys::task_slots(2), 8192u);
+  EXPECT_EQ(shootdown::sys::task_slots(64), 8192u);     // 8192 x (64 + 1024) bytes = 8.5 MiB
+  EXPECT_EQ(shootdown::sys::task_slots(512), 2032u);    // 2032 x (64 + 8192) bytes < 16 MiB
+  EXPECT_EQ(shootdown::sys::task_slots(8192), 256u);    // the floor
+  for (int n : {1, 8, 72, 128, 256, 512, 1024})
+    EXPECT_LE(static_cast<std::uint64_t>(shootdown::sys::task_slots(n)) * (64 + 16 * static_cast<std::uint64_t>(n)),
+              16ULL << 20)
+        << n;
+}
+
+TEST(Kallsyms, AddressOfAFunctionOrItsCompilerClone) {
+  const auto k = shootdown::sys::Kallsyms::parse(
+      "ffffffff81001000 t flush_tlb_func_common\n"
+      "ffffffff81002000 t flush_tlb_func.constprop.0\n"
+      "ffffffff81003000 T native_flush_tlb_multi\n"
+      "ffffffffc0001000 t flush_tlb_func.cold\t[kvm]\n");
+  EXPECT_EQ(k.address_of("flush_tlb_func"), 0xffffffff81002000ULL);  // the clone, not a longer name
+  EXPECT_EQ(k.address_of("native_flush_tlb_multi"), 0xffffffff81003000ULL);
+  EXPECT_EQ(k.address_of("do_kernel_range_flush"), 0u);
+  const auto exact = shootdown::sys::Kallsyms::parse(
+      "ffffffff81002000 t flush_tlb_func.constprop.0\nffffffff81004000 t flush_tlb_func\n");
+  EXPECT_EQ(exact.address_of("flush_tlb_func"), 0xffffffff81004000ULL);  // the exact name wins
+}
