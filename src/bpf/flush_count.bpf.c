@@ -23,13 +23,16 @@
 // is traced first thing in native_flush_tlb_multi (arch/x86/mm/tlb.c); the
 // fexit of that function ends the wait (send, the local flush if any, and
 // the spin until every target ran flush_tlb_func). The fexit program needs
-// BTF and BPF trampolines, and a kernel not locked down. Where fexit cannot
-// load, kernels with csd tracepoints (6.5+) end the wait at the last
-// target's csd_function_exit of flush_tlb_func: csd_queue_cpu (sender)
-// names each target's csd, and the receiver's exit of that csd counts the
-// sender's outstanding targets down (the sender sees the csd unlocked just
-// after; its own local flush runs meanwhile). Without either the wait is
-// not measured and user space says so.
+// BTF and BPF trampolines, and a kernel not locked down.
+// The csd link (kernels with csd tracepoints, 6.5+): csd_queue_cpu (sender)
+// names each target's csd; the receiver's csd_function_entry/exit of that
+// csd times flush_tlb_func there and charges it to the initiator
+// (inflicted, and the part on a task of another cgroup), and counts the
+// sender's outstanding targets down. Where fexit cannot load, the last
+// target's exit ends the wait (the sender sees the csd unlocked just after;
+// its own local flush runs meanwhile). Without either the wait is not
+// measured and user space says so; without csd tracepoints nothing links a
+// receiver to its sender.
 // Per-CPU values: no atomic and no shared cache line on the flush path, the
 // cost of a bpftrace count() map. The program runs at the raw tracepoint
 // (no trace record is built): tp_btf, typed by the running kernel's BTF, or
@@ -52,7 +55,9 @@ struct task_key {
 
 struct task_value {
   __u64 count;
-  __u64 ns;
+  __u64 ns;                  // reason 1: handler time suffered; 4: wait
+  __u64 inflicted_ns;        // reason 4, csd link: the targets' flush_tlb_func time for its flushes
+  __u64 inflicted_other_ns;  // ... of it on CPUs running a task of another cgroup
 };
 
 struct task_name {
@@ -94,6 +99,7 @@ struct cpu_state {
   __u64 irq_entry_ns;  // 0: no bracket open
   __u64 irq_tlb;       // a reason-1 flush ran inside it
   __u64 wait_start_ns; // 0: no wait open
+  __u64 csd_entry_ns;  // csd link: flush_tlb_func of another CPU's csd running here since
 };
 
 struct {
@@ -108,6 +114,7 @@ struct {
 #define MAX_CPUS 8192
 struct pending_wait {
   __u64 start_ns;     // 0: none open
+  __u64 cgroup_id;    // the initiator's
   __u32 tgid;
   __s32 outstanding;  // targets queued whose flush_tlb_func has not exited
 };
@@ -129,11 +136,14 @@ struct {
   __type(value, __u32);
 } csd_owner SEC(".maps");
 
-// [0]: the address of flush_tlb_func (from /proc/kallsyms, written by user
-// space before the programs attach; 0: the csd method is off).
+// Written by user space before the programs attach: [0] the address of
+// flush_tlb_func (from /proc/kallsyms; 0: the csd link is off), [1] 1 when
+// the csd link also ends the initiators' wait (no fexit).
+#define CFG_FLUSH_TLB_FUNC 0
+#define CFG_CSD_ENDS_WAIT 1
 struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
-  __uint(max_entries, 1);
+  __uint(max_entries, 2);
   __type(key, __u32);
   __type(value, __u64);
 } config SEC(".maps");
@@ -217,6 +227,7 @@ static __always_inline int count(int reason) {
     if (p) {
       if (p->start_ns && p->outstanding > 0) add_unended();
       p->start_ns = st->wait_start_ns;
+      p->cgroup_id = bpf_get_current_cgroup_id();
       p->tgid = tgid;
       p->outstanding = 0;
     }
@@ -250,9 +261,15 @@ static __always_inline int irq_exit(void) {
 }
 
 static __always_inline int is_flush_tlb_func(__u64 func) {
-  __u32 zero = 0;
-  __u64* addr = bpf_map_lookup_elem(&config, &zero);
+  __u32 k = CFG_FLUSH_TLB_FUNC;
+  __u64* addr = bpf_map_lookup_elem(&config, &k);
   return addr && *addr && *addr == func;
+}
+
+static __always_inline int csd_ends_wait(void) {
+  __u32 k = CFG_CSD_ENDS_WAIT;
+  __u64* v = bpf_map_lookup_elem(&config, &k);
+  return v && *v;
 }
 
 // TP_PROTO(int reason, unsigned long pages)
@@ -295,10 +312,11 @@ int BPF_PROG(wait_end_fexit) {
   return 0;
 }
 
-// csd method. Raw tracepoints only: the arguments are plain words here.
+// The csd link (kernels with csd tracepoints, 6.5+). Raw tracepoints
+// only: the arguments are plain words here.
 // TP_PROTO(const unsigned int cpu, unsigned long callsite, smp_call_func_t func, call_single_data_t *csd)
 SEC("raw_tp/csd_queue_cpu")
-int BPF_PROG(wait_queue_csd, unsigned int cpu, unsigned long callsite, void* func, void* csd) {
+int BPF_PROG(link_queue_csd, unsigned int cpu, unsigned long callsite, void* func, void* csd) {
   if (!is_flush_tlb_func((__u64)func) || !csd) return 0;
   __u32 me = bpf_get_smp_processor_id();
   struct pending_wait* p = bpf_map_lookup_elem(&pending, &me);
@@ -311,20 +329,41 @@ int BPF_PROG(wait_queue_csd, unsigned int cpu, unsigned long callsite, void* fun
 
 // TP_PROTO(smp_call_func_t func, call_single_data_t *csd): csd is NULL for a
 // function the CPU ran for itself.
-SEC("raw_tp/csd_function_exit")
-int BPF_PROG(wait_exit_csd, void* func, void* csd) {
+SEC("raw_tp/csd_function_entry")
+int BPF_PROG(link_entry_csd, void* func, void* csd) {
   if (!csd || !is_flush_tlb_func((__u64)func)) return 0;
+  struct cpu_state* st = cpu_state();
+  if (st) st->csd_entry_ns = bpf_ktime_get_ns();
+  return 0;
+}
+
+SEC("raw_tp/csd_function_exit")
+int BPF_PROG(link_exit_csd, void* func, void* csd) {
+  if (!csd || !is_flush_tlb_func((__u64)func)) return 0;
+  const __u64 now = bpf_ktime_get_ns();
+  struct cpu_state* st = cpu_state();
+  const __u64 ran_ns = st && st->csd_entry_ns ? now - st->csd_entry_ns : 0;
+  if (st) st->csd_entry_ns = 0;
   __u64 key = (__u64)csd;
   __u32* owner = bpf_map_lookup_elem(&csd_owner, &key);
   if (!owner) return 0;
   __u32 sender = *owner;
   struct pending_wait* p = bpf_map_lookup_elem(&pending, &sender);
   if (!p || !p->start_ns) return 0;
-  const __u32 tgid = p->tgid;  // the sender spins until this csd is unlocked, after this program
-  if (__sync_fetch_and_add(&p->outstanding, -1) != 1) return 0;
+  // The sender spins until this csd is unlocked, after this program: its
+  // pending entry is this flush's.
+  const __u32 tgid = p->tgid;
+  const int other = bpf_get_current_cgroup_id() != p->cgroup_id;
+  struct task_key k = {.tgid = tgid, .reason = 4};
+  struct task_value* v = bpf_map_lookup_elem(&tasks, &k);  // this CPU's slot of the initiator's entry
+  if (v) {
+    v->inflicted_ns += ran_ns;
+    if (other) v->inflicted_other_ns += ran_ns;
+  }
+  if (__sync_fetch_and_add(&p->outstanding, -1) != 1 || !csd_ends_wait()) return 0;
   const __u64 start = p->start_ns;
   p->start_ns = 0;
-  const __u64 ns = bpf_ktime_get_ns() - start;
+  const __u64 ns = now - start;
   // The sender's CPU slots, written from here.
   __u32 slot = T_WAIT_NS;
   __u64* t = bpf_map_lookup_percpu_elem(&cpu_time, &slot, sender);

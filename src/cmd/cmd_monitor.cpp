@@ -206,6 +206,7 @@ class Collector {
     totals_.trace = tracer_ != nullptr || counter_ != nullptr || bpf_ != nullptr;
     totals_.timed = bpf_ != nullptr;
     if (bpf_) totals_.wait_unmeasured = bpf_->wait_unmeasured();
+    if (bpf_) totals_.unlinked = bpf_->unlinked();
     if (bpf_) totals_.stall_model = std::move(model);
   }
 
@@ -287,18 +288,20 @@ class Collector {
   void fold_bpf_locked(std::int64_t now_ns, bool prune) {
     std::map<int, bool> quiet;  // tgid -> nothing new in any of its entries
     for (const auto& t : bpf_->tasks()) {
-      auto& [seen, seen_ns] = bpf_seen_[{t.tgid, t.reason}];
-      const std::int64_t delta = t.count - seen, delta_ns = t.ns - seen_ns;
-      seen = t.count;
-      seen_ns = t.ns;
+      sys::BpfTaskCount& seen = bpf_seen_[{t.tgid, t.reason}];
+      const std::int64_t delta = t.count - seen.count, delta_ns = t.ns - seen.ns;
+      const std::int64_t delta_inflicted = t.inflicted_ns - seen.inflicted_ns;
+      const std::int64_t delta_other = t.inflicted_other_ns - seen.inflicted_other_ns;
+      seen = t;
       bool& q = quiet.try_emplace(t.tgid, true).first->second;
-      q = q && delta == 0 && delta_ns == 0;
-      attribution_.add(t.reason, t.tgid, delta, delta_ns, now_ns, [&](int pid) {
+      q = q && delta == 0 && delta_ns == 0 && delta_inflicted == 0;
+      auto lookup = [&](int pid) {
         TaskInfo ti = tasks_.get(pid, now_ns);
         if (ti.comm == "?" && !t.comm.empty()) ti.comm = t.comm;
         if (ti.cgroup == "?" && t.cgroup_id != 0) ti.cgroup = cgroup_of_id(t.cgroup_id);
         return ti;
-      });
+      };
+      attribution_.add(t.reason, t.tgid, delta, delta_ns, now_ns, lookup, delta_inflicted, delta_other);
     }
     if (prune)
       for (const auto& [tgid, q] : quiet)
@@ -325,7 +328,7 @@ class Collector {
   MonitorAttribution attribution_;
   const sys::TlbFlushCounter* counter_;
   sys::BpfFlushCounter* bpf_;
-  std::map<std::pair<int, int>, std::pair<std::int64_t, std::int64_t>> bpf_seen_;  // {tgid, reason} -> {count, ns} folded
+  std::map<std::pair<int, int>, sys::BpfTaskCount> bpf_seen_;  // {tgid, reason} -> what was folded
   std::unordered_map<std::uint64_t, std::string> cgroup_paths_;
   sys::TaskInfoCache tasks_;
   MonitorTotals totals_;
@@ -351,9 +354,10 @@ class MonitorTool final : public Tool {
     } else if (plan_.trace == "auto" || plan_.trace == "on" || plan_.trace == "bpf") {
       bpf_ = sys::BpfFlushCounter::open(plan_.pid, sys::Kallsyms::load().address_of("flush_tlb_func"), &bpf_why);
       if (bpf_) {
-        trace_status_ = fmt::format("bpf ({}{}; timed: handlers{})", bpf_->attach_point(),
+        trace_status_ = fmt::format("bpf ({}{}; timed: handlers{}{})", bpf_->attach_point(),
                                     plan_.pid > 0 ? fmt::format(", pid {}", plan_.pid) : "",
-                                    bpf_->wait_method().empty() ? "" : ", wait by " + bpf_->wait_method());
+                                    bpf_->wait_method().empty() ? "" : ", wait by " + bpf_->wait_method(),
+                                    bpf_->unlinked().empty() ? ", csd link" : "");
         if (!bpf_->wait_unmeasured().empty())
           std::fprintf(stderr, "shootdown monitor: initiators' wait not measured: %s\n",
                        bpf_->wait_unmeasured().c_str());

@@ -23,6 +23,7 @@ MonitorInterval monitor_interval(const MonitorTotals& prev, const MonitorTotals&
   iv.timed = cur.timed;
   iv.wait_unmeasured = cur.wait_unmeasured;
   iv.stall_model = cur.stall_model;
+  iv.unlinked = cur.unlinked;
   iv.lost_events = clamp0(cur.lost_events - prev.lost_events);
   for (const auto& c : cur.cpus) {
     MonitorCpu p;
@@ -52,6 +53,8 @@ MonitorInterval monitor_interval(const MonitorTotals& prev, const MonitorTotals&
     d.wait_ns = clamp0(c.wait_ns - p->wait_ns);
     d.received = clamp0(c.received - p->received);
     d.handler_ns = clamp0(c.handler_ns - p->handler_ns);
+    d.inflicted_ns = clamp0(c.inflicted_ns - p->inflicted_ns);
+    d.inflicted_other_ns = clamp0(c.inflicted_other_ns - p->inflicted_other_ns);
     return d;
   };
   std::vector<MonitorProcess> all;
@@ -82,6 +85,8 @@ MonitorInterval monitor_interval(const MonitorTotals& prev, const MonitorTotals&
     d.received = clamp0(c.received - (p ? p->received : 0));
     d.wait_ns = clamp0(c.wait_ns - (p ? p->wait_ns : 0));
     d.handler_ns = clamp0(c.handler_ns - (p ? p->handler_ns : 0));
+    d.inflicted_ns = clamp0(c.inflicted_ns - (p ? p->inflicted_ns : 0));
+    d.inflicted_other_ns = clamp0(c.inflicted_other_ns - (p ? p->inflicted_other_ns : 0));
     for (const auto& in : all)
       if (in.cgroup == c.path && d.top.size() < top_n) d.top.push_back(in);  // `all` is sorted
     if (d.initiated > 0 || d.received > 0 || d.wait_ns > 0 || d.handler_ns > 0) iv.cgroups.push_back(std::move(d));

@@ -40,6 +40,8 @@ struct MonitorProcess {
   std::int64_t wait_ns = 0;     // caused: waits for its remote flushes
   std::int64_t received = 0;    // reason-1 flushes while one of its threads ran
   std::int64_t handler_ns = 0;  // suffered: shootdown IPI handler time while one of its threads ran
+  std::int64_t inflicted_ns = 0;        // csd link: its flushes' flush_tlb_func time on the targets
+  std::int64_t inflicted_other_ns = 0;  // ... of it on tasks of another cgroup
 };
 
 // Shootdowns initiated by tasks of a cgroup (reason 4) and received while
@@ -51,6 +53,8 @@ struct MonitorCgroup {
   std::int64_t received = 0;
   std::int64_t wait_ns = 0;     // caused
   std::int64_t handler_ns = 0;  // suffered
+  std::int64_t inflicted_ns = 0;        // caused, csd link: the targets' flush_tlb_func time
+  std::int64_t inflicted_other_ns = 0;  // ... of it on tasks of other cgroups
 };
 
 struct MonitorTotals {
@@ -62,6 +66,7 @@ struct MonitorTotals {
   bool timed = false;       // handler and wait times are valid (the BPF engine)
   std::string wait_unmeasured;  // timed, but the initiators' wait is not measured: why
   std::optional<StallModel> stall_model;  // --calibrate-from: estimates stall from handler time
+  std::string unlinked;     // timed, but no csd link (inflicted time): why
   std::int64_t lost_events = 0;
   std::map<int, MonitorProcess> processes;       // pid -> cumulative (bounded: at most max_series)
   MonitorProcess process_other{-1, "other", 0, "other"};  // processes beyond the bounded set
@@ -88,6 +93,7 @@ struct MonitorInterval {
   bool timed = false;
   std::string wait_unmeasured;
   std::optional<StallModel> stall_model;
+  std::string unlinked;
   std::int64_t lost_events = 0;      // delta
   std::vector<MonitorProcess> top;   // initiators (deltas), most flushes first, at most top_n
   std::vector<MonitorProcess> hurt;  // processes interrupted (deltas), most handler time first, at most top_n
@@ -97,6 +103,7 @@ struct MonitorInterval {
     std::string path;                          // or "other"
     std::int64_t initiated = 0, received = 0;  // deltas
     std::int64_t wait_ns = 0, handler_ns = 0;  // deltas: caused, suffered
+    std::int64_t inflicted_ns = 0, inflicted_other_ns = 0;  // deltas
     std::vector<MonitorProcess> top;           // its top initiating processes (deltas), at most top_n
   };
   std::vector<Cgroup> cgroups;  // non-zero ones, most active first (time, then initiated + received)

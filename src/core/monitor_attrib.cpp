@@ -13,14 +13,14 @@ constexpr std::size_t kInitiated = 0;
 constexpr std::size_t kWaitNs = 1;
 constexpr std::size_t kReceived = 2;
 constexpr std::size_t kHandlerNs = 3;
-constexpr std::size_t kColumns = 4;
+constexpr std::size_t kInflictedNs = 4;
+constexpr std::size_t kInflictedOtherNs = 5;
+constexpr std::size_t kColumns = 6;
 
-// A count and its time as one row: they land in the same series.
-void add_columns(BoundedSeries& s, const std::string& key, std::size_t count_col, std::int64_t n,
-                 std::size_t ns_col, std::int64_t ns, std::int64_t now_ns, const std::vector<std::string>& attrs = {}) {
-  std::vector<std::int64_t> row(kColumns, 0);
-  row[count_col] = std::max<std::int64_t>(0, n);
-  row[ns_col] = std::max<std::int64_t>(0, ns);
+// A count and its times as one row: they land in the same series. Weighed
+// by the count.
+void add_row(BoundedSeries& s, const std::string& key, const std::vector<std::int64_t>& row, std::size_t count_col,
+             std::int64_t now_ns, const std::vector<std::string>& attrs = {}) {
   s.add_row(key, row, row[count_col], now_ns, attrs);
 }
 
@@ -33,6 +33,8 @@ MonitorProcess process_of(int pid, const std::vector<std::string>& attrs, const 
   p.wait_ns = c[kWaitNs];
   p.received = c[kReceived];
   p.handler_ns = c[kHandlerNs];
+  p.inflicted_ns = c[kInflictedNs];
+  p.inflicted_other_ns = c[kInflictedOtherNs];
   return p;
 }
 }  // namespace
@@ -41,27 +43,33 @@ MonitorAttribution::MonitorAttribution(std::size_t max_series, std::int64_t idle
     : processes_(max_series, kColumns, idle_ns), cgroups_(max_series, kColumns, idle_ns) {}
 
 void MonitorAttribution::add(int reason, int pid, std::int64_t n, std::int64_t ns, std::int64_t now_ns,
-                             const TaskLookup& lookup) {
-  if ((n <= 0 && ns <= 0) || (reason != kReasonRemoteSendIpi && reason != kReasonRemoteShootdown)) return;
+                             const TaskLookup& lookup, std::int64_t inflicted_ns, std::int64_t inflicted_other_ns) {
+  if (reason != kReasonRemoteSendIpi && reason != kReasonRemoteShootdown) return;
   const bool sent = reason == kReasonRemoteSendIpi;
+  if (!sent) inflicted_ns = inflicted_other_ns = 0;
+  if (n <= 0 && ns <= 0 && inflicted_ns <= 0 && inflicted_other_ns <= 0) return;
   if (sent && pid <= 0) return;  // the idle task sends nothing
   const std::size_t count_col = sent ? kInitiated : kReceived;
-  const std::size_t ns_col = sent ? kWaitNs : kHandlerNs;
+  std::vector<std::int64_t> row(kColumns, 0);
+  row[count_col] = std::max<std::int64_t>(0, n);
+  row[sent ? kWaitNs : kHandlerNs] = std::max<std::int64_t>(0, ns);
+  row[kInflictedNs] = std::max<std::int64_t>(0, inflicted_ns);
+  row[kInflictedOtherNs] = std::max<std::int64_t>(0, inflicted_other_ns);
   if (pid <= 0) {
-    add_columns(cgroups_, kIdleCgroup, count_col, n, ns_col, ns, now_ns);
+    add_row(cgroups_, kIdleCgroup, row, count_col, now_ns);
     return;
   }
   const std::string key = std::to_string(pid);
   std::string cgroup;
   if (const auto* e = processes_.find(key)) {
     cgroup = e->attrs.size() > 1 ? e->attrs[1] : "?";
-    add_columns(processes_, key, count_col, n, ns_col, ns, now_ns);
+    add_row(processes_, key, row, count_col, now_ns);
   } else {
     const TaskInfo ti = lookup(pid);
     cgroup = ti.cgroup;
-    add_columns(processes_, key, count_col, n, ns_col, ns, now_ns, {ti.comm, ti.cgroup});
+    add_row(processes_, key, row, count_col, now_ns, {ti.comm, ti.cgroup});
   }
-  add_columns(cgroups_, cgroup, count_col, n, ns_col, ns, now_ns);
+  add_row(cgroups_, cgroup, row, count_col, now_ns);
 }
 
 void MonitorAttribution::fill(MonitorTotals& t) const {
@@ -73,7 +81,8 @@ void MonitorAttribution::fill(MonitorTotals& t) const {
   }
   t.process_other = process_of(-1, {kOtherSeries, kOtherSeries}, processes_.other());
   auto cgroup_of = [](const std::string& path, const std::vector<std::int64_t>& c) {
-    return MonitorCgroup{path, c[kInitiated], c[kReceived], c[kWaitNs], c[kHandlerNs]};
+    return MonitorCgroup{path, c[kInitiated], c[kReceived], c[kWaitNs], c[kHandlerNs], c[kInflictedNs],
+                         c[kInflictedOtherNs]};
   };
   t.cgroups.clear();
   for (const auto& e : cgroups_.entries()) t.cgroups[e.key] = cgroup_of(e.key, e.counts);

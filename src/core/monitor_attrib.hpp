@@ -46,15 +46,17 @@ class MonitorAttribution {
     add(reason, pid, n, 0, now_ns, lookup);
   }
   // n flushes and ns of time (reason 4: the initiator's wait; reason 1: the
-  // handler time of the interrupted task).
-  void add(int reason, int pid, std::int64_t n, std::int64_t ns, std::int64_t now_ns, const TaskLookup& lookup);
+  // handler time of the interrupted task); reason 4 also the time its
+  // flushes ran on their targets (inflicted, and on other cgroups' tasks).
+  void add(int reason, int pid, std::int64_t n, std::int64_t ns, std::int64_t now_ns, const TaskLookup& lookup,
+           std::int64_t inflicted_ns = 0, std::int64_t inflicted_other_ns = 0);
 
   // Copies the cumulative tables into t.processes, t.process_other,
   // t.cgroups and t.cgroup_other.
   void fill(MonitorTotals& t) const;
 
  private:
-  BoundedSeries processes_;  // key pid, attrs {comm, cgroup}, counts {initiated, wait, received, handler}
+  BoundedSeries processes_;  // key pid, attrs {comm, cgroup}, counts {initiated, wait, received, handler, inflicted, ...other}
   BoundedSeries cgroups_;    // key cgroup path, same counts
 };
 

@@ -10,8 +10,7 @@
 namespace shootdown {
 
 double StallModel::overhead_ns_per_ipi() const {
-  if (ipis <= 0) return 0;
-  return std::max(0.0, static_cast<double>(stall_ns - handler_ns) / static_cast<double>(ipis));
+  return std::max(0.0, overhead_ns);
 }
 
 std::int64_t StallModel::estimate_ns(std::int64_t handler, std::int64_t irqs) const {
@@ -32,15 +31,22 @@ std::optional<StallModel> stall_model_from(const Attribution& a, const std::stri
   }
   StallModel m;
   m.source = source;
+  double weighted = 0;
+  std::int64_t weights = 0;
   for (const VictimAttribution& v : a.victims) {
     m.ipis += v.shootdown_ipis;
     m.handler_ns += std::max<std::int64_t>(0, v.handler_ns.total);
     m.stall_ns += v.stall_ns[static_cast<std::size_t>(StallLabel::kTlbShootdown)];
+    if (v.handler_ns.count <= 0 || v.stall_per_shootdown.count <= 0) continue;
+    const std::int64_t w = v.stall_per_shootdown.count;
+    weighted += static_cast<double>(w) * static_cast<double>(v.stall_per_shootdown.p50 - v.handler_ns.p50);
+    weights += w;
   }
-  if (m.ipis == 0 || m.handler_ns <= 0) {
-    if (why) *why = "its victims received no shootdown IPI with a timed handler (nothing to calibrate on)";
+  if (m.ipis == 0 || m.handler_ns <= 0 || weights == 0) {
+    if (why) *why = "its victims received no shootdown IPI with a timed handler and a measured stall (nothing to calibrate on)";
     return std::nullopt;
   }
+  m.overhead_ns = weighted / static_cast<double>(weights);
   return m;
 }
 

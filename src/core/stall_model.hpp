@@ -5,8 +5,8 @@
 // production.
 //
 //   stall per IPI = handler time (entry -> exit, measured per interrupt)
-//                 + delivery overhead (measured once by run: the victims'
-//                   tlb-shootdown stall minus their handler time, per IPI)
+//                 + delivery overhead (measured once by run: the median
+//                   stall per shootdown IPI minus the median handler time)
 //
 // Why this model: the handler is what the kernel can time cheaply
 // everywhere; the rest (IPI delivery, interrupt entry and exit, in a VM the
@@ -14,8 +14,11 @@
 // that only a victim thread timing itself can see. Keeping the handler term
 // measured lets the estimate follow flushes that take longer (more pages,
 // a full flush) or shorter (run's own tracing inflates its handler time
-// and its stall alike; the difference carries over). Means, not medians:
-// the estimate is a sum of seconds and must add up to totals.
+// and its stall alike; the difference carries over). The overhead from
+// medians: on this guest a calibration run now and then meets a few long
+// stalls (the host's own bursts) and its mean overhead doubles (15.7 to
+// 30.3 us across runs of one hour), which a mean would carry into every
+// estimate; its median moves far less. The handler term stays a sum.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +34,7 @@ struct StallModel {
   std::int64_t ipis = 0;       // shootdown IPIs the victims of that run received
   std::int64_t handler_ns = 0; // their handler time
   std::int64_t stall_ns = 0;   // the victims' tlb-shootdown stall (excess over the baseline median)
+  double overhead_ns = 0;      // per IPI: median stall - median handler, victims weighted by their IPIs
 
   // Delivery overhead per IPI, ns (never below 0).
   double overhead_ns_per_ipi() const;

@@ -34,12 +34,18 @@ void append_attrib_families(const MonitorTotals& t, std::vector<prom::Family>& o
                                     "exit) while they interrupted a process's threads, since the monitor started; ") +
                             kSeriesNote,
                         "counter", {}, 9};
+  prom::Family pinf{"shootdown_process_inflicted_seconds_total",
+                    std::string("Time the targets of a process's remote TLB flushes spent running flush_tlb_func for "
+                                "them (csd_function_entry to exit, linked to the sender by its csd) since the monitor "
+                                "started; ") + kSeriesNote,
+                    "counter", {}, 9};
   auto add_process = [&](const MonitorProcess& p) {
     const std::string pid = p.pid >= 0 ? std::to_string(p.pid) : kOtherSeries;
     std::vector<std::pair<std::string, std::string>> labels{{"pid", pid}, {"comm", p.comm}, {"cgroup", p.cgroup}};
     proc.samples.push_back({labels, p.flushes});
     pwait.samples.push_back({labels, p.wait_ns});
     phandler.samples.push_back({labels, p.handler_ns});
+    pinf.samples.push_back({labels, p.inflicted_ns});
   };
   for (const auto& [pid, p] : t.processes) add_process(p);
   add_process(t.process_other);
@@ -61,11 +67,21 @@ void append_attrib_families(const MonitorTotals& t, std::vector<prom::Family>& o
                         std::string("Time CPUs spent in TLB shootdown IPI handlers while they interrupted a task of a "
                                     "cgroup v2 path since the monitor started (\"(idle)\": no task); ") + kSeriesNote,
                         "counter", {}, 9};
+  prom::Family cinf{"shootdown_cgroup_inflicted_seconds_total",
+                    std::string("Time the targets of remote TLB flushes by tasks of a cgroup v2 path spent running "
+                                "flush_tlb_func for them (csd link) since the monitor started; ") + kSeriesNote,
+                    "counter", {}, 9};
+  prom::Family cinfo{"shootdown_cgroup_inflicted_other_seconds_total",
+                     std::string("The part of shootdown_cgroup_inflicted_seconds_total that ran while the target CPU "
+                                 "ran a task of another cgroup (the cost one service puts on others); ") + kSeriesNote,
+                     "counter", {}, 9};
   auto add = [&](const MonitorCgroup& c) {
     ini.samples.push_back({{{"cgroup", c.path}}, c.initiated});
     rec.samples.push_back({{{"cgroup", c.path}}, c.received});
     cwait.samples.push_back({{{"cgroup", c.path}}, c.wait_ns});
     chandler.samples.push_back({{{"cgroup", c.path}}, c.handler_ns});
+    cinf.samples.push_back({{{"cgroup", c.path}}, c.inflicted_ns});
+    cinfo.samples.push_back({{{"cgroup", c.path}}, c.inflicted_other_ns});
   };
   for (const auto& [path, c] : t.cgroups) add(c);
   add(t.cgroup_other);
@@ -89,6 +105,11 @@ void append_attrib_families(const MonitorTotals& t, std::vector<prom::Family>& o
     add_est(t.cgroup_other);
     out.push_back(std::move(est));
   }
+  if (t.unlinked.empty()) {
+    out.push_back(std::move(pinf));
+    out.push_back(std::move(cinf));
+    out.push_back(std::move(cinfo));
+  }
   if (!t.wait_unmeasured.empty()) return;
   out.push_back(std::move(pwait));
   out.push_back(std::move(cwait));
@@ -104,6 +125,7 @@ void append_attrib_points(const MonitorInterval& iv, const std::string& host, st
     if (iv.timed) {
       p.integer("handler_ns", c.handler_ns);
       if (iv.wait_unmeasured.empty()) p.integer("wait_ns", c.wait_ns);
+      if (iv.unlinked.empty()) p.integer("inflicted_ns", c.inflicted_ns).integer("inflicted_other_ns", c.inflicted_other_ns);
     }
     p.field("interval_s", iv.seconds);
     p.timestamp_ns = iv.wall_ns;
@@ -122,6 +144,10 @@ void append_attrib_json(const MonitorInterval& iv, nlohmann::json& j) {
     if (iv.timed) {
       o["handler_ns"] = c.handler_ns;
       if (iv.wait_unmeasured.empty()) o["wait_ns"] = c.wait_ns;
+      if (iv.unlinked.empty()) {
+        o["inflicted_ns"] = c.inflicted_ns;
+        o["inflicted_other_ns"] = c.inflicted_other_ns;
+      }
       if (iv.stall_model) o["est_stall_ns"] = iv.stall_model->estimate_ns(c.handler_ns, c.received);
     }
     cgs.push_back(o);

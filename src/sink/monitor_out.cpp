@@ -102,6 +102,7 @@ std::vector<influx::Point> monitor_points(const MonitorInterval& iv, const std::
     p.tag("host", host).tag("comm", t.comm).tag("cgroup", t.cgroup);
     p.integer("pid", t.pid).integer("flushes", t.flushes);
     if (iv.timed && iv.wait_unmeasured.empty()) p.integer("wait_ns", t.wait_ns);
+    if (iv.timed && iv.unlinked.empty()) p.integer("inflicted_ns", t.inflicted_ns);
     p.field("interval_s", iv.seconds);
     p.timestamp_ns = iv.wall_ns;
     pts.push_back(std::move(p));
@@ -148,11 +149,16 @@ std::string monitor_json_line(const MonitorInterval& iv, const std::string& trac
     for (const auto& t : iv.top) {
       nlohmann::json o = {{"pid", t.pid}, {"comm", t.comm}, {"cgroup", t.cgroup}, {"flushes", t.flushes}};
       if (iv.timed && iv.wait_unmeasured.empty()) o["wait_ns"] = t.wait_ns;
+      if (iv.timed && iv.unlinked.empty()) {
+        o["inflicted_ns"] = t.inflicted_ns;
+        o["inflicted_other_ns"] = t.inflicted_other_ns;
+      }
       top.push_back(o);
     }
     j["top_initiators"] = top;
     if (iv.timed) {
       j["wait"] = iv.wait_unmeasured.empty() ? "measured" : iv.wait_unmeasured;
+      j["link"] = iv.unlinked.empty() ? "csd" : iv.unlinked;
       if (iv.stall_model)
         j["stall_model"] = {{"source", iv.stall_model->source},
                             {"overhead_ns_per_ipi", iv.stall_model->overhead_ns_per_ipi()},
@@ -211,8 +217,9 @@ std::string format_monitor_lines(const MonitorInterval& iv, const std::string& c
   }
   if (iv.trace)
     for (const auto& t : iv.top)
-      out += fmt::format("{:<8}  top pid {} comm {} sends {}/s{}\n", clock, t.pid, t.comm, per_s(t.flushes, iv.seconds),
-                         iv.timed && iv.wait_unmeasured.empty() ? " waited " + format_duration_ns(t.wait_ns) : "");
+      out += fmt::format("{:<8}  top pid {} comm {} sends {}/s{}{}\n", clock, t.pid, t.comm, per_s(t.flushes, iv.seconds),
+                         iv.timed && iv.wait_unmeasured.empty() ? " waited " + format_duration_ns(t.wait_ns) : "",
+                         iv.timed && iv.unlinked.empty() ? " inflicted " + format_duration_ns(t.inflicted_ns) : "");
   if (iv.timed)
     for (const auto& t : iv.hurt)
       out += fmt::format("{:<8}  hurt pid {} comm {} handlers {}\n", clock, t.pid, t.comm,
@@ -250,11 +257,15 @@ std::string format_monitor_screen(const MonitorInterval& iv, const std::string& 
     if (!iv.stall_model) out += "stall not estimated: no calibration (--calibrate-from a run's DIR)\n";
   }
   out += "\nTop initiators (reason 4: remote IPI send)\n";
-  out += fmt::format("{:>8} {:<16} {:>10} {:>10}\n", "PID", "COMM", "SENDS/s", waited ? "WAIT" : "");
+  const bool linked = iv.timed && iv.unlinked.empty();
+  out += fmt::format("{:>8} {:<16} {:>10} {:>10} {:>10} {:>10}\n", "PID", "COMM", "SENDS/s", waited ? "WAIT" : "",
+                     linked ? "INFLICTED" : "", linked ? "ON OTHERS" : "");
   if (iv.top.empty()) out += "       -\n";
   for (const auto& t : iv.top)
-    out += fmt::format("{:>8} {:<16} {:>10} {:>10}\n", t.pid, t.comm.substr(0, 16), per_s(t.flushes, iv.seconds),
-                       waited ? format_duration_ns(t.wait_ns) : "");
+    out += fmt::format("{:>8} {:<16} {:>10} {:>10} {:>10} {:>10}\n", t.pid, t.comm.substr(0, 16),
+                       per_s(t.flushes, iv.seconds), waited ? format_duration_ns(t.wait_ns) : "",
+                       linked ? format_duration_ns(t.inflicted_ns) : "",
+                       linked ? format_duration_ns(t.inflicted_other_ns) : "");
   if (iv.timed) {
     out += "\nMost interrupted (reason 1 while their threads ran)\n";
     out += fmt::format("{:>8} {:<16} {:>10} {:>10}\n", "PID", "COMM", "FLUSHES", "HANDLERS");

@@ -34,6 +34,8 @@ struct TaskKey {  // flush_count.bpf.c struct task_key
 struct TaskValue {  // flush_count.bpf.c struct task_value
   std::uint64_t count;
   std::uint64_t ns;
+  std::uint64_t inflicted_ns;
+  std::uint64_t inflicted_other_ns;
 };
 struct TaskName {  // flush_count.bpf.c struct task_name
   std::uint64_t cgroup_id;
@@ -71,6 +73,7 @@ struct BpfFlushCounter::Impl {
   std::string attach_point;
   std::string wait_method;
   std::string wait_unmeasured;
+  std::string unlinked;
   int ncpus = 0;
   void close() {
     for (bpf_link* l : links) bpf_link__destroy(l);
@@ -97,19 +100,19 @@ std::unique_ptr<BpfFlushCounter> BpfFlushCounter::open(int only_tgid, std::uint6
   c->impl_ = std::make_unique<Impl>();
   Impl& im = *c->impl_;
   // The BTF-typed raw tracepoints first, the plain raw tracepoints where
-  // the kernel has no BTF. The initiators' wait: fexit where the kernel
-  // allows it (BTF, trampolines, not locked down), else the csd
-  // tracepoints (6.5+), else not measured.
-  enum class Wait { kFexit, kCsd, kNone };
+  // the kernel has no BTF. With each, the csd link where the kernel has csd
+  // tracepoints (6.5+), and the fexit that ends the initiators' wait where
+  // the kernel allows it (BTF, trampolines, not locked down); else the csd
+  // link ends the wait; else it is not measured.
   struct Variant {
     const char* suffix;
-    Wait wait;
+    bool fexit, csd;
   };
-  const Variant variants[] = {{"_btf", Wait::kFexit}, {"_btf", Wait::kCsd}, {"_btf", Wait::kNone},
-                              {"_raw", Wait::kCsd},   {"_raw", Wait::kNone}};
+  const Variant variants[] = {{"_btf", true, true},  {"_btf", true, false}, {"_btf", false, true},
+                              {"_btf", false, false}, {"_raw", false, true}, {"_raw", false, false}};
   std::string btf_failure, fexit_failure, csd_failure;
   for (const Variant& want : variants) {
-    if (want.wait == Wait::kCsd && flush_tlb_func == 0) {
+    if (want.csd && flush_tlb_func == 0) {
       csd_failure = "flush_tlb_func not in /proc/kallsyms";
       continue;
     }
@@ -123,8 +126,8 @@ std::unique_ptr<BpfFlushCounter> BpfFlushCounter::open(int only_tgid, std::uint6
     bpf_program* p = nullptr;
     bpf_object__for_each_program(p, im.obj) {
       const std::string name = bpf_program__name(p);
-      const bool mine = name == "wait_end_fexit" ? want.wait == Wait::kFexit
-                        : name.rfind("wait_", 0) == 0 ? want.wait == Wait::kCsd
+      const bool mine = name == "wait_end_fexit"        ? want.fexit
+                        : name.rfind("link_", 0) == 0 ? want.csd
                                                       : name.size() > 4 &&
                                                             name.compare(name.size() - 4, 4, want.suffix) == 0;
       bpf_program__set_autoload(p, mine);
@@ -157,13 +160,16 @@ std::unique_ptr<BpfFlushCounter> BpfFlushCounter::open(int only_tgid, std::uint6
     std::string failure;
     if (bpf_object__load(im.obj) != 0) {
       const int e = errno;
-      if (e == EPERM && want.wait == Wait::kNone)
+      if (e == EPERM && !want.fexit && !want.csd)
         return fail("BPF load: not permitted (needs root, or CAP_BPF and CAP_PERFMON)");
       failure = fmt::format("{}{}", std::strerror(e), last.empty() ? "" : " (" + last + ")");
     } else {
+      // flush_count.bpf.c CFG_FLUSH_TLB_FUNC, CFG_CSD_ENDS_WAIT.
       bpf_map* config = bpf_object__find_map_by_name(im.obj, "config");
-      const std::uint32_t zero = 0;
-      if (!config || bpf_map_update_elem(bpf_map__fd(config), &zero, &flush_tlb_func, BPF_ANY) != 0)
+      const std::uint32_t k_func = 0, k_ends = 1;
+      const std::uint64_t ends_wait = want.csd && !want.fexit ? 1 : 0;
+      if (!config || bpf_map_update_elem(bpf_map__fd(config), &k_func, &flush_tlb_func, BPF_ANY) != 0 ||
+          bpf_map_update_elem(bpf_map__fd(config), &k_ends, &ends_wait, BPF_ANY) != 0)
         failure = "BPF object: config map missing";
       for (bpf_program* prog : progs) {
         if (!failure.empty()) break;
@@ -175,16 +181,19 @@ std::unique_ptr<BpfFlushCounter> BpfFlushCounter::open(int only_tgid, std::uint6
     if (failure.empty()) {
       im.attach_point = bpf_program__section_name(progs.front());
       im.attach_point = im.attach_point.substr(0, im.attach_point.find('/'));
-      im.wait_method = want.wait == Wait::kFexit ? "fexit" : want.wait == Wait::kCsd ? "csd" : "";
-      if (want.wait == Wait::kNone)
-        im.wait_unmeasured = fmt::format("fexit/native_flush_tlb_multi: {}; csd tracepoints: {}",
-                                         fexit_failure.empty() ? "the kernel has no BTF" : fexit_failure,
-                                         csd_failure.empty() ? "the kernel has no BTF" : csd_failure);
+      im.wait_method = want.fexit ? "fexit" : want.csd ? "csd" : "";
+      const std::string fexit_why = fexit_failure.empty() ? "the kernel has no BTF" : fexit_failure;
+      const std::string csd_why = csd_failure.empty() ? "not loaded" : csd_failure;
+      if (!want.fexit && !want.csd)
+        im.wait_unmeasured = fmt::format("fexit/native_flush_tlb_multi: {}; csd tracepoints: {}", fexit_why, csd_why);
+      if (!want.csd) im.unlinked = "no csd tracepoints to link a receiver to its sender (" + csd_why + ")";
       break;
     }
-    if (want.wait == Wait::kFexit) {
+    if (want.fexit && want.csd) {
+      // Either part may be what failed: the next variants tell.
+    } else if (want.fexit) {
       fexit_failure = failure;
-    } else if (want.wait == Wait::kCsd) {
+    } else if (want.csd) {
       if (csd_failure.empty()) csd_failure = failure;
     } else if (btf_failure.empty()) {
       btf_failure = failure;
@@ -244,6 +253,8 @@ std::vector<BpfTaskCount> BpfFlushCounter::tasks() const {
     for (const TaskValue& v : per_cpu) {
       t.count += static_cast<std::int64_t>(v.count);
       t.ns += static_cast<std::int64_t>(v.ns);
+      t.inflicted_ns += static_cast<std::int64_t>(v.inflicted_ns);
+      t.inflicted_other_ns += static_cast<std::int64_t>(v.inflicted_other_ns);
     }
     TaskName nm{};
     if (bpf_map_lookup_elem(im.names_fd, &key.tgid, &nm) == 0) {
@@ -273,6 +284,8 @@ const std::string& BpfFlushCounter::attach_point() const { return impl_->attach_
 const std::string& BpfFlushCounter::wait_method() const { return impl_->wait_method; }
 
 const std::string& BpfFlushCounter::wait_unmeasured() const { return impl_->wait_unmeasured; }
+
+const std::string& BpfFlushCounter::unlinked() const { return impl_->unlinked; }
 
 void BpfFlushCounter::erase(int tgid) {
   for (std::uint32_t reason : {1u, 4u}) {

@@ -28,6 +28,8 @@ struct BpfTaskCount {
   int reason = 0;    // 1 (received: the interrupted task) or 4 (initiated)
   std::int64_t count = 0;       // cumulative since open()
   std::int64_t ns = 0;          // reason 1: handler time suffered; 4: wait in native_flush_tlb_multi
+  std::int64_t inflicted_ns = 0;        // reason 4, csd link: its targets' flush_tlb_func time
+  std::int64_t inflicted_other_ns = 0;  // ... on tasks of another cgroup
   std::uint64_t cgroup_id = 0;  // cgroup v2 id of the process when first counted (0: unknown)
   std::string comm;             // the comm of the thread counted first ("" unknown)
 };
@@ -67,6 +69,9 @@ class BpfFlushCounter {
   // measured; then wait_unmeasured() says why.
   const std::string& wait_method() const;
   const std::string& wait_unmeasured() const;
+  // "" when the csd link charges the targets' flush_tlb_func time to each
+  // initiator (inflicted), else why not.
+  const std::string& unlinked() const;
   // Forgets a process (one that is gone, once its counts were read).
   void erase(int tgid);
 

@@ -8,9 +8,10 @@
 # count of those interrupts equals run's, and the culprit's wait for its
 # remote flushes is charged to run's process. The stall model: calibrated
 # on a first run (alone), monitor's estimated stall on the victim CPU over
-# a second run agrees with that run's measured tlb-shootdown stall within
-# 20 %. Needs IPIs: judged by the runs' own evidence, not a moment of
-# doctor's.
+# each of three later runs against that run's measured tlb-shootdown
+# stall: the median error within 20 % (one run's delivery cost on this
+# guest can differ from the next one's by a third: docs/monitor.md). Needs
+# IPIs: judged by the runs' own evidence, not a moment of doctor's.
 source "$TEST_LIB"
 set -e
 need_root "BPF and perf tracepoints"
@@ -30,48 +31,68 @@ for _ in $(seq 1 100); do [[ -s "$TMP/mon.jsonl" ]] && break; kill -0 $MON 2>/de
 trace=$(head -1 "$TMP/mon.jsonl" | jq -r .trace 2>/dev/null || true)
 [[ $trace == bpf* ]] || skip "monitor has no BPF engine here: ${trace:-$(cat "$TMP/mon.err")}"
 ok "monitor runs with the BPF engine: $trace"
-run_cmd "$SHOOTDOWN" run "${ARGS[@]}" --out "$TMP/run"
-expect_rc 0 "run --release munmap beside monitor"
+for n in 1 2 3; do
+  run_cmd "$SHOOTDOWN" run "${ARGS[@]}" --out "$TMP/run$n"
+  expect_rc 0 "run $n --release munmap beside monitor"
+done
 sleep 0.2
 kill -TERM $MON
 wait $MON && ok "monitor exits 0 on SIGTERM" || not_ok "monitor exit status $?"
 MON=
-R="$TMP/run/result.json"
-read -r S E PID < <(jq -r '"\(.measure.start_ns) \(.measure.end_ns) \(.process.pid)"' "$R")
-read -r RN RT RS < <(jq -r '.attribution.victims[0] | "\(.shootdown_ipis) \(.ipi_handler_ns.total) \(.stall_ns["tlb-shootdown"])"' "$R")
-read -r REQ DEL < <(jq -r '.victims[0] as $v | .attribution.victims[0] | "\(.shootdowns.flush_requests // 0) \(.shootdowns.flush_requests_delivered // 0)"' "$R")
-((RN > 0)) || skip "the run's shootdowns sent no IPI to cpu1 (flush requests $REQ, delivered $DEL): PV flush day"
-# Intervals wholly inside [S, E]: the release sits 1 s after S and 300 ms before E.
-read -r MN MT MW MF ME < <(jq -rs --argjson s "$S" --argjson e "$E" --argjson pid "$PID" '
-  [ .[] | select((.mono_ns - .interval_s * 1e9) >= $s and .mono_ns <= $e) ] as $in
-  | [ ($in | map(.cpus[] | select(.cpu == 1) | .handler_irqs) | add // 0),
-      ($in | map(.cpus[] | select(.cpu == 1) | .handler_ns) | add // 0),
-      ($in | map(.top_initiators[]? | select(.pid == $pid) | .wait_ns // 0) | add // 0),
-      ($in | map(.top_initiators[]? | select(.pid == $pid) | .flushes) | add // 0),
-      ($in | map(.cpus[] | select(.cpu == 1) | .est_stall_ns) | add // 0) ] | @tsv' "$TMP/mon.jsonl")
-echo "# run: $RN shootdown IPIs on cpu1, handler total $RT ns; monitor inside the span: $MN interrupts, $MT ns; run pid $PID waited $MW ns for $MF flushes"
-[[ $MN == "$RN" ]] && ok "monitor counts the run's $RN shootdown IPIs on cpu1" || not_ok "monitor counted $MN shootdown IPIs on cpu1, run's trace $RN"
-# Two tracers on one interrupt each time the other's hook: monitor's
-# bracket holds run's perf hook at one end, run's holds the BPF program at
-# the other (docs/monitor.md, "Time": +0.4 to +3.1 us per interrupt in this
-# VM, monitor started first). So: within 10 %, or within 4 us per interrupt.
-pct=$(awk -v m="$MT" -v r="$RT" 'BEGIN { printf "%+.1f", (r > 0 ? 100 * (m - r) / r : 999) }')
-awk -v m="$MT" -v r="$RT" -v n="$RN" 'BEGIN { d = m - r; if (d < 0) d = -d; exit !(r > 0 && (d <= 0.10 * r || d <= 4000 * n)) }' &&
-  ok "handler time on cpu1: monitor $MT ns vs run $RT ns ($pct %, $(( (MT - RT) / RN )) ns per interrupt)" ||
-  not_ok "handler time on cpu1: monitor $MT ns vs run $RT ns ($pct %: beyond 10 % and 4 us per interrupt)"
-
 head -1 "$TMP/mon.jsonl" | jq -e '.stall_model.ipis > 0' >/dev/null &&
   ok "monitor reports its stall model and where it came from: $(grep -m1 estimating "$TMP/mon.err" | cut -c1-150)" ||
   not_ok "no stall_model in monitor's JSON: $(head -1 "$TMP/mon.jsonl" | jq -c .stall_model)"
-pct=$(awk -v m="$ME" -v r="$RS" 'BEGIN { printf "%+.1f", (r > 0 ? 100 * (m - r) / r : 999) }')
-awk -v m="$ME" -v r="$RS" 'BEGIN { d = m - r; if (d < 0) d = -d; exit !(r > 0 && d <= 0.20 * r) }' &&
-  ok "estimated stall on cpu1 $ME ns vs the run's measured tlb-shootdown stall $RS ns ($pct %, within 20 %)" ||
-  not_ok "estimated stall on cpu1 $ME ns vs measured $RS ns ($pct %: beyond 20 %)"
+link=$(head -1 "$TMP/mon.jsonl" | jq -r .link)
 wait_how=$(head -1 "$TMP/mon.jsonl" | jq -r .wait)
-if [[ $wait_how == measured ]]; then
-  ((MF >= RN && MW > 0)) && ok "the run's process is charged $MF flushes and $MW ns of wait" ||
-    not_ok "run's process: $MF flushes, $MW ns wait (expected >= $RN flushes and some wait)"
-else
-  skip_check "initiators' wait not measured here: $wait_how"
+errors=()
+for n in 1 2 3; do
+  R="$TMP/run$n/result.json"
+  [[ -f $R ]] || continue
+  read -r S E PID < <(jq -r '"\(.measure.start_ns) \(.measure.end_ns) \(.process.pid)"' "$R")
+  read -r RN RT RS < <(jq -r '.attribution.victims[0] | "\(.shootdown_ipis) \(.ipi_handler_ns.total) \(.stall_ns["tlb-shootdown"])"' "$R")
+  read -r REQ DEL < <(jq -r '.attribution.victims[0] | "\(.shootdowns.flush_requests // 0) \(.shootdowns.flush_requests_delivered // 0)"' "$R")
+  if ((RN == 0)); then
+    skip_check "run $n: its shootdowns sent no IPI to cpu1 (flush requests $REQ, delivered $DEL): PV flush"
+    continue
+  fi
+  # Intervals wholly inside [S, E]: the release sits 1 s after S and 300 ms before E.
+  read -r MN MT MW MF ME MI < <(jq -rs --argjson s "$S" --argjson e "$E" --argjson pid "$PID" '
+    [ .[] | select((.mono_ns - .interval_s * 1e9) >= $s and .mono_ns <= $e) ] as $in
+    | [ ($in | map(.cpus[] | select(.cpu == 1) | .handler_irqs) | add // 0),
+        ($in | map(.cpus[] | select(.cpu == 1) | .handler_ns) | add // 0),
+        ($in | map(.top_initiators[]? | select(.pid == $pid) | .wait_ns // 0) | add // 0),
+        ($in | map(.top_initiators[]? | select(.pid == $pid) | .flushes) | add // 0),
+        ($in | map(.cpus[] | select(.cpu == 1) | .est_stall_ns) | add // 0),
+        ($in | map(.top_initiators[]? | select(.pid == $pid) | .inflicted_ns // 0) | add // 0) ] | @tsv' "$TMP/mon.jsonl")
+  echo "# run $n: $RN shootdown IPIs on cpu1, handler total $RT ns, stall $RS ns; monitor inside the span: $MN interrupts, $MT ns, estimated stall $ME ns; run pid $PID waited $MW ns for $MF flushes, inflicted $MI ns"
+  [[ $MN == "$RN" ]] && ok "run $n: monitor counts the run's $RN shootdown IPIs on cpu1" ||
+    not_ok "run $n: monitor counted $MN shootdown IPIs on cpu1, run's trace $RN"
+  # Two tracers on one interrupt each time the other's hook: monitor's
+  # bracket holds run's perf hook at one end, run's holds the BPF program at
+  # the other (docs/monitor.md, "Time": +0.4 to +3.1 us per interrupt in this
+  # VM, monitor started first). So: within 10 %, or within 4 us per interrupt.
+  pct=$(awk -v m="$MT" -v r="$RT" 'BEGIN { printf "%+.1f", (r > 0 ? 100 * (m - r) / r : 999) }')
+  awk -v m="$MT" -v r="$RT" -v n="$RN" 'BEGIN { d = m - r; if (d < 0) d = -d; exit !(r > 0 && (d <= 0.10 * r || d <= 4000 * n)) }' &&
+    ok "run $n: handler time on cpu1: monitor $MT ns vs run $RT ns ($pct %, $(( (MT - RT) / RN )) ns per interrupt)" ||
+    not_ok "run $n: handler time on cpu1: monitor $MT ns vs run $RT ns ($pct %: beyond 10 % and 4 us per interrupt)"
+  errors+=("$(awk -v m="$ME" -v r="$RS" 'BEGIN { printf "%.1f", (r > 0 ? 100 * (m - r) / r : 999) }')")
+  # The csd link: the time the run's flushes ran flush_tlb_func on cpu1,
+  # inside the handlers monitor timed there.
+  if [[ $link == csd ]]; then
+    ((MI > 0 && MI <= MT)) && ok "run $n: csd link: its flushes ran $MI ns of flush_tlb_func on their target, within its $MT ns of handlers" ||
+      not_ok "run $n: csd link: inflicted $MI ns vs handlers $MT ns on cpu1"
+  fi
+  if [[ $wait_how == measured ]]; then
+    ((MF >= RN && MW > 0)) && ok "run $n: the run's process is charged $MF flushes and $MW ns of wait" ||
+      not_ok "run $n: run's process: $MF flushes, $MW ns wait (expected >= $RN flushes and some wait)"
+  fi
+done
+[[ $link == csd ]] || skip_check "no csd link here: $link"
+[[ $wait_how == measured ]] || skip_check "initiators' wait not measured here: $wait_how"
+if ((${#errors[@]})); then
+  med=$(printf '%s\n' "${errors[@]}" | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
+  awk -v m="$med" 'BEGIN { exit !(m >= -20 && m <= 20) }' &&
+    ok "estimated vs measured tlb-shootdown stall on cpu1: median error $med % (runs: ${errors[*]} %), within 20 %" ||
+    not_ok "estimated vs measured tlb-shootdown stall: median error $med % (runs: ${errors[*]} %), beyond 20 %"
 fi
 finish

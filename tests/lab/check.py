@@ -494,6 +494,31 @@ def check_monitor(c, k, t, case, d):
     c.add(k, t, case, "initiators' wait measured, <= r4", lines[0].get("wait") == "measured" and
           0 < h["waits"] <= tot["r4"] and h["wait_ns"] > 0,
           f"by {method}: {h['waits']} waits, {h['wait_ns']} ns; r4 {tot['r4']}; {lines[0].get('wait', '')[:120]}")
+    # The csd link where the kernel has csd tracepoints (6.5+): the run's
+    # flushes' flush_tlb_func time on their targets, inside the handlers;
+    # on older kernels the output says there is no link.
+    link = lines[0].get("link", "")
+    inflicted = sum(t.get("inflicted_ns", 0) for iv in lines for t in iv.get("top_initiators", [])
+                    if t.get("comm") == "shootdown")
+    has_csd = any(l.startswith("csd:") or "csd_" in l for l in kfacts_tracepoints(d))
+    if link == "csd":
+        c.add(k, t, case, "csd link: inflicted within handlers", 0 < inflicted <= h["ns"],
+              f"inflicted {inflicted} ns by the run, handlers {h['ns']} ns")
+    else:
+        c.add(k, t, case, "no csd link: stated", bool(link) and not has_csd, f"{link[:140]}")
+
+
+def kfacts_tracepoints(case_dir):
+    """Tracepoints the kernel had, from any result.json of the same boot."""
+    boot = os.path.dirname(case_dir)
+    for name in sorted(os.listdir(boot)):
+        r = os.path.join(boot, name, "result.json")
+        if os.path.isfile(r):
+            try:
+                return json.load(open(r)).get("trace", {}).get("tracepoints", [])
+            except ValueError:
+                pass
+    return []
 
 
 def kernel_facts(res_any):

@@ -162,9 +162,10 @@ TEST(MonitorAttribution, TimeCausedAndSufferedPerProcessAndCgroup) {
   TaskLookup lookup = [](int pid) {
     return TaskInfo{"p" + std::to_string(pid), pid == 42 ? "/batch.slice" : "/trading.slice"};
   };
-  a.add(4, 42, 3, 9000, 0, lookup);     // pid 42 sent 3 flushes and waited 9 us for them
+  a.add(4, 42, 3, 9000, 0, lookup, 2400, 800);  // pid 42 sent 3 flushes, waited 9 us; they ran 2.4 us on targets
+                                                 // (0.8 us of it on another cgroup's tasks)
   a.add(1, 7, 2, 0, 1, lookup);         // its IPIs interrupted pid 7 twice ...
-  a.add(1, 7, 0, 5000, 2, lookup);      // ... for 5 us of handler time (read later: exit after the flush)
+  a.add(1, 7, 0, 5000, 2, lookup, 99, 99);  // ... for 5 us of handler time; inflicted is a sender's only
   a.add(1, 0, 1, 100, 3, lookup);       // and the idle task once
   a.add(2, 7, 10, 10, 4, lookup);       // local flush: neither caused nor suffered
   a.add(4, 0, 1, 1, 5, lookup);         // the idle task sends nothing
@@ -174,6 +175,10 @@ TEST(MonitorAttribution, TimeCausedAndSufferedPerProcessAndCgroup) {
   EXPECT_EQ(t.processes[42].flushes, 3);
   EXPECT_EQ(t.processes[42].wait_ns, 9000);
   EXPECT_EQ(t.processes[42].handler_ns, 0);
+  EXPECT_EQ(t.processes[42].inflicted_ns, 2400);
+  EXPECT_EQ(t.processes[42].inflicted_other_ns, 800);
+  EXPECT_EQ(t.processes[7].inflicted_ns, 0);
+  EXPECT_EQ(t.cgroups["/batch.slice"].inflicted_other_ns, 800);
   EXPECT_EQ(t.processes[7].received, 2);
   EXPECT_EQ(t.processes[7].handler_ns, 5000);
   EXPECT_EQ(t.processes[7].cgroup, "/trading.slice");
@@ -207,24 +212,33 @@ TEST(MonitorAttribution, TimeCausedAndSufferedPerProcessAndCgroup) {
   EXPECT_NE(prom.find("shootdown_cgroup_caused_wait_seconds_total{cgroup=\"/batch.slice\"} 0.000009000\n"),
             std::string::npos);
   EXPECT_NE(prom.find("shootdown_cgroup_suffered_seconds_total{cgroup=\"other\"} 0.000000000\n"), std::string::npos);
+  EXPECT_NE(prom.find("shootdown_cgroup_inflicted_other_seconds_total{cgroup=\"/batch.slice\"} 0.000000800\n"),
+            std::string::npos);
   const auto j = nlohmann::json::parse(monitor_json_line(iv, "bpf"));
   EXPECT_EQ(j["cpus"][0]["handler_ns"], 5000);
   EXPECT_EQ(j["top_suffered"][0]["handler_ns"], 5000);
   EXPECT_EQ(j["wait"], "measured");
+  EXPECT_EQ(j["link"], "csd");
+  EXPECT_EQ(j["top_initiators"][0]["inflicted_ns"], 2400);
   const std::string lines = influx::encode_lines(monitor_points(iv, "h"));
   EXPECT_NE(lines.find("shootdown_monitor_cgroup,cgroup=/batch.slice,host=h initiated=3i,received=0i,handler_ns=0i,"
                        "wait_ns=9000i"),
             std::string::npos)
       << lines;
 
-  // Where the wait cannot be measured it is absent, never zero.
+  // Where the wait cannot be measured, or nothing links a receiver to its
+  // sender, it is absent, never zero.
   t.wait_unmeasured = "fexit: not permitted; csd tracepoints: none";
+  t.unlinked = "no csd tracepoints to link a receiver to its sender (6.1)";
   const std::string prom2 = monitor_exposition(t);
   EXPECT_EQ(prom2.find("wait_seconds_total"), std::string::npos);
+  EXPECT_EQ(prom2.find("inflicted"), std::string::npos);
   EXPECT_NE(prom2.find("shootdown_process_suffered_seconds_total"), std::string::npos);
   const auto iv2 = monitor_interval(t0, t, 5);
   const auto j2 = nlohmann::json::parse(monitor_json_line(iv2, "bpf"));
   EXPECT_EQ(j2["wait"], t.wait_unmeasured);
   EXPECT_FALSE(j2["cpus"][0].contains("wait_ns"));
+  EXPECT_EQ(j2["link"], t.unlinked);
+  EXPECT_FALSE(j2["top_initiators"][0].contains("inflicted_ns"));
   EXPECT_NE(format_monitor_screen(iv2, "t").find("wait not measured"), std::string::npos);
 }

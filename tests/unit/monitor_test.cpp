@@ -86,3 +86,34 @@ TEST(Monitor, InfluxPointsAndJson) {
   EXPECT_EQ(j["cpus"][1]["flush"]["remote_shootdown"], 4);
   EXPECT_EQ(j["top_initiators"][0]["comm"], "munmap loop");
 }
+
+TEST(StallModel, MedianOverheadPlusMeasuredHandlerTime) {
+  Attribution a;
+  std::string why;
+  EXPECT_FALSE(stall_model_from(a, "x", &why));  // no attribution
+  EXPECT_NE(why.find("no kernel attribution"), std::string::npos);
+  a.available = true;
+  VictimAttribution v1, v2;
+  v1.shootdown_ipis = 30;
+  v1.handler_ns = {30, 5000, 6000, 9000, 160000};
+  v1.stall_per_shootdown = {30, 25000, 30000, 200000, 900000};  // one long stall: the mean would be 30 us
+  v1.stall_ns[static_cast<std::size_t>(StallLabel::kTlbShootdown)] = 900000;
+  v2.shootdown_ipis = 10;
+  v2.handler_ns = {10, 4000, 5000, 6000, 42000};
+  v2.stall_per_shootdown = {10, 16000, 20000, 30000, 170000};
+  v2.stall_ns[static_cast<std::size_t>(StallLabel::kTlbShootdown)] = 170000;
+  a.victims = {v1, v2};
+  auto m = stall_model_from(a, "run abc (cal/result.json)", &why);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->ipis, 40);
+  EXPECT_EQ(m->handler_ns, 202000);
+  EXPECT_EQ(m->stall_ns, 1070000);
+  EXPECT_DOUBLE_EQ(m->overhead_ns_per_ipi(), (30.0 * 20000 + 10.0 * 12000) / 40);  // 18 us
+  EXPECT_EQ(m->estimate_ns(9000, 2), 9000 + 36000);
+  EXPECT_EQ(m->estimate_ns(0, 0), 0);
+  EXPECT_NE(m->describe().find("run abc (cal/result.json)"), std::string::npos);
+  EXPECT_NE(m->describe().find("18.0 us"), std::string::npos) << m->describe();
+  a.victims = {VictimAttribution{}};
+  EXPECT_FALSE(stall_model_from(a, "x", &why));  // nothing to calibrate on
+  EXPECT_NE(why.find("no shootdown IPI"), std::string::npos);
+}
