@@ -58,28 +58,63 @@ else
   mapfile -t kernels < <(grep -v '^\s*#' "$here/kernels.txt" | grep -v '^\s*$')
 fi
 
-# Resolves a metapackage to the linux-image-* it depends on; prints the
-# directory holding boot/vmlinuz-* (extracted once into the cache).
-fetch_kernel() {
-  local pkg=$1 real deb dir
-  real=$pkg
-  if ! ls "$cache/kernels/${pkg}_"*.deb >/dev/null 2>&1; then
-    # A metapackage has no vmlinuz: follow its linux-image-* dependency.
-    local dep
-    dep=$(apt-cache depends "$pkg" 2>/dev/null | awk '/Depends: linux-image-[0-9]/{print $2; exit}')
-    [[ -n $dep ]] && real=$dep
+# apt for one extra suite (e.g. trixie-backports), for the lab only: its
+# own sources list, lists and cache under $cache/apt-SUITE; the system's apt
+# configuration is never touched. Prints the apt options.
+suite_apt() {
+  local suite=$1 d=$cache/apt-$1
+  mkdir -p "$d/lists/partial" "$d/cache/archives/partial"
+  local codename=${suite%%-*}
+  echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian $suite main" >"$d/sources.list"
+  local opts="-o Dir::Etc::SourceList=$d/sources.list -o Dir::Etc::SourceParts=/dev/null -o Dir::State::Lists=$d/lists -o Dir::Cache=$d/cache"
+  # Backports keeps only its latest build: refresh the lists once a day.
+  if [[ -z $(find "$d/lists" -maxdepth 1 -name '*Packages*' -mtime -1 2>/dev/null | head -1) ]]; then
+    apt-get $opts update >/dev/null 2>&1 || log "apt-get update for $suite ($codename) failed"
   fi
+  echo "$opts"
+}
+
+# Resolves a metapackage to the package holding the kernel image (from
+# Linux 7.x Debian splits it: linux-image-V is itself a metapackage of
+# linux-binary-V, whose vmlinuz is /usr/lib/modules/V/vmlinuz); prints the
+# directory it is extracted to (once, into the cache). An entry SUITE:PKG
+# resolves PKG in that suite (suite_apt).
+fetch_kernel() {
+  local entry=$1 pkg real deb dir opts="" suite=""
+  pkg=${entry#*:}
+  [[ $entry == *:* ]] && suite=${entry%%:*}
+  [[ -n $suite ]] && opts=$(suite_apt "$suite")
+  real=$pkg
+  local hop
+  for hop in 1 2 3; do
+    # Only packages holding an image are cached: one of them ends the walk.
+    ls "$cache/kernels/${real}_"*.deb >/dev/null 2>&1 && break
+    # A metapackage has no vmlinuz: follow its linux-image-* / linux-binary-* dependency.
+    local dep
+    # shellcheck disable=SC2086
+    dep=$(apt-cache $opts depends "$real" 2>/dev/null | awk '/Depends: linux-(image|binary)-[0-9]/{print $2; exit}')
+    [[ -n $dep ]] || break
+    real=$dep
+  done
   deb=$(ls "$cache/kernels/${real}_"*.deb 2>/dev/null | head -1)
   if [[ -z $deb ]]; then
-    (cd "$cache/kernels" && apt-get download "$real" >/dev/null 2>&1) || return 1
+    # shellcheck disable=SC2086
+    (cd "$cache/kernels" && apt-get $opts download "$real" >/dev/null 2>&1) || return 1
     deb=$(ls "$cache/kernels/${real}_"*.deb 2>/dev/null | head -1)
     [[ -n $deb ]] || return 1
   fi
   dir=$cache/kernels/x/$real
-  if ! ls "$dir"/boot/vmlinuz-* >/dev/null 2>&1; then
+  if [[ -z $(vmlinuz_in "$dir") ]]; then
     rm -rf "$dir" && mkdir -p "$dir" && dpkg-deb -x "$deb" "$dir" || return 1
   fi
+  [[ -n $(vmlinuz_in "$dir") ]] || return 1
   echo "$dir"
+}
+
+# The kernel image of an extracted package: boot/vmlinuz-V (to 6.x) or
+# usr/lib/modules/V/vmlinuz (7.x).
+vmlinuz_in() {
+  ls "$1"/boot/vmlinuz-* "$1"/usr/lib/modules/*/vmlinuz 2>/dev/null | head -1
 }
 
 declare -A kdir
@@ -118,7 +153,7 @@ trim() { local s=$1; s=${s#"${s%%[![:space:]]*}"}; s=${s%"${s##*[![:space:]]}"};
 
 boot_one() {  # kernel-dir topo mem smp cmdline suite rundir
   local kd=$1 topo=$2 mem=$3 smp=$4 cmd=$5 suite=$6 rd=$7 n start rc vmlinuz
-  vmlinuz=$(ls "$kd"/boot/vmlinuz-* | head -1)
+  vmlinuz=$(vmlinuz_in "$kd")
   for ((n = 1; n <= max_boots; n++)); do
     rm -f "$rd/console.log" "$rd/serial1.txt"
     start=$(date +%s)

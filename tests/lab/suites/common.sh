@@ -50,7 +50,7 @@ doctor_case() {
 }
 
 # monitor_case NAME RUN-ARGS...: `shootdown monitor --trace bpf --json` every
-# 100 ms around one `run` (the load); check.py sets its per-CPU tlb_flush
+# 100 ms around one `run` (the load, its result in run/); check.py sets its per-CPU tlb_flush
 # counts against the TLB row of the same intervals and looks for the run's
 # process among the initiators.
 monitor_case() {
@@ -60,8 +60,11 @@ monitor_case() {
   mkdir -p "$d"
   $SD monitor --trace bpf --json 100ms >"$d/monitor.jsonl" 2>"$d/stderr" &
   mon=$!
-  sleep 1
-  timeout 240 $SD run --json "$@" >/dev/null 2>"$d/run.stderr"
+  # Its first line comes after the programs are loaded and attached (under
+  # TCG loading against a large kernel's BTF takes seconds): start the load
+  # only then.
+  for _ in $(seq 1 600); do [ -s "$d/monitor.jsonl" ] && break; kill -0 $mon 2>/dev/null || break; sleep 0.1; done
+  timeout 240 $SD run "$@" --out "$d/run" >/dev/null 2>"$d/run.stderr"
   echo $? >"$d/run_rc"
   sleep 0.5
   kill -TERM $mon
