@@ -398,7 +398,10 @@ Attribution attribute(const std::vector<VictimSamples>& victims, const KernelTra
     std::map<std::int64_t, int> outside_per_sample;  // ... of them outside the release calls
     for (const Incident& inc : incidents) {
       const StallLabel l = label_of(inc);
-      const bool call_function = inc.kind == Kind::kCallFunction;
+      // Interrupts are counted over the counted span only, as /proc/interrupts
+      // is: the tracer's own set-up (enabling events sends IPIs) and the
+      // teardown fall outside it.
+      const bool call_function = inc.kind == Kind::kCallFunction && inc.start_ns >= lo && inc.start_ns <= hi;
       if (call_function) {
         for (auto f : inc.funcs) ++funcs[function_of(trace, f)];
         if (l == StallLabel::kTlbShootdown)
@@ -516,6 +519,7 @@ Attribution attribute(const std::vector<VictimSamples>& victims, const KernelTra
       if (e.type != EventType::kIpiSendCpu && e.type != EventType::kIpiSendCpumask) continue;
       if (e.c == 0 || !trace.targets(e, v.cpu)) continue;
       if (opts.culprit_cpu >= 0 ? e.cpu != opts.culprit_cpu : e.cpu == v.cpu) continue;
+      if (e.mono_ns < lo || e.mono_ns > hi) continue;  // the counted span only, as the interrupts
       sends.push_back(e.mono_ns);
     }
     std::vector<std::int64_t> delivery;

@@ -252,7 +252,7 @@ TEST(Attribution, TwoShootdownsInOneSampleShareItsStall) {
 }
 
 TEST(Attribution, DeliveryLatencyPairsCulpritSendsWithEntries) {
-  auto v = make_samples(1, 200);
+  auto v = make_samples(1, 300);  // 300 us: the last interrupt (190 + 40 us) inside the victim's span
   std::vector<KernelEvent> e;
   const std::int64_t cb = 0xffffffff814512d0LL;  // generic_smp_call_function_single_interrupt
   // cpu0 -> cpu1 three times, 20/25/30 us.
@@ -276,6 +276,32 @@ TEST(Attribution, DeliveryLatencyPairsCulpritSendsWithEntries) {
   EXPECT_EQ(a.delivery_ns.p50, 25'000);
   EXPECT_EQ(a.delivery_ns.max, 40'000);
   EXPECT_EQ(a.shootdown_ipis, 4);
+}
+
+// Interrupts, their functions and their deliveries count over the counted
+// span only, as /proc/interrupts does: the tracer's own set-up before it
+// (enabling events sends IPIs to every CPU) and the teardown after it are
+// left out, never mixed in.
+TEST(Attribution, InterruptsOutsideTheCountedSpanAreLeftOut) {
+  auto v = make_samples(1, 200);
+  std::vector<KernelEvent> e;
+  const std::int64_t cb = 0xffffffff814512d0LL;
+  const std::int64_t before = v.start_ns - 50'000, inside = v.span_start(100), after = v.end_ns.back() + 50'000;
+  for (std::int64_t t : {before, inside, after}) {
+    e.push_back(ev(t, 0, EventType::kIpiSendCpu, 1, 0x1234, cb));
+    add_shootdown(e, 1, t + 20'000);
+  }
+  AttributionOptions o;
+  o.culprit_cpu = 0;
+  o.span_start_ns = v.start_ns;
+  o.span_end_ns = v.end_ns.back();
+  const auto a = attribute({v}, make_trace(e), o).victims.at(0);
+  EXPECT_EQ(a.shootdown_ipis, 1);
+  EXPECT_EQ(a.handler_ns.count, 1);
+  EXPECT_EQ(a.delivery_ns.count, 1);
+  std::int64_t functions = 0;
+  for (const auto& [name, n] : a.ipi_functions) functions += n;
+  EXPECT_LE(functions, 1);
 }
 
 // A 72-CPU machine: a cpumask send to CPUs 3, 65 and 70. The victim on CPU
