@@ -8,7 +8,9 @@
 //   cpu_time   per-CPU array: [0] ns spent in call-function IPI handlers
 //              that ran a shootdown flush (entry -> exit of the interrupt),
 //              [1] those interrupts, [2] ns initiators waited in
-//              native_flush_tlb_multi, [3] those waits
+//              native_flush_tlb_multi, [3] those waits, [5] [6] handlers
+//              whose only flush was for an mm the CPU no longer ran
+//              (reason 5: another process's flush, 6.14+)
 //   tasks      per-CPU hash {tgid, reason 1|4} -> {count, ns}: who initiated
 //              (reason 4, in the sender's context; ns: its wait) and who
 //              was interrupted (reason 1, in the IPI handler; ns: handler
@@ -85,7 +87,9 @@ struct {
 #define T_WAIT_NS 2
 #define T_WAITS 3
 #define T_WAITS_UNENDED 4  // csd method: a wait whose targets' exits were not all seen
-#define T_SLOTS 5
+#define T_WRONG_NS 5       // call-function IPIs whose only flush was reason 5 (another mm loaded)
+#define T_WRONG_IRQS 6
+#define T_SLOTS 7
 
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -97,7 +101,7 @@ struct {
 // Per CPU: the open call-function bracket and the open initiator wait.
 struct cpu_state {
   __u64 irq_entry_ns;  // 0: no bracket open
-  __u64 irq_tlb;       // a reason-1 flush ran inside it
+  __u64 irq_tlb;       // bit 0: a reason-1 flush ran inside it; bit 1: a reason-5 one
   __u64 wait_start_ns; // 0: no wait open
   __u64 csd_entry_ns;  // csd link: flush_tlb_func of another CPU's csd running here since
 };
@@ -219,7 +223,8 @@ static __always_inline int count(int reason) {
   if (target_tgid && tgid != target_tgid) return 0;
   bump((__u32)reason);
   struct cpu_state* st = cpu_state();
-  if (st && reason == 1 && st->irq_entry_ns) st->irq_tlb = 1;
+  if (st && reason == 1 && st->irq_entry_ns) st->irq_tlb |= 1;
+  if (st && reason == 5 && st->irq_entry_ns) st->irq_tlb |= 2;
   if (st && reason == 4) {
     st->wait_start_ns = bpf_ktime_get_ns();
     __u32 cpu = bpf_get_smp_processor_id();
@@ -249,13 +254,15 @@ static __always_inline int irq_exit(void) {
   struct cpu_state* st = cpu_state();
   if (!st || !st->irq_entry_ns) return 0;
   const __u64 ns = bpf_ktime_get_ns() - st->irq_entry_ns;
-  const int tlb = st->irq_tlb != 0;
+  const __u64 tlb = st->irq_tlb;
   st->irq_entry_ns = 0;
   st->irq_tlb = 0;
   if (!tlb) return 0;
   const __u32 tgid = current_tgid();  // the task the interrupt stopped
   if (target_tgid && tgid != target_tgid) return 0;
-  add_time(T_HANDLER_NS, ns);
+  // A shootdown for this CPU's mm (reason 1), else one for an mm it no
+  // longer runs (reason 5, 6.14+): the interrupted task pays either way.
+  add_time((tlb & 1) ? T_HANDLER_NS : T_WRONG_NS, ns);
   charge(tgid, 1, 0, ns, 1);
   return 0;
 }

@@ -241,6 +241,8 @@ class Collector {
           c.handler_irqs = times[i].handler_irqs;
           c.wait_ns = times[i].wait_ns;
           c.waits = times[i].waits;
+          c.wrong_ns = times[i].wrong_ns;
+          c.wrong_irqs = times[i].wrong_irqs;
         }
       }
     }

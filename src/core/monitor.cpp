@@ -40,6 +40,8 @@ MonitorInterval monitor_interval(const MonitorTotals& prev, const MonitorTotals&
     o.handler_irqs = clamp0(c.handler_irqs - p.handler_irqs);
     o.wait_ns = clamp0(c.wait_ns - p.wait_ns);
     o.waits = clamp0(c.waits - p.waits);
+    o.wrong_ns = clamp0(c.wrong_ns - p.wrong_ns);
+    o.wrong_irqs = clamp0(c.wrong_irqs - p.wrong_irqs);
     if (iv.seconds > 0) {
       o.tlb_per_s = static_cast<double>(o.tlb) / iv.seconds;
       o.cal_per_s = static_cast<double>(o.cal) / iv.seconds;

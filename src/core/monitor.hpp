@@ -27,6 +27,8 @@ struct MonitorCpu {
   std::int64_t handler_irqs = 0;  // those interrupts
   std::int64_t wait_ns = 0;       // initiators on this CPU waiting in native_flush_tlb_multi
   std::int64_t waits = 0;         // those waits
+  std::int64_t wrong_ns = 0;      // handlers whose only flush was reason 5 (another process's mm, 6.14+)
+  std::int64_t wrong_irqs = 0;
 };
 
 // A process that initiated shootdowns (reason 4, and the time its threads
@@ -39,7 +41,7 @@ struct MonitorProcess {
   std::string cgroup;        // cgroup v2 path when known
   std::int64_t wait_ns = 0;     // caused: waits for its remote flushes
   std::int64_t received = 0;    // reason-1 flushes while one of its threads ran
-  std::int64_t handler_ns = 0;  // suffered: shootdown IPI handler time while one of its threads ran
+  std::int64_t handler_ns = 0;  // suffered: shootdown IPI handler time while one of its threads ran (reasons 1 and 5)
   std::int64_t inflicted_ns = 0;        // csd link: its flushes' flush_tlb_func time on the targets
   std::int64_t inflicted_other_ns = 0;  // ... of it on tasks of another cgroup
 };
@@ -86,6 +88,7 @@ struct MonitorInterval {
     std::int64_t tlb_total = 0, cal_total = 0;
     std::array<std::int64_t, kTlbFlushReasons> flush{};  // deltas
     std::int64_t handler_ns = 0, handler_irqs = 0, wait_ns = 0, waits = 0;  // deltas
+    std::int64_t wrong_ns = 0, wrong_irqs = 0;                              // deltas
   };
   std::vector<Cpu> cpus;
   bool trace = false;

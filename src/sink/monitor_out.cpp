@@ -37,18 +37,23 @@ std::vector<prom::Family> monitor_families(const MonitorTotals& t) {
     if (t.timed) {
       prom::Family h{"shootdown_ipi_handler_seconds_total",
                      "Time per CPU in call-function IPI handlers that ran a TLB shootdown flush (interrupt entry to "
-                     "exit) since the monitor started.",
+                     "exit) since the monitor started; reason remote_wrong_cpu: the handler's only flush was for an "
+                     "mm the CPU no longer ran (another process's flush, 6.14+).",
                      "counter", {}, 9};
       prom::Family hn{"shootdown_ipi_handler_interrupts_total",
-                      "Call-function IPIs per CPU that ran a TLB shootdown flush since the monitor started.",
+                      "Call-function IPIs per CPU that ran a TLB shootdown flush since the monitor started (reason as "
+                      "in shootdown_ipi_handler_seconds_total).",
                       "counter", {}};
       prom::Family w{"shootdown_flush_wait_seconds_total",
                      "Time initiators on a CPU waited for remote TLB flushes (tlb_flush reason 4 to the return of "
                      "native_flush_tlb_multi) since the monitor started.",
                      "counter", {}, 9};
       for (const auto& c : t.cpus) {
-        h.samples.push_back({{{"cpu", std::to_string(c.cpu)}}, c.handler_ns});
-        hn.samples.push_back({{{"cpu", std::to_string(c.cpu)}}, c.handler_irqs});
+        const std::string cpu = std::to_string(c.cpu);
+        h.samples.push_back({{{"cpu", cpu}, {"reason", "remote_shootdown"}}, c.handler_ns});
+        h.samples.push_back({{{"cpu", cpu}, {"reason", "remote_wrong_cpu"}}, c.wrong_ns});
+        hn.samples.push_back({{{"cpu", cpu}, {"reason", "remote_shootdown"}}, c.handler_irqs});
+        hn.samples.push_back({{{"cpu", cpu}, {"reason", "remote_wrong_cpu"}}, c.wrong_irqs});
         w.samples.push_back({{{"cpu", std::to_string(c.cpu)}}, c.wait_ns});
       }
       fam.push_back(std::move(h));
@@ -90,6 +95,7 @@ std::vector<influx::Point> monitor_points(const MonitorInterval& iv, const std::
         p.integer(std::string("flush_") + tlb_flush_reason_name(r), c.flush[r]);
     if (iv.timed) {
       p.integer("handler_ns", c.handler_ns).integer("handler_irqs", c.handler_irqs);
+      p.integer("wrong_cpu_handler_ns", c.wrong_ns).integer("wrong_cpu_irqs", c.wrong_irqs);
       if (iv.wait_unmeasured.empty()) p.integer("wait_ns", c.wait_ns).integer("waits", c.waits);
       if (iv.stall_model) p.integer("est_stall_ns", iv.stall_model->estimate_ns(c.handler_ns, c.handler_irqs));
     }
@@ -135,6 +141,8 @@ std::string monitor_json_line(const MonitorInterval& iv, const std::string& trac
     if (iv.timed) {
       o["handler_ns"] = c.handler_ns;
       o["handler_irqs"] = c.handler_irqs;
+      o["wrong_cpu_handler_ns"] = c.wrong_ns;
+      o["wrong_cpu_irqs"] = c.wrong_irqs;
       if (iv.wait_unmeasured.empty()) {
         o["wait_ns"] = c.wait_ns;
         o["waits"] = c.waits;

@@ -270,10 +270,12 @@ std::vector<BpfCpuTime> BpfFlushCounter::read_times() const {
   const Impl& im = *impl_;
   std::vector<BpfCpuTime> out(static_cast<std::size_t>(im.ncpus));
   std::vector<std::uint64_t> v(static_cast<std::size_t>(im.ncpus));
+  // flush_count.bpf.c T_* slots 0..6 (4: not read).
   std::int64_t BpfCpuTime::*slots[] = {&BpfCpuTime::handler_ns, &BpfCpuTime::handler_irqs, &BpfCpuTime::wait_ns,
-                                       &BpfCpuTime::waits};  // flush_count.bpf.c T_* 0..3
-  for (std::uint32_t i = 0; i < 4; ++i) {
-    if (bpf_map_lookup_elem(im.times_fd, &i, v.data()) != 0) continue;
+                                       &BpfCpuTime::waits,      nullptr,                     &BpfCpuTime::wrong_ns,
+                                       &BpfCpuTime::wrong_irqs};
+  for (std::uint32_t i = 0; i < 7; ++i) {
+    if (!slots[i] || bpf_map_lookup_elem(im.times_fd, &i, v.data()) != 0) continue;
     for (std::size_t cpu = 0; cpu < v.size(); ++cpu) out[cpu].*slots[i] = static_cast<std::int64_t>(v[cpu]);
   }
   return out;

@@ -40,6 +40,8 @@ struct BpfCpuTime {
   std::int64_t handler_irqs = 0;  // those interrupts
   std::int64_t wait_ns = 0;       // initiators' wait in native_flush_tlb_multi on this CPU
   std::int64_t waits = 0;
+  std::int64_t wrong_ns = 0;    // handlers whose only flush was reason 5 (an mm no longer loaded)
+  std::int64_t wrong_irqs = 0;
 };
 
 class BpfFlushCounter {

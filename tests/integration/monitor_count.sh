@@ -65,8 +65,8 @@ for engine in count ring bpf; do
     ((d <= tol)) && ok "bpf: process_initiated{comm=munmap_loop} +$dpi matches the munmaps" || not_ok "bpf: process_initiated munmap_loop +$dpi vs $munmaps"
     # Time: every shootdown interrupt on cpu1 bracketed (entry -> exit
     # around a reason-1 flush), its handler time > 0.
-    hi='shootdown_ipi_handler_interrupts_total{cpu="1"}'
-    hs='shootdown_ipi_handler_seconds_total{cpu="1"}'
+    hi='shootdown_ipi_handler_interrupts_total{cpu="1",reason="remote_shootdown"}'
+    hs='shootdown_ipi_handler_seconds_total{cpu="1",reason="remote_shootdown"}'
     dhi=$(($(val "$TMP/m2" "$hi") - $(val "$TMP/m1" "$hi")))
     d=$((dhi - drs)); d=${d#-}
     ((d <= tol)) && ok "bpf: shootdown IPI handlers on cpu1 +$dhi match remote_shootdown +$drs" || not_ok "bpf: handler interrupts +$dhi vs remote_shootdown +$drs"

@@ -204,7 +204,9 @@ TEST(MonitorAttribution, TimeCausedAndSufferedPerProcessAndCgroup) {
 
   // Exports: seconds exactly, from integer nanoseconds.
   const std::string prom = monitor_exposition(t);
-  EXPECT_NE(prom.find("shootdown_ipi_handler_seconds_total{cpu=\"1\"} 0.000005000\n"), std::string::npos) << prom;
+  EXPECT_NE(prom.find("shootdown_ipi_handler_seconds_total{cpu=\"1\",reason=\"remote_shootdown\"} 0.000005000\n"),
+            std::string::npos)
+      << prom;
   EXPECT_NE(prom.find("shootdown_flush_wait_seconds_total{cpu=\"0\"} 0.000009000\n"), std::string::npos);
   EXPECT_NE(prom.find("shootdown_process_suffered_seconds_total{pid=\"7\",comm=\"p7\",cgroup=\"/trading.slice\"} "
                       "0.000005000\n"),
