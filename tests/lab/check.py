@@ -219,6 +219,29 @@ def cal_traced(res, cpu):
                e["type"] in ("call_function_entry", "call_function_single_entry"))
 
 
+def check_reported_interrupts(c, k, t, case, v, dl, res):
+    """The call-function interrupts the tool reports for a victim (shootdown
+    and other IPIs, over the counted span) equal its CAL row over that span;
+    the flush_tlb_func runs among them (where csd tracepoints name the
+    function) are at least one per shootdown IPI and at most its TLB row (a
+    CPU polling in idle runs queued flushes without an interrupt: TLB, not
+    CAL). Nothing of the tool's own set-up or teardown is mixed in."""
+    if "cal" not in dl or not res.get("trace", {}).get("enabled"):
+        return
+    reported = v.get("shootdown_ipis", 0) + v.get("other_ipis", 0)
+    c.add(k, t, case, f"cpu{v['cpu']} reported IPIs = CAL", reported == dl["cal"],
+          f"CAL {dl['cal']} = reported {reported} (shootdown {v.get('shootdown_ipis', 0)} + other {v.get('other_ipis', 0)})")
+    fns = v.get("ipi_functions") or {}
+    if isinstance(fns, list):
+        fns = {x[0]: x[1] for x in fns}
+    if any(x.startswith("csd:") for x in res.get("trace", {}).get("tracepoints", [])):
+        fl = fns.get("flush_tlb_func", 0)
+        c.add(k, t, case, f"cpu{v['cpu']} flush_tlb_func in IPIs",
+              v.get("shootdown_ipis", 0) <= fl <= dl.get("tlb", 0),
+              f"shootdown IPIs {v.get('shootdown_ipis', 0)} <= flush_tlb_func runs {fl} <= TLB {dl.get('tlb', 0)}; "
+              f"functions per interrupt {sum(fns.values())}/{reported}")
+
+
 def check_run(c, k, t, case, d, facts):
     res = load(os.path.join(d, "result.json"))
     rc = read(os.path.join(d, "rc"), "?")
@@ -256,6 +279,7 @@ def check_run(c, k, t, case, d, facts):
     on_cpu_sends = 0
     for v in vs:
         sd = v["shootdowns"]
+        check_reported_interrupts(c, k, t, case, v, deltas.get(v["cpu"], {}), res)
         if release == "reuse":
             c.add(k, t, case, f"cpu{v['cpu']} reuse: 0 ours", sd["received"] == 0,
                   f"received {sd['received']}, matched {sd['matched']}")
