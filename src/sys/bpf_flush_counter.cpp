@@ -86,6 +86,85 @@ struct BpfFlushCounter::Impl {
 
 BpfFlushCounter::~BpfFlushCounter() = default;
 
+namespace {
+
+// Which programs of the object load together: the tracepoints typed by BTF
+// ("_btf") or plain ("_raw"), the fexit that ends a wait, the csd link.
+struct Variant {
+  const char* suffix;
+  bool fexit, csd;
+};
+
+// Opens the embedded object with one variant's programs set to load and
+// target_tgid (the one variable of .rodata, frozen at load) and the task
+// table's size set; "" or what is wrong with the object.
+std::string open_variant(bpf_object*& obj, const Variant& want, int only_tgid, std::vector<bpf_program*>& progs) {
+  bpf_object_open_opts opts{};
+  opts.sz = sizeof opts;
+  opts.object_name = "shootdown_flush_count";
+  obj = bpf_object__open_mem(shootdown_flush_count_bpf, shootdown_flush_count_bpf_size, &opts);
+  if (!obj) return fmt::format("BPF object: {}", std::strerror(errno));
+  bpf_program* p = nullptr;
+  bpf_object__for_each_program(p, obj) {
+    const std::string name = bpf_program__name(p);
+    const bool mine = name == "wait_end_fexit"        ? want.fexit
+                      : name.rfind("link_", 0) == 0 ? want.csd
+                                                    : name.size() > 4 &&
+                                                          name.compare(name.size() - 4, 4, want.suffix) == 0;
+    bpf_program__set_autoload(p, mine);
+    if (mine) progs.push_back(p);
+  }
+  if (progs.empty()) return fmt::format("BPF object: programs *{} missing", want.suffix);
+  bool set = false;
+  bpf_map* m = nullptr;
+  bpf_object__for_each_map(m, obj) {
+    const std::string name = bpf_map__name(m);
+    std::size_t size = 0;
+    const void* init = nullptr;
+    if (name.size() >= 7 && name.compare(name.size() - 7, 7, ".rodata") == 0 &&
+        (init = bpf_map__initial_value(m, &size)) != nullptr && size >= sizeof(std::uint32_t)) {
+      std::vector<unsigned char> data(static_cast<const unsigned char*>(init),
+                                      static_cast<const unsigned char*>(init) + size);
+      const auto t = static_cast<std::uint32_t>(std::max(0, only_tgid));
+      std::memcpy(data.data(), &t, sizeof t);
+      set = bpf_map__set_initial_value(m, data.data(), data.size()) == 0;
+    }
+  }
+  if (!set) return "BPF object: .rodata (target_tgid) missing";
+  // The per-process table's memory grows with the CPU count (a per-CPU
+  // value per entry): task_slots bounds it.
+  if (bpf_map* t = bpf_object__find_map_by_name(obj, "tasks"))
+    bpf_map__set_max_entries(t, task_slots(libbpf_num_possible_cpus()));
+  return "";
+}
+
+// Loads, writes the config map (flush_count.bpf.c CFG_FLUSH_TLB_FUNC,
+// CFG_CSD_ENDS_WAIT) and attaches every program; "" or what failed
+// (*eperm: the load was refused for want of privilege).
+std::string load_attach(bpf_object* obj, const std::vector<bpf_program*>& progs, const Variant& want,
+                        std::uint64_t flush_tlb_func, std::vector<bpf_link*>& links, const std::string& last,
+                        bool* eperm) {
+  if (bpf_object__load(obj) != 0) {
+    const int e = errno;
+    *eperm = e == EPERM;
+    return fmt::format("{}{}", std::strerror(e), last.empty() ? "" : " (" + last + ")");
+  }
+  bpf_map* config = bpf_object__find_map_by_name(obj, "config");
+  const std::uint32_t k_func = 0, k_ends = 1;
+  const std::uint64_t ends_wait = want.csd && !want.fexit ? 1 : 0;
+  if (!config || bpf_map_update_elem(bpf_map__fd(config), &k_func, &flush_tlb_func, BPF_ANY) != 0 ||
+      bpf_map_update_elem(bpf_map__fd(config), &k_ends, &ends_wait, BPF_ANY) != 0)
+    return "BPF object: config map missing";
+  for (bpf_program* prog : progs) {
+    bpf_link* l = bpf_program__attach(prog);
+    if (!l) return fmt::format("attach {}: {}", bpf_program__section_name(prog), std::strerror(errno));
+    links.push_back(l);
+  }
+  return "";
+}
+
+}  // namespace
+
 std::unique_ptr<BpfFlushCounter> BpfFlushCounter::open(int only_tgid, std::uint64_t flush_tlb_func,
                                                        std::string* why) {
   std::string last;
@@ -104,102 +183,43 @@ std::unique_ptr<BpfFlushCounter> BpfFlushCounter::open(int only_tgid, std::uint6
   // tracepoints (6.5+), and the fexit that ends the initiators' wait where
   // the kernel allows it (BTF, trampolines, not locked down); else the csd
   // link ends the wait; else it is not measured.
-  struct Variant {
-    const char* suffix;
-    bool fexit, csd;
-  };
   const Variant variants[] = {{"_btf", true, true},  {"_btf", true, false}, {"_btf", false, true},
                               {"_btf", false, false}, {"_raw", false, true}, {"_raw", false, false}};
-  std::string btf_failure, fexit_failure, csd_failure;
+  std::string btf_failure, fexit_failure, csd_failure, both_failure;
   for (const Variant& want : variants) {
     if (want.csd && flush_tlb_func == 0) {
       csd_failure = "flush_tlb_func not in /proc/kallsyms";
       continue;
     }
     im.close();
-    bpf_object_open_opts opts{};
-    opts.sz = sizeof opts;
-    opts.object_name = "shootdown_flush_count";
-    im.obj = bpf_object__open_mem(shootdown_flush_count_bpf, shootdown_flush_count_bpf_size, &opts);
-    if (!im.obj) return fail(fmt::format("BPF object: {}", std::strerror(errno)));
     std::vector<bpf_program*> progs;
-    bpf_program* p = nullptr;
-    bpf_object__for_each_program(p, im.obj) {
-      const std::string name = bpf_program__name(p);
-      const bool mine = name == "wait_end_fexit"        ? want.fexit
-                        : name.rfind("link_", 0) == 0 ? want.csd
-                                                      : name.size() > 4 &&
-                                                            name.compare(name.size() - 4, 4, want.suffix) == 0;
-      bpf_program__set_autoload(p, mine);
-      if (mine) progs.push_back(p);
-    }
-    if (progs.empty()) return fail(fmt::format("BPF object: programs *{} missing", want.suffix));
-    // target_tgid, the one variable of .rodata (frozen at load).
-    bool set = false;
-    bpf_map* m = nullptr;
-    bpf_object__for_each_map(m, im.obj) {
-      const std::string name = bpf_map__name(m);
-      std::size_t size = 0;
-      const void* init = nullptr;
-      if (name.size() >= 7 && name.compare(name.size() - 7, 7, ".rodata") == 0 &&
-          (init = bpf_map__initial_value(m, &size)) != nullptr && size >= sizeof(std::uint32_t)) {
-        std::vector<unsigned char> data(static_cast<const unsigned char*>(init),
-                                        static_cast<const unsigned char*>(init) + size);
-        const auto t = static_cast<std::uint32_t>(std::max(0, only_tgid));
-        std::memcpy(data.data(), &t, sizeof t);
-        set = bpf_map__set_initial_value(m, data.data(), data.size()) == 0;
-      }
-    }
-    if (!set) return fail("BPF object: .rodata (target_tgid) missing");
-    // The per-process table's memory grows with the CPU count (a per-CPU
-    // value of 16 bytes per entry): at most kTaskTableBytes, at most 8192
-    // entries (512 CPUs: 2032 entries, 16 MiB).
-    if (bpf_map* t = bpf_object__find_map_by_name(im.obj, "tasks"))
-      bpf_map__set_max_entries(t, task_slots(libbpf_num_possible_cpus()));
+    if (std::string bad = open_variant(im.obj, want, only_tgid, progs); !bad.empty()) return fail(bad);
     last.clear();
-    std::string failure;
-    if (bpf_object__load(im.obj) != 0) {
-      const int e = errno;
-      if (e == EPERM && !want.fexit && !want.csd)
-        return fail("BPF load: not permitted (needs root, or CAP_BPF and CAP_PERFMON)");
-      failure = fmt::format("{}{}", std::strerror(e), last.empty() ? "" : " (" + last + ")");
-    } else {
-      // flush_count.bpf.c CFG_FLUSH_TLB_FUNC, CFG_CSD_ENDS_WAIT.
-      bpf_map* config = bpf_object__find_map_by_name(im.obj, "config");
-      const std::uint32_t k_func = 0, k_ends = 1;
-      const std::uint64_t ends_wait = want.csd && !want.fexit ? 1 : 0;
-      if (!config || bpf_map_update_elem(bpf_map__fd(config), &k_func, &flush_tlb_func, BPF_ANY) != 0 ||
-          bpf_map_update_elem(bpf_map__fd(config), &k_ends, &ends_wait, BPF_ANY) != 0)
-        failure = "BPF object: config map missing";
-      for (bpf_program* prog : progs) {
-        if (!failure.empty()) break;
-        bpf_link* l = bpf_program__attach(prog);
-        if (!l) failure = fmt::format("attach {}: {}", bpf_program__section_name(prog), std::strerror(errno));
-        if (l) im.links.push_back(l);
-      }
-    }
+    bool eperm = false;
+    const std::string failure = load_attach(im.obj, progs, want, flush_tlb_func, im.links, last, &eperm);
     if (failure.empty()) {
       im.attach_point = bpf_program__section_name(progs.front());
       im.attach_point = im.attach_point.substr(0, im.attach_point.find('/'));
       im.wait_method = want.fexit ? "fexit" : want.csd ? "csd" : "";
       const std::string fexit_why = fexit_failure.empty() ? "the kernel has no BTF" : fexit_failure;
-      const std::string csd_why = csd_failure.empty() ? "not loaded" : csd_failure;
+      const std::string csd_why = !csd_failure.empty() ? csd_failure : !both_failure.empty() ? both_failure : "not loaded";
       if (!want.fexit && !want.csd)
         im.wait_unmeasured = fmt::format("fexit/native_flush_tlb_multi: {}; csd tracepoints: {}", fexit_why, csd_why);
       if (!want.csd) im.unlinked = "no csd tracepoints to link a receiver to its sender (" + csd_why + ")";
       break;
     }
-    if (want.fexit && want.csd) {
-      // Either part may be what failed: the next variants tell.
-    } else if (want.fexit) {
+    if (eperm && !want.fexit && !want.csd)
+      return fail("BPF load: not permitted (needs root, or CAP_BPF and CAP_PERFMON)");
+    if (want.fexit && want.csd)
+      both_failure = failure;  // either part may be what failed: the next variants tell
+    else if (want.fexit)
       fexit_failure = failure;
-    } else if (want.csd) {
-      if (csd_failure.empty()) csd_failure = failure;
-    } else if (btf_failure.empty()) {
+    else if (want.csd)
+      csd_failure = csd_failure.empty() ? failure : csd_failure;
+    else if (btf_failure.empty())
       btf_failure = failure;
-    } else {
+    else
       return fail(fmt::format("BPF load: tp_btf: {}; raw_tp: {}", btf_failure, failure));
-    }
   }
   bpf_map* reasons = bpf_object__find_map_by_name(im.obj, "by_reason");
   bpf_map* tasks = bpf_object__find_map_by_name(im.obj, "tasks");
