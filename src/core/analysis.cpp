@@ -292,6 +292,10 @@ Verdict make_verdict(const Result& r, const Analysis& a) {
     if (!a.attribution.note.empty() && r.trace.enabled) out.unknown = a.attribution.note;
   }
   if (a.attribution.available) out.own_flushes = a.attribution.own_flushes;
+  // Doctor's finding for this machine: remote flushes by INVLPGB broadcast.
+  const bool broadcast = std::any_of(r.doctor.begin(), r.doctor.end(), [](const DoctorFinding& f) {
+    return f.name == "tlb_broadcast" && f.status == DoctorStatus::kWarn && f.found.find("INVLPGB") != std::string::npos;
+  });
   for (const VictimAnalysis& va : a.victims) {
     VictimVerdict x;
     x.cpu = va.cpu;
@@ -315,6 +319,7 @@ Verdict make_verdict(const Result& r, const Analysis& a) {
       x.flush_requests_delivered = at.flush_requests_delivered;
       x.flushes_unseen = flushes_bypass_ipis(at.flush_requests, at.flush_requests_delivered);
     }
+    x.broadcast_flush = broadcast && x.evidence && out.releases > 0 && x.shootdowns == 0 && x.flush_requests == 0;
     out.victims.push_back(x);
   }
   return out;

@@ -80,6 +80,12 @@ struct VictimVerdict {
   // Fewer than half of them arrived: remote flushes bypass IPIs here (a
   // hypervisor's paravirtual flush), so "no shootdown IPI" is not "no flush".
   bool flushes_unseen = false;
+  // Releases ran, no remote flush was requested through an IPI, no
+  // shootdown arrived, and this CPU and kernel flush remote TLBs by AMD
+  // INVLPGB broadcast (doctor's tlb_broadcast): the flushes happened without
+  // IPIs or tlb_flush events, so "no shootdown IPI" is not "no cost" (the
+  // releasing thread waits in TLBSYNC instead).
+  bool broadcast_flush = false;
 };
 struct Verdict {
   std::string unknown;                   // why the shootdowns are unknown ("" = known)

@@ -155,6 +155,10 @@ std::string verdict_line(const Result& r, const Verdict& v, const VictimVerdict&
         x.flush_requests, x.flush_requests == 1 ? "" : "s", cpu,
         x.flush_requests_delivered == 0 ? std::string("none") : "only " + std::to_string(x.flush_requests_delivered),
         cpu);
+  if (x.broadcast_flush)
+    s += "; this CPU and kernel flush remote TLBs by AMD INVLPGB broadcast (shootdown doctor: tlb_broadcast): the "
+         "releases sent no IPI and traced no tlb_flush, so no shootdown IPI is not no cost (the releasing thread "
+         "waits in TLBSYNC instead, unseen here)";
   if (x.own_outside > 0) s += "; " + own_flushes_clause(x, v.own_flushes, cpu);
   if (x.off_cpu_in_release) s += "; the victim was switched out during a release, so part of its stall is unseen";
   if (x.shootdowns > 0 && p.release != ReleaseStrategy::kReuse)

@@ -112,7 +112,8 @@ json summary_section(const Result& r, const Analysis& a) {
                        {"off_cpu_in_release", x.off_cpu_in_release},
                        {"flush_requests", x.flush_requests},
                        {"flush_requests_delivered", x.flush_requests_delivered},
-                       {"flushes_unseen", x.flushes_unseen}});
+                       {"flushes_unseen", x.flushes_unseen},
+                       {"broadcast_flush", x.broadcast_flush}});
   return json{{"lines", verdict_lines(r, a)},
               {"unknown", v.unknown},
               {"releases", v.releases},

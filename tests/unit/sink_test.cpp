@@ -199,6 +199,34 @@ TEST(Sink, VerdictLineNamesAFlushOfTheToolsOwnApart) {
   EXPECT_EQ(j["attribution"]["victims"][0]["shootdowns"]["outside_releases"], 1);
 }
 
+// INVLPGB (6.15+ on AMD Zen 3 and later): the releases flush without IPIs
+// and without tlb_flush events. With doctor's finding, the verdict says so
+// instead of letting "sent no shootdown IPI" read as "free".
+TEST(Sink, VerdictSaysBroadcastFlushesSendNoIpi) {
+  auto [r, a] = verdict_case(ReleaseStrategy::kMunmap, 0);
+  a.verdict = make_verdict(r, a);
+  EXPECT_FALSE(a.verdict.victims[0].broadcast_flush);  // no finding: no clause
+  EXPECT_EQ(sink::verdict_lines(r, a)[0].find("INVLPGB"), std::string::npos);
+  DoctorFinding f;
+  f.status = DoctorStatus::kWarn;
+  f.name = "tlb_broadcast";
+  f.found = "AMD INVLPGB broadcast flush on (Linux 6.15, CPUID 0x80000008 EBX[3])";
+  r.doctor = {f};
+  a.verdict = make_verdict(r, a);
+  ASSERT_TRUE(a.verdict.victims[0].broadcast_flush);
+  const std::string line = sink::verdict_lines(r, a)[0];
+  EXPECT_NE(line.find("; this CPU and kernel flush remote TLBs by AMD INVLPGB broadcast (shootdown doctor: tlb_broadcast)"),
+            std::string::npos)
+      << line;
+  EXPECT_NE(line.find("TLBSYNC"), std::string::npos);
+  EXPECT_EQ(nlohmann::json::parse(sink::result_to_string(r, a))["summary"]["victims"][0]["broadcast_flush"], true);
+  // A shootdown that arrived after all: not a broadcast-only run.
+  auto [r2, a2] = verdict_case(ReleaseStrategy::kMunmap, 2);
+  r2.doctor = {f};
+  a2.verdict = make_verdict(r2, a2);
+  EXPECT_FALSE(a2.verdict.victims[0].broadcast_flush);
+}
+
 TEST(Sink, TuningWarningsInOneLineUnlessVerbose) {
   Result r = small();
   r.env.warnings = {"isolcpus: none", "nohz_full: off", "vm: KVM"};
