@@ -22,6 +22,7 @@
 #include "core/event_counts.hpp"
 #include "core/cpulist.hpp"
 #include "core/events.hpp"
+#include "core/doctor.hpp"
 #include "core/monitor.hpp"
 #include "core/monitor_attrib.hpp"
 #include "core/units.hpp"
@@ -32,6 +33,7 @@
 #include "sink/monitor_out.hpp"
 #include "sys/bpf_flush_counter.hpp"
 #include "sys/cpus.hpp"
+#include "sys/facts.hpp"
 #include "sys/fs.hpp"
 #include "sys/interrupts.hpp"
 #include "sys/kallsyms.hpp"
@@ -208,6 +210,13 @@ class Collector {
     if (bpf_) totals_.wait_unmeasured = bpf_->wait_unmeasured();
     if (bpf_) totals_.unlinked = bpf_->unlinked();
     if (bpf_) totals_.stall_model = std::move(model);
+  }
+
+  // Doctor's finding that remote flushes here go without IPIs (INVLPGB
+  // broadcast, arm64): what every count and time here then misses.
+  void set_no_ipi_flushes(std::string found) {
+    std::lock_guard<std::mutex> lk(mu_);
+    totals_.no_ipi_flushes = std::move(found);
   }
 
   // Everything: /proc/interrupts, the kernel-side counters and the traced
@@ -395,6 +404,13 @@ class MonitorTool final : public Tool {
                          "): no handler times to estimate the stall from");
     if (plan_.stall_model)
       std::fprintf(stderr, "shootdown monitor: estimating stall: %s\n", plan_.stall_model->describe().c_str());
+    if (const DoctorFinding f = check_broadcast_flush(sys::read_doctor_facts()); f.status == DoctorStatus::kWarn) {
+      collector_->set_no_ipi_flushes(f.found);
+      std::fprintf(stderr,
+                   "shootdown monitor: warning: %s: remote flushes send no IPI and trace no tlb_flush, so the counts "
+                   "and times here miss them (shootdown doctor: tlb_broadcast)\n",
+                   f.found.c_str());
+    }
     if (plan_.listen_port >= 0) {
       // The Prometheus endpoint: stopped and joined by its destructor on every exit.
       std::string why;

@@ -24,6 +24,7 @@ MonitorInterval monitor_interval(const MonitorTotals& prev, const MonitorTotals&
   iv.wait_unmeasured = cur.wait_unmeasured;
   iv.stall_model = cur.stall_model;
   iv.unlinked = cur.unlinked;
+  iv.no_ipi_flushes = cur.no_ipi_flushes;
   iv.lost_events = clamp0(cur.lost_events - prev.lost_events);
   for (const auto& c : cur.cpus) {
     MonitorCpu p;

@@ -69,6 +69,7 @@ struct MonitorTotals {
   std::string wait_unmeasured;  // timed, but the initiators' wait is not measured: why
   std::optional<StallModel> stall_model;  // --calibrate-from: estimates stall from handler time
   std::string unlinked;     // timed, but no csd link (inflicted time): why
+  std::string no_ipi_flushes;  // remote flushes here may go without IPIs (INVLPGB, arm64): doctor's finding
   std::int64_t lost_events = 0;
   std::map<int, MonitorProcess> processes;       // pid -> cumulative (bounded: at most max_series)
   MonitorProcess process_other{-1, "other", 0, "other"};  // processes beyond the bounded set
@@ -97,6 +98,7 @@ struct MonitorInterval {
   std::string wait_unmeasured;
   std::optional<StallModel> stall_model;
   std::string unlinked;
+  std::string no_ipi_flushes;
   std::int64_t lost_events = 0;      // delta
   std::vector<MonitorProcess> top;   // initiators (deltas), most flushes first, at most top_n
   std::vector<MonitorProcess> hurt;  // processes interrupted (deltas), most handler time first, at most top_n

@@ -152,6 +152,7 @@ std::string monitor_json_line(const MonitorInterval& iv, const std::string& trac
     cpus.push_back(o);
   }
   j["cpus"] = cpus;
+  if (!iv.no_ipi_flushes.empty()) j["no_ipi_flushes"] = iv.no_ipi_flushes;
   if (iv.trace) {
     auto top = nlohmann::json::array();
     for (const auto& t : iv.top) {
@@ -264,6 +265,8 @@ std::string format_monitor_screen(const MonitorInterval& iv, const std::string& 
     if (!waited) out += "wait not measured: " + iv.wait_unmeasured.substr(0, 58) + "\n";
     if (!iv.stall_model) out += "stall not estimated: no calibration (--calibrate-from a run's DIR)\n";
   }
+  if (!iv.no_ipi_flushes.empty())
+    out += "\nflushes without IPIs here, not counted: " + iv.no_ipi_flushes.substr(0, 38) + "\n";
   out += "\nTop initiators (reason 4: remote IPI send)\n";
   const bool linked = iv.timed && iv.unlinked.empty();
   out += fmt::format("{:>8} {:<16} {:>10} {:>10} {:>10} {:>10}\n", "PID", "COMM", "SENDS/s", waited ? "WAIT" : "",

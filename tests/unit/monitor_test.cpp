@@ -117,3 +117,12 @@ TEST(StallModel, MedianOverheadPlusMeasuredHandlerTime) {
   EXPECT_FALSE(stall_model_from(a, "x", &why));  // nothing to calibrate on
   EXPECT_NE(why.find("no shootdown IPI"), std::string::npos);
 }
+
+TEST(Monitor, StatesFlushesWithoutIpis) {
+  auto iv = monitor_interval(totals(0, 0, 0, 0), totals(1000000000, 10, 4, 4), 5);
+  EXPECT_FALSE(nlohmann::json::parse(monitor_json_line(iv, "bpf")).contains("no_ipi_flushes"));
+  iv.no_ipi_flushes = "AMD INVLPGB broadcast flush on (Linux 6.15, CPUID 0x80000008 EBX[3])";
+  EXPECT_EQ(nlohmann::json::parse(monitor_json_line(iv, "bpf"))["no_ipi_flushes"], iv.no_ipi_flushes);
+  const std::string screen = format_monitor_screen(iv, "t");
+  EXPECT_NE(screen.find("flushes without IPIs here, not counted: AMD INVLPGB"), std::string::npos) << screen;
+}
