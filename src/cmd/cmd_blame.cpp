@@ -26,9 +26,11 @@
 #include "cmd/driver.hpp"
 #include "cmd/run_support.hpp"
 #include "core/blame.hpp"
+#include "core/doctor.hpp"
 #include "sink/blame_out.hpp"
 #include "sys/child.hpp"
 #include "sys/cpus.hpp"
+#include "sys/facts.hpp"
 #include "sys/fs.hpp"
 #include "sys/interrupts.hpp"
 #include "sys/kallsyms.hpp"
@@ -122,6 +124,8 @@ class BlameTool final : public Tool {
 
   void analyze() override {
     in_ = blame_input(target_, command_, data_, syms_, irq0_ ? &*irq0_ : nullptr, irq1_ ? &*irq1_ : nullptr);
+    if (std::string note = flushes_without_ipis_note(check_broadcast_flush(sys::read_doctor_facts())); !note.empty())
+      in_.notes.push_back(std::move(note));
     bo_.top = o_.top;
     bo_.max_frames = o_.frames;
   }

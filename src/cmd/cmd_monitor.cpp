@@ -404,12 +404,10 @@ class MonitorTool final : public Tool {
                          "): no handler times to estimate the stall from");
     if (plan_.stall_model)
       std::fprintf(stderr, "shootdown monitor: estimating stall: %s\n", plan_.stall_model->describe().c_str());
-    if (const DoctorFinding f = check_broadcast_flush(sys::read_doctor_facts()); f.status == DoctorStatus::kWarn) {
-      collector_->set_no_ipi_flushes(f.found);
-      std::fprintf(stderr,
-                   "shootdown monitor: warning: %s: remote flushes send no IPI and trace no tlb_flush, so the counts "
-                   "and times here miss them (shootdown doctor: tlb_broadcast)\n",
-                   f.found.c_str());
+    const DoctorFinding broadcast = check_broadcast_flush(sys::read_doctor_facts());
+    if (const std::string note = flushes_without_ipis_note(broadcast); !note.empty()) {
+      collector_->set_no_ipi_flushes(broadcast.found);
+      std::fprintf(stderr, "shootdown monitor: warning: %s\n", note.c_str());
     }
     if (plan_.listen_port >= 0) {
       // The Prometheus endpoint: stopped and joined by its destructor on every exit.

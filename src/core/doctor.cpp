@@ -442,6 +442,13 @@ DoctorFinding check_pv_tlb_flush(const DoctorFacts& f) {
   return pass("pv_tlb_flush", "KVM without PV TLB flush" + why);
 }
 
+std::string flushes_without_ipis_note(const DoctorFinding& broadcast) {
+  if (broadcast.status != DoctorStatus::kWarn) return "";
+  return broadcast.found +
+         ": remote flushes here may send no IPI and trace no tlb_flush, so the counts and times here miss them "
+         "(shootdown doctor: tlb_broadcast)";
+}
+
 DoctorFinding check_broadcast_flush(const DoctorFacts& f) {
   const std::string& m = f.machine;
   if (m == "aarch64" || m == "arm64")

@@ -132,6 +132,10 @@ DoctorFinding check_pv_tlb_flush(const DoctorFacts& f);
 // event: AMD INVLPGB (x86, Linux 6.15+), arm64's TLBI ...IS. A WARN when
 // shootdown's counts would read 0 while the flushes still cost.
 DoctorFinding check_broadcast_flush(const DoctorFacts& f);
+// From check_broadcast_flush's finding: "" when remote flushes are IPIs,
+// else one sentence for monitor's and blame's output saying what their
+// counts then miss.
+std::string flushes_without_ipis_note(const DoctorFinding& broadcast);
 DoctorFinding check_tracing(const DoctorFacts& f);
 DoctorFinding check_memlock(const DoctorFacts& f);
 DoctorFinding check_hugepages(const DoctorFacts& f);

@@ -311,3 +311,17 @@ TEST(Doctor, TableFitsIn80Columns) {
     EXPECT_GT(lines, 23);
   }
 }
+
+TEST(Doctor, FlushesWithoutIpisNoteOnlyWhenBroadcastIsOn) {
+  DoctorFinding f;
+  f.name = "tlb_broadcast";
+  f.status = DoctorStatus::kPass;
+  f.found = "no INVLPGB in this CPU: remote flushes are IPIs";
+  EXPECT_EQ(flushes_without_ipis_note(f), "");
+  f.status = DoctorStatus::kWarn;
+  f.found = "AMD INVLPGB broadcast flush on (Linux 6.15, CPUID 0x80000008 EBX[3])";
+  const std::string n = flushes_without_ipis_note(f);
+  EXPECT_EQ(n.rfind(f.found, 0), 0u);
+  EXPECT_NE(n.find("no IPI"), std::string::npos);
+  EXPECT_NE(n.find("shootdown doctor: tlb_broadcast"), std::string::npos);
+}
