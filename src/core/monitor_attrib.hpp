@@ -39,13 +39,10 @@ class MonitorAttribution {
   // One tlb:tlb_flush event (reason, tgid of the current task). Reasons
   // other than 1 and 4 are ignored.
   void add_flush(int reason, int pid, std::int64_t now_ns, const TaskLookup& lookup) {
-    add_flushes(reason, pid, 1, now_ns, lookup);
+    add(reason, pid, 1, 0, now_ns, lookup);
   }
-  // n such events at once (counts aggregated in the kernel, read as deltas).
-  void add_flushes(int reason, int pid, std::int64_t n, std::int64_t now_ns, const TaskLookup& lookup) {
-    add(reason, pid, n, 0, now_ns, lookup);
-  }
-  // n flushes and ns of time (reason 4: the initiator's wait; reason 1: the
+  // n such events at once (counts aggregated in the kernel, read as
+  // deltas), and ns of time (reason 4: the initiator's wait; reason 1: the
   // handler time of the interrupted task); reason 4 also the time its
   // flushes ran on their targets (inflicted, and on other cgroups' tasks).
   void add(int reason, int pid, std::int64_t n, std::int64_t ns, std::int64_t now_ns, const TaskLookup& lookup,

@@ -54,7 +54,7 @@ std::vector<prom::Family> monitor_families(const MonitorTotals& t) {
         h.samples.push_back({{{"cpu", cpu}, {"reason", "remote_wrong_cpu"}}, c.wrong_ns});
         hn.samples.push_back({{{"cpu", cpu}, {"reason", "remote_shootdown"}}, c.handler_irqs});
         hn.samples.push_back({{{"cpu", cpu}, {"reason", "remote_wrong_cpu"}}, c.wrong_irqs});
-        w.samples.push_back({{{"cpu", std::to_string(c.cpu)}}, c.wait_ns});
+        w.samples.push_back({{{"cpu", cpu}}, c.wait_ns});
       }
       fam.push_back(std::move(h));
       fam.push_back(std::move(hn));
