@@ -42,4 +42,20 @@ expect_err()   { if grep -Eq -- "$1" <<<"$ERR"; then ok "$2"; else not_ok "$2: s
 expect_err_lines() { local n; n=$(grep -c . <<<"$ERR" || true); if [[ "$n" == "$1" ]]; then ok "$2"; else not_ok "$2: expected $1 stderr line(s), got $n: $ERR"; fi; }
 expect_file()  { if [[ -s "$1" ]]; then ok "$2"; else not_ok "$2: $1 missing or empty"; fi; }
 expect_no_file() { if [[ ! -e "$1" ]]; then ok "$2"; else not_ok "$2: $1 exists"; fi; }
+# expect_tlb_accounting RESULT LABEL: the victim's TLB row accounted for by
+# evidence (result.json attribution.victims[0].tlb_accounting): counted =
+# reason 1 + reason 5 in a remote run + lazy TLB + counted-not-traced, every
+# term >= 0 and nothing traced beyond the count. Sets TLB_COUNTED, TLB_R1,
+# TLB_R5, TLB_LAZY, TLB_UNTRACED for the caller.
+expect_tlb_accounting() {
+  local beyond lr lw
+  read -r TLB_COUNTED TLB_R1 TLB_R5 TLB_LAZY TLB_UNTRACED beyond lr lw < <(jq -r '.attribution.victims[0].tlb_accounting |
+      "\(.counted) \(.traced_remote) \(.traced_wrong_cpu) \(.lazy_tlb) \(.counted_not_traced) \(.traced_beyond_count) \(.local_flush_runs) \(.local_wrong_cpu)"' "$1")
+  echo "# $2: TLB $TLB_COUNTED = reason 1 $TLB_R1 + reason 5 in an IPI $TLB_R5 + lazy $TLB_LAZY + untraced $TLB_UNTRACED; apart: own runs $lr, local reason 5 $lw"
+  if ((TLB_COUNTED == TLB_R1 + TLB_R5 + TLB_LAZY + TLB_UNTRACED && TLB_UNTRACED >= 0 && TLB_LAZY >= 0 && beyond == 0)); then
+    ok "$2: TLB accounting closes by evidence ($TLB_COUNTED, nothing traced beyond it)"
+  else
+    not_ok "$2: TLB $TLB_COUNTED != $TLB_R1 + $TLB_R5 + $TLB_LAZY + $TLB_UNTRACED (traced beyond the count: $beyond)"
+  fi
+}
 finish() { echo "1..$_count"; if ((_failed)); then echo "$_failed of $_count failed"; exit 1; fi; exit 0; }

@@ -611,6 +611,9 @@ void account_tlb(const Result& r, Attribution& a) {
   const std::int64_t lo = r.interrupts_start_ns;
   const std::int64_t hi = r.interrupts_start_ns + r.interrupts_span_ns;
   const std::string rule = untraced_tlb_rule(r.env.kernel);
+  const bool csd_traced = std::any_of(r.trace.events.begin(), r.trace.events.end(), [](const KernelEvent& e) {
+    return e.type == EventType::kCsdFunctionEntry;
+  });
   for (VictimAttribution& v : a.victims) {
     const CpuCounters* c = nullptr;
     for (const CpuCounters& x : r.counters)
@@ -618,18 +621,37 @@ void account_tlb(const Result& r, Attribution& a) {
     if (!c) continue;
     v.tlb_counted = c->tlb;
     // Folded events (a run past its memory limit) lie inside [lo, hi].
-    auto folded = [&](int reason) {
-      auto it = r.trace.folded.tlb_flush.find({v.cpu, reason});
-      return it == r.trace.folded.tlb_flush.end() ? std::int64_t{0} : it->second;
+    auto folded = [&](const std::map<std::pair<int, int>, std::int64_t>& m, int reason) {
+      auto it = m.find({v.cpu, reason});
+      return it == m.end() ? std::int64_t{0} : it->second;
     };
-    v.tlb_traced_remote = folded(kTlbRemoteShootdown);
-    v.tlb_traced_wrong_cpu = folded(kTlbRemoteWrongCpu);
+    const auto& fr = r.trace.folded.remote_split ? r.trace.folded.tlb_flush_remote : r.trace.folded.tlb_flush;
+    v.tlb_traced_remote = folded(r.trace.folded.tlb_flush, kTlbRemoteShootdown);
+    v.tlb_traced_wrong_cpu = folded(fr, kTlbRemoteWrongCpu);
+    v.tlb_local_wrong_cpu =
+        folded(r.trace.folded.tlb_flush, kTlbRemoteWrongCpu) - folded(fr, kTlbRemoteWrongCpu);
+    v.tlb_lazy = folded(fr, kTlbFlushOnTaskSwitch);
+    v.tlb_local_flush_runs = csd_traced ? 0 : -1;
+    RemoteRunContext ctx;
     for (const KernelEvent& e : r.trace.events) {
-      if (e.cpu != v.cpu || e.type != EventType::kTlbFlush || e.mono_ns < lo || e.mono_ns > hi) continue;
-      if (e.a == kTlbRemoteShootdown) ++v.tlb_traced_remote;
-      if (e.a == kTlbRemoteWrongCpu) ++v.tlb_traced_wrong_cpu;
+      if (e.cpu != v.cpu) continue;
+      const bool in_window = e.mono_ns >= lo && e.mono_ns <= hi;
+      if (in_window && e.type == EventType::kTlbFlush) {
+        const bool remote = ctx.remote(e.cpu);
+        // Reason 1 is traced only by a remote run (flush_tlb_func: local ?
+        // TLB_LOCAL_MM_SHOOTDOWN : TLB_REMOTE_SHOOTDOWN).
+        if (e.a == kTlbRemoteShootdown) ++v.tlb_traced_remote;
+        if (e.a == kTlbRemoteWrongCpu) ++(remote ? v.tlb_traced_wrong_cpu : v.tlb_local_wrong_cpu);
+        if (e.a == kTlbFlushOnTaskSwitch && remote) ++v.tlb_lazy;
+      }
+      if (in_window && e.type == EventType::kCsdFunctionEntry && e.c == 0 &&
+          is_flush_tlb_func(r.trace.symbol(static_cast<std::uint64_t>(e.b))))
+        ++v.tlb_local_flush_runs;
+      ctx.add(e);
     }
-    v.tlb_untraced = v.tlb_counted - v.tlb_traced_remote - v.tlb_traced_wrong_cpu;
+    const std::int64_t traced = v.tlb_traced_remote + v.tlb_traced_wrong_cpu + v.tlb_lazy;
+    v.tlb_untraced = std::max<std::int64_t>(0, v.tlb_counted - traced);
+    v.tlb_traced_beyond = std::max<std::int64_t>(0, traced - v.tlb_counted);
     v.tlb_untraced_rule = rule;
   }
 }

@@ -97,14 +97,26 @@ struct VictimAttribution {
   std::int64_t flush_requests = 0;
   std::int64_t flush_requests_delivered = 0;
   // The /proc/interrupts TLB delta of this CPU over the counted window,
-  // accounted for (account_tlb, core/attribution.hpp): counted = traced
-  // reason 1 (any task) + traced reason 5 + counted-not-traced. tlb_counted
-  // < 0: no delta or no trace to account with.
+  // accounted for by evidence (account_tlb, core/attribution.hpp): each
+  // remote flush_tlb_func run (in a call-function interrupt, or queued by
+  // another CPU and run from idle: RemoteRunContext) adds one to the row and
+  // traces at most one tlb_flush. counted + traced_beyond = reason 1 + reason
+  // 5 in a remote run + lazy TLB + counted-not-traced, every term >= 0.
+  // tlb_counted < 0: no delta or no trace to account with.
   std::int64_t tlb_counted = -1;
   std::int64_t tlb_traced_remote = 0;     // tlb_flush reason 1 on this CPU in the window, any task
-  std::int64_t tlb_traced_wrong_cpu = 0;  // reason 5 (another mm loaded; traced since 6.14)
-  std::int64_t tlb_untraced = 0;          // counted, not traced (negative: more traced than counted)
-  std::string tlb_untraced_rule;          // the kernel rule that explains counted-not-traced flushes
+  std::int64_t tlb_traced_wrong_cpu = 0;  // reason 5 in a remote run (another mm loaded; traced since 6.14)
+  std::int64_t tlb_lazy = 0;              // reason 0 in a remote run: a lazy-TLB CPU switched to init_mm
+  std::int64_t tlb_untraced = 0;          // counted, not traced (>= 0; negative only in a legacy result)
+  std::int64_t tlb_traced_beyond = 0;     // traced in remote runs beyond the count (a window-edge race), >= 0
+  // Apart, not in the row: reason 5 traced outside any remote run (this CPU's
+  // own flush_tlb_func for an mm it no longer runs, 6.14+), and this CPU's own
+  // flush_tlb_func runs (csd_function_entry with a NULL csd, 6.5+; -1: the
+  // kernel has no csd tracepoints).
+  std::int64_t tlb_local_wrong_cpu = 0;
+  std::int64_t tlb_local_flush_runs = -1;
+  bool tlb_legacy = false;        // read from a result written before this split (reason 5 not split, untraced may be < 0)
+  std::string tlb_untraced_rule;  // the kernel rule that explains counted-not-traced flushes
 };
 
 // A remote TLB flush (tlb_flush reason 4, traced in the initiating task)

@@ -108,16 +108,61 @@ struct Callchain {
 // [from_ns, until_ns), inside the counted span and before the samples it
 // kept (the baseline it dropped). What the counts and the TLB accounting
 // need survives; attribution never needed them (their samples are gone).
+// Whether a CPU is, at an event, inside a run of a function another CPU
+// queued for it: a call-function interrupt (irq_vectors:call_function(_single)
+// entry..exit) or a csd function run with a csd (csd:csd_function_entry..exit
+// with csd != NULL: queued by another CPU, also when run from the idle loop
+// without an interrupt). flush_tlb_func() adds a run there to the CPU's TLB
+// row (arch/x86/mm/tlb.c: inc_irq_stat(irq_tlb_count) when not local); a CPU
+// running its own flush (csd NULL, outside an interrupt) adds nothing.
+// Feed events in time order per CPU.
+struct RemoteRunContext {
+  std::map<int, std::pair<int, int>> depth;  // cpu -> (open call-function interrupts, open queued csd runs)
+  bool remote(int cpu) const {
+    auto it = depth.find(cpu);
+    return it != depth.end() && (it->second.first > 0 || it->second.second > 0);
+  }
+  void add(const KernelEvent& e) {
+    switch (e.type) {
+      case EventType::kCallFunctionEntry:
+      case EventType::kCallFunctionSingleEntry:
+        ++depth[e.cpu].first;
+        break;
+      case EventType::kCallFunctionExit:
+      case EventType::kCallFunctionSingleExit:
+        if (auto it = depth.find(e.cpu); it != depth.end() && it->second.first > 0) --it->second.first;
+        break;
+      case EventType::kCsdFunctionEntry:
+        if (e.c != 0) ++depth[e.cpu].second;
+        break;
+      case EventType::kCsdFunctionExit:
+        if (auto it = depth.find(e.cpu); e.c != 0 && it != depth.end() && it->second.second > 0) --it->second.second;
+        break;
+      default:
+        break;
+    }
+  }
+};
+
 struct FoldedEvents {
   std::int64_t from_ns = 0, until_ns = 0;
   std::int64_t events = 0;
   std::map<std::pair<int, int>, std::int64_t> by_cpu_type;  // (cpu, EventType) -> events
   std::map<std::pair<int, int>, std::int64_t> tlb_flush;    // (cpu, reason) -> tlb:tlb_flush events
-  // Adds the events of [from_ns, until_ns): the caller took them from the trace.
+  // ... of them inside a remote flush run (RemoteRunContext): in the TLB row.
+  std::map<std::pair<int, int>, std::int64_t> tlb_flush_remote;
+  bool remote_split = true;  // false: read from a result that did not split (tlb_flush_remote = tlb_flush)
+  RemoteRunContext context;
+  // Adds the events of [from_ns, until_ns): the caller took them from the
+  // trace, in time order per CPU.
   void add(const KernelEvent& e) {
     ++events;
     ++by_cpu_type[{e.cpu, static_cast<int>(e.type)}];
-    if (e.type == EventType::kTlbFlush) ++tlb_flush[{e.cpu, static_cast<int>(e.a)}];
+    if (e.type == EventType::kTlbFlush) {
+      ++tlb_flush[{e.cpu, static_cast<int>(e.a)}];
+      if (context.remote(e.cpu)) ++tlb_flush_remote[{e.cpu, static_cast<int>(e.a)}];
+    }
+    context.add(e);
   }
 };
 

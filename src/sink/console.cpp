@@ -21,6 +21,32 @@ std::string num(double v) {
 }  // namespace
 
 namespace {
+// "reason 1 6 + reason 5 in an IPI 0 + lazy TLB 0 + counted, not traced 0"
+std::string tlb_accounting_terms(const VictimAttribution& v) {
+  if (v.tlb_legacy)  // saved before the split: reason 5 was not split by IPI
+    return fmt::format("reason 1 {} + reason 5 {} + counted, not traced {} (saved by an older shootdown: reason 5 "
+                       "not split by IPI, so it may include this CPU's own flushes)",
+                       v.tlb_traced_remote, v.tlb_traced_wrong_cpu, v.tlb_untraced);
+  std::string s = fmt::format("reason 1 {} + reason 5 in an IPI {} + lazy TLB {} + counted, not traced {}",
+                              v.tlb_traced_remote, v.tlb_traced_wrong_cpu, v.tlb_lazy, v.tlb_untraced);
+  if (v.tlb_traced_beyond > 0)
+    s += fmt::format(" (traced {} more than counted: flushes at the window's edges)", v.tlb_traced_beyond);
+  return s;
+}
+
+// The accounting line, the rule when some went untraced, and what is apart.
+std::string tlb_accounting_lines(const VictimAttribution& v, const std::string& indent) {
+  std::string out = fmt::format("{}/proc/interrupts TLB {} = {}\n", indent, v.tlb_counted, tlb_accounting_terms(v));
+  if (v.tlb_untraced != 0) out += indent + "  (" + v.tlb_untraced_rule + ")\n";
+  if (!v.tlb_legacy && (v.tlb_local_wrong_cpu > 0 || v.tlb_local_flush_runs > 0)) {
+    out += fmt::format("{}  apart, no IPI and not in the row: this CPU's own flush_tlb_func runs {}", indent,
+                       v.tlb_local_flush_runs < 0 ? std::string("(no csd tracepoints)")
+                                                  : std::to_string(v.tlb_local_flush_runs));
+    out += fmt::format(", reason 5 traced by them {}\n", v.tlb_local_wrong_cpu);
+  }
+  return out;
+}
+
 bool wants_p99999(const VictimAnalysis& va) {
   for (const auto& ps : va.phases)
     if (ps.per_batch.count >= column_min_samples(Column::kP99999)) return true;
@@ -239,12 +265,7 @@ std::string attribution_section(const Result& r, const Analysis& a) {
                          v.shootdowns_outside_releases);
     out += fmt::format("  TLB IPIs: {} ran flush_tlb_func; reason 1 (this mm) {}, reason 5 (other mm) {}\n",
                        v.flush_ipis, v.shootdowns_received, v.wrong_cpu_flushes);
-    if (v.tlb_counted >= 0) {
-      out +=
-          fmt::format("  /proc/interrupts TLB {} = traced reason 1 {} + traced reason 5 {} + counted, not traced {}\n",
-                      v.tlb_counted, v.tlb_traced_remote, v.tlb_traced_wrong_cpu, v.tlb_untraced);
-      if (v.tlb_untraced != 0) out += "    (" + v.tlb_untraced_rule + ")\n";
-    }
+    if (v.tlb_counted >= 0) out += tlb_accounting_lines(v, "  ");
     out += fmt::format("  {:<22}{:>12}{:>12}{:>12}{:>8}{:>12}\n", "per shootdown IPI", "p50", "p90", "max", "n", "total");
     auto row = [&](const char* name, const Quantiles& q) {
       if (q.count == 0) return fmt::format("  {:<22}{:>12}{:>12}{:>12}{:>8}{:>12}\n", name, "-", "-", "-", 0, "-");
@@ -439,9 +460,8 @@ std::string probe_summary(const Result& r, const Analysis& a, const std::string&
     }
     s += fmt::format("  {:<17}{}\n", "other causes", other.empty() ? "none" : other);
     if (va.tlb_counted >= 0)
-      s += fmt::format("  {:<17}TLB {} on cpu{} = reason 1 {} + reason 5 {} + counted, not traced {}\n",
-                       "/proc/interrupts", va.tlb_counted, va.cpu, va.tlb_traced_remote, va.tlb_traced_wrong_cpu,
-                       va.tlb_untraced);
+      s += fmt::format("  {:<17}TLB {} on cpu{} = {}\n", "/proc/interrupts", va.tlb_counted, va.cpu,
+                       tlb_accounting_terms(va));
   } else {
     s += "  kernel evidence: " + (at.note.empty() ? r.trace.status : at.note) + "\n";
   }

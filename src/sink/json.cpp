@@ -294,7 +294,12 @@ json attribution_json(const Result& r, const Analysis& a) {
       jv["tlb_accounting"] = {{"counted", v.tlb_counted},
                               {"traced_remote", v.tlb_traced_remote},
                               {"traced_wrong_cpu", v.tlb_traced_wrong_cpu},
+                              {"lazy_tlb", v.tlb_lazy},
                               {"counted_not_traced", v.tlb_untraced},
+                              {"traced_beyond_count", v.tlb_traced_beyond},
+                              {"local_wrong_cpu", v.tlb_local_wrong_cpu},
+                              {"local_flush_runs", v.tlb_local_flush_runs < 0 ? json(nullptr)
+                                                                               : json(v.tlb_local_flush_runs)},
                               {"rule", v.tlb_untraced_rule}};
     if (i < a.clean_victims.size()) {
       json ph;
@@ -459,8 +464,11 @@ json result_json(const Result& r, const Analysis& a) {
   j["trace"]["events_table"] = events_table_json(r);
   if (r.trace.folded.events > 0 || r.trace.folded.until_ns > 0) {
     json tlb = json::array();
-    for (const auto& [key, n] : r.trace.folded.tlb_flush)
-      tlb.push_back({{"cpu", key.first}, {"reason", key.second}, {"count", n}});
+    for (const auto& [key, n] : r.trace.folded.tlb_flush) {
+      auto it = r.trace.folded.tlb_flush_remote.find(key);
+      const std::int64_t remote = it == r.trace.folded.tlb_flush_remote.end() ? 0 : it->second;
+      tlb.push_back({{"cpu", key.first}, {"reason", key.second}, {"count", n}, {"in_remote_run", remote}});
+    }
     j["trace"]["folded"] = {{"from_ns", r.trace.folded.from_ns - r.measure_start_ns},
                             {"until_ns", r.trace.folded.until_ns - r.measure_start_ns},
                             {"events", r.trace.folded.events},

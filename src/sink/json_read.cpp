@@ -453,6 +453,15 @@ Attribution read_attribution(const Node& n, Analysis& a) {
       v.tlb_traced_wrong_cpu = t["traced_wrong_cpu"].i64();
       v.tlb_untraced = t["counted_not_traced"].i64();
       v.tlb_untraced_rule = t["rule"].str();
+      // Split by evidence since the lazy_tlb field; before it, reason 5 was
+      // not split and counted_not_traced could be negative: kept as saved.
+      v.tlb_legacy = !t.has("lazy_tlb");
+      if (!v.tlb_legacy) {
+        v.tlb_lazy = t["lazy_tlb"].i64();
+        v.tlb_traced_beyond = t["traced_beyond_count"].i64();
+        v.tlb_local_wrong_cpu = t["local_wrong_cpu"].i64();
+        v.tlb_local_flush_runs = t["local_flush_runs"].raw().is_null() ? -1 : t["local_flush_runs"].i64();
+      }
     }
     const Node roc = x["release_on_cpu"];
     for (std::size_t k = 0; k < roc.array_size(); ++k)
@@ -703,8 +712,14 @@ LoadedResult result_from_json(std::string_view text) {
     r.trace.folded.until_ns = f["until_ns"].i64() + r.measure_start_ns;
     r.trace.folded.events = f["events"].i64();
     const Node tlb = f["tlb_flush"];
-    for (std::size_t i = 0; i < tlb.array_size(); ++i)
-      r.trace.folded.tlb_flush[{tlb[i]["cpu"].i32(), tlb[i]["reason"].i32()}] = tlb[i]["count"].i64();
+    for (std::size_t i = 0; i < tlb.array_size(); ++i) {
+      const std::pair<int, int> key{tlb[i]["cpu"].i32(), tlb[i]["reason"].i32()};
+      r.trace.folded.tlb_flush[key] = tlb[i]["count"].i64();
+      if (tlb[i].has("in_remote_run"))
+        r.trace.folded.tlb_flush_remote[key] = tlb[i]["in_remote_run"].i64();
+      else
+        r.trace.folded.remote_split = false;
+    }
   }
   if (t.has("symbols")) {
     const Node sym = t["symbols"];

@@ -44,9 +44,7 @@ for arm in glibc-malloc jemalloc tcmalloc mimalloc; do
     ok "$arm: per-GiB prices" || not_ok "$arm: memory.per_gib missing: $(jq -c .memory "$R")"
   expect_out "^memory kept: .* of the .* released still resident" "$arm: console says the memory kept"
   expect_out "^per GiB released: [0-9]+ shootdown IPIs and " "$arm: console per-GiB line"
-  read -r counted tr tw untraced < <(jq -r '.attribution.victims[0].tlb_accounting |
-      "\(.counted) \(.traced_remote) \(.traced_wrong_cpu) \(.counted_not_traced)"' "$R")
-  if ((tr + tw + untraced == counted)); then ok "$arm: TLB accounting closes ($counted)"; else not_ok "$arm: TLB $counted != $tr + $tw + $untraced"; fi
+  expect_tlb_accounting "$R" "$arm"
 done
 
 # jemalloc: the purge is the stall; without it the memory stays.

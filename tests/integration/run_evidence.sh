@@ -48,12 +48,12 @@ if [[ -s $R ]]; then
   # previous flush already did returns untraced). The result accounts for the
   # whole delta: traced reason 1 + traced reason 5 + counted-not-traced with
   # that rule; never more traced than counted.
-  read -r counted tr tw untraced rule_len < <(jq -r '.attribution.victims[0].tlb_accounting |
-      "\(.counted) \(.traced_remote) \(.traced_wrong_cpu) \(.counted_not_traced) \(.rule | length)"' "$R")
-  echo "# accounting: counted $counted = reason 1 $tr + reason 5 $tw + counted-not-traced $untraced"
-  (( counted == tlb && tr + tw + untraced == counted && tr + tw == recv + foreign )) &&
+  read -r counted tr tw lazy untraced beyond lw rule_len < <(jq -r '.attribution.victims[0].tlb_accounting |
+      "\(.counted) \(.traced_remote) \(.traced_wrong_cpu) \(.lazy_tlb) \(.counted_not_traced) \(.traced_beyond_count) \(.local_wrong_cpu) \(.rule | length)"' "$R")
+  echo "# accounting: counted $counted = reason 1 $tr + reason 5 in an IPI $tw + lazy $lazy + counted-not-traced $untraced (beyond $beyond)"
+  (( counted == tlb && tr + tw + lazy + untraced == counted && beyond == 0 && tr + tw + lw == recv + foreign )) &&
     ok "TLB delta $tlb accounted: traced $recv + $foreign (ours + foreign) + counted-not-traced $untraced" ||
-    not_ok "TLB accounting does not close: delta $tlb, counted $counted, traced $tr + $tw, untraced $untraced, ours $recv + foreign $foreign"
+    not_ok "TLB accounting does not close: delta $tlb, counted $counted, traced $tr + $tw + lazy $lazy (local reason 5 $lw), untraced $untraced, beyond $beyond, ours $recv + foreign $foreign"
   (( untraced >= 0 && (untraced == 0 || rule_len > 0) && untraced * 4 <= tlb )) &&
     ok "counted-not-traced $untraced: >= 0, <= 25% of the delta, kernel rule stated" ||
     not_ok "counted-not-traced $untraced of $tlb (rule length $rule_len)"

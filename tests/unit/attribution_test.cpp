@@ -792,15 +792,16 @@ TEST(FoldedEvents, CountsAndTlbAccountingAsIfKept) {
   r.interrupts_start_ns = 1'000;
   r.interrupts_span_ns = 10'000'000;
   r.counters = {CpuCounters{1, "victim", 700, 0, 0, 0}, CpuCounters{2, "victim", 50, 0, 0, 0}};
-  // Events every 1 us over the span on CPUs 0..2, all types, tlb_flush reasons 0..5.
-  const EventType types[] = {EventType::kTlbFlush, EventType::kCallFunctionEntry, EventType::kLocalTimerEntry,
-                             EventType::kSchedSwitch};
+  // Events every 1 us over the span on CPUs 0..2, blocks of six per CPU: a
+  // tlb_flush inside a call-function interrupt and one outside, reasons 0..5.
+  const EventType types[] = {EventType::kLocalTimerEntry, EventType::kCallFunctionEntry, EventType::kTlbFlush,
+                             EventType::kCallFunctionExit,  EventType::kSchedSwitch,       EventType::kTlbFlush};
   for (std::int64_t i = 0; i < 9000; ++i) {
     KernelEvent e;
     e.mono_ns = 500 + i * 1000;  // the first one before the span: never folded
-    e.cpu = static_cast<int>((i / 7) % 3);
-    e.type = types[i % 4];
-    e.a = e.type == EventType::kTlbFlush ? (i / 4) % kTlbFlushReasons : 0;
+    e.cpu = static_cast<int>((i / 6) % 3);
+    e.type = types[i % 6];
+    e.a = e.type == EventType::kTlbFlush ? (i / 18 + i % 6) % kTlbFlushReasons : 0;
     r.trace.events.push_back(e);
   }
   Attribution kept;
@@ -837,7 +838,97 @@ TEST(FoldedEvents, CountsAndTlbAccountingAsIfKept) {
     EXPECT_EQ(kept.victims[v].tlb_traced_remote, folded.victims[v].tlb_traced_remote);
     EXPECT_EQ(kept.victims[v].tlb_traced_wrong_cpu, folded.victims[v].tlb_traced_wrong_cpu);
     EXPECT_EQ(kept.victims[v].tlb_untraced, folded.victims[v].tlb_untraced);
+    EXPECT_GT(kept.victims[v].tlb_lazy, 0);
+    EXPECT_GT(kept.victims[v].tlb_local_wrong_cpu, 0);
+    EXPECT_EQ(kept.victims[v].tlb_lazy, folded.victims[v].tlb_lazy);
+    EXPECT_EQ(kept.victims[v].tlb_local_wrong_cpu, folded.victims[v].tlb_local_wrong_cpu);
+    EXPECT_EQ(kept.victims[v].tlb_traced_beyond, folded.victims[v].tlb_traced_beyond);
   }
+}
+
+// The TLB row by evidence (6.18 guest, a reuse run: 9 reason-5 flushes traced
+// on the victim CPU against a TLB row of 8 made "counted, not traced -1"):
+// a reason 5 inside a call-function interrupt or a queued csd run is in the
+// row; one the CPU traced running its own flush (csd NULL) is apart; a
+// reason 0 inside an interrupt is a lazy-TLB CPU switching to init_mm.
+TEST(TlbAccounting, SplitsByEvidenceNeverNegative) {
+  Result r;
+  r.trace.enabled = true;
+  r.interrupts_start_ns = 1'000;
+  r.interrupts_span_ns = 1'000'000;
+  const std::uint64_t flush = 0xffffffff81000000ULL, other = 0xffffffff82000000ULL;
+  r.trace.symbols = {{flush, "flush_tlb_func+0x0"}, {other, "generic_smp_call_function_single_interrupt+0x0"}};
+  std::int64_t t = 2'000;
+  auto ev = [&](EventType type, std::int64_t a = 0, std::int64_t b = 0, std::int64_t c = 0) {
+    KernelEvent e;
+    e.mono_ns = t += 100;
+    e.cpu = 1;
+    e.type = type;
+    e.a = a;
+    e.b = b;
+    e.c = c;
+    r.trace.events.push_back(e);
+  };
+  // 8 interrupts that ran flush_tlb_func for an mm this CPU left: reason 5 each.
+  for (int i = 0; i < 8; ++i) {
+    ev(EventType::kCallFunctionEntry);
+    ev(EventType::kCsdFunctionEntry, 0, static_cast<std::int64_t>(flush), 0x1000 + i);
+    ev(EventType::kTlbFlush, kTlbRemoteWrongCpu);
+    ev(EventType::kCsdFunctionExit, 0, static_cast<std::int64_t>(flush), 0x1000 + i);
+    ev(EventType::kCallFunctionExit);
+  }
+  // The CPU's own flush for a stale mm: csd NULL, no interrupt, reason 5.
+  ev(EventType::kCsdFunctionEntry, 0, static_cast<std::int64_t>(flush), 0);
+  ev(EventType::kTlbFlush, kTlbRemoteWrongCpu);
+  ev(EventType::kCsdFunctionExit, 0, static_cast<std::int64_t>(flush), 0);
+  // A lazy CPU: the interrupt switches to init_mm (reason 0 inside it).
+  ev(EventType::kCallFunctionSingleEntry);
+  ev(EventType::kTlbFlush, kTlbFlushOnTaskSwitch);
+  ev(EventType::kCallFunctionSingleExit);
+  // A queued flush run from the idle loop, no interrupt: reason 1.
+  ev(EventType::kCsdFunctionEntry, 0, static_cast<std::int64_t>(flush), 0x2000);
+  ev(EventType::kTlbFlush, kTlbRemoteShootdown);
+  ev(EventType::kCsdFunctionExit, 0, static_cast<std::int64_t>(flush), 0x2000);
+  // A task switch outside any interrupt: not a flush of the row.
+  ev(EventType::kTlbFlush, kTlbFlushOnTaskSwitch);
+  // An interrupt that returned early (a later flush caught up): untraced.
+  ev(EventType::kCallFunctionEntry);
+  ev(EventType::kCallFunctionExit);
+  r.counters = {CpuCounters{1, "victim", 11, 0, 0, 0}};
+
+  Attribution a;
+  a.victims = {VictimAttribution{}};
+  a.victims[0].cpu = 1;
+  account_tlb(r, a);
+  const VictimAttribution& v = a.victims[0];
+  EXPECT_EQ(v.tlb_counted, 11);
+  EXPECT_EQ(v.tlb_traced_remote, 1);
+  EXPECT_EQ(v.tlb_traced_wrong_cpu, 8);
+  EXPECT_EQ(v.tlb_lazy, 1);
+  EXPECT_EQ(v.tlb_untraced, 1);
+  EXPECT_EQ(v.tlb_traced_beyond, 0);
+  EXPECT_EQ(v.tlb_local_wrong_cpu, 1);
+  EXPECT_EQ(v.tlb_local_flush_runs, 1);
+
+  // A row smaller than the evidence (a flush at the window's edge): the
+  // excess is stated, never a negative untraced count.
+  r.counters[0].tlb = 9;
+  a.victims[0] = VictimAttribution{};
+  a.victims[0].cpu = 1;
+  account_tlb(r, a);
+  EXPECT_EQ(a.victims[0].tlb_untraced, 0);
+  EXPECT_EQ(a.victims[0].tlb_traced_beyond, 1);
+
+  // Without csd tracepoints (before 6.3) the CPU's own runs are unknown.
+  std::erase_if(r.trace.events, [](const KernelEvent& e) {
+    return e.type == EventType::kCsdFunctionEntry || e.type == EventType::kCsdFunctionExit;
+  });
+  a.victims[0] = VictimAttribution{};
+  a.victims[0].cpu = 1;
+  account_tlb(r, a);
+  EXPECT_EQ(a.victims[0].tlb_local_flush_runs, -1);
+  EXPECT_EQ(a.victims[0].tlb_traced_wrong_cpu, 8);
+  EXPECT_EQ(a.victims[0].tlb_local_wrong_cpu, 1);
 }
 
 }  // namespace

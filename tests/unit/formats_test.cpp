@@ -279,6 +279,42 @@ TEST(ResultFromJson, CpumasksBeyondCpu63ComeBack) {
   }
 }
 
+// The TLB accounting by evidence comes back; a result saved before the split
+// (no lazy_tlb, a negative counted_not_traced) is still read and shown as
+// what it is.
+TEST(ResultFromJson, TlbAccountingByEvidenceAndTheOlderForm) {
+  Result r = traced_partial();
+  r.interrupts_start_ns = r.measure_start_ns;
+  r.interrupts_span_ns = 10'000'000'000;
+  r.counters = {CpuCounters{1, "victim", 3, 3, 0, 0}, CpuCounters{2, "victim", 0, 0, 0, 0}};
+  const Analysis a = analyze(r);
+  ASSERT_GE(a.attribution.victims.at(0).tlb_counted, 0);
+  const std::string text = sink::result_to_string(r, a);
+  const auto j = nlohmann::json::parse(text);
+  const auto& ta = j["attribution"]["victims"][0]["tlb_accounting"];
+  ASSERT_TRUE(ta.contains("lazy_tlb")) << ta.dump();
+  const sink::LoadedResult back = sink::result_from_json(text);
+  const auto& bv = back.analysis.attribution.victims.at(0);
+  EXPECT_FALSE(bv.tlb_legacy);
+  EXPECT_EQ(bv.tlb_counted, 3);
+  EXPECT_EQ(bv.tlb_traced_remote + bv.tlb_traced_wrong_cpu + bv.tlb_lazy + bv.tlb_untraced, 3 + bv.tlb_traced_beyond);
+  EXPECT_NE(sink::attribution_section(back.result, back.analysis).find("reason 5 in an IPI"), std::string::npos);
+
+  auto old = j;
+  auto& ot = old["attribution"]["victims"][0]["tlb_accounting"];
+  for (const char* k : {"lazy_tlb", "traced_beyond_count", "local_wrong_cpu", "local_flush_runs"}) ot.erase(k);
+  ot["counted"] = 8;
+  ot["traced_remote"] = 0;
+  ot["traced_wrong_cpu"] = 9;
+  ot["counted_not_traced"] = -1;
+  const sink::LoadedResult older = sink::result_from_json(old.dump());
+  const auto& ov = older.analysis.attribution.victims.at(0);
+  EXPECT_TRUE(ov.tlb_legacy);
+  EXPECT_EQ(ov.tlb_untraced, -1);
+  const std::string shown = sink::attribution_section(older.result, older.analysis);
+  EXPECT_NE(shown.find("counted, not traced -1 (saved by an older shootdown"), std::string::npos) << shown;
+}
+
 TEST(ResultFromJson, AFoldedSeriesKeepsItsLabelsThroughTheRawWindows) {
   Result r = traced_partial();
   for (auto& v : r.victims) {
