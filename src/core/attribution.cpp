@@ -595,14 +595,16 @@ std::string untraced_tlb_rule(const std::string& kernel_release) {
                   "(inc_irq_stat(irq_tlb_count)) before it returns without tlb:tlb_flush when ";
   if (v > 0 && v < 6014)
     s += "the CPU has another mm loaded (f->mm != loaded_mm: traced as reason 5 only since 6.14), ";
-  s += "init_mm is loaded (idle or a kernel thread), the CPU is in lazy-TLB mode, ";
+  s += "init_mm is loaded (idle or a kernel thread), ";
   if (v >= 6015) s += "the mm uses a global ASID flushed by INVLPGB, ";
   s += "or its TLB is already at the requested generation (f->new_tlb_gen <= local tlb_gen: a later flush "
        "caught it up)";
+  s += "; a CPU in lazy-TLB mode switches to init_mm instead (tlb_flush reason 0 inside the interrupt: counted as "
+       "lazy TLB)";
   if (v >= 6014)
     s += "; another mm loaded is traced as reason 5, also by the initiating CPU's own flush_tlb_func() (no IPI, "
-         "not in the TLB row: x86/mm/tlb \"Also remove local CPU from mm_cpumask if stale\", 6.14), so traced "
-         "reason 5 can exceed the TLB row and the untraced count go negative";
+         "not in the TLB row: x86/mm/tlb \"Also remove local CPU from mm_cpumask if stale\", 6.14): those are "
+         "reported apart";
   return s;
 }
 
