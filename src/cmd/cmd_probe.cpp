@@ -112,7 +112,9 @@ std::string find_library() {
 // starts find it), mapped here for the tool's side.
 class ProbeShm {
  public:
-  explicit ProbeShm(std::uint64_t capacity) : len_(sizeof(sd_probe_shm) + SD_PROBE_SLOTS * capacity * 8) {
+  ProbeShm(std::uint32_t ncpus, std::uint32_t nslots, std::uint64_t capacity)
+      : len_(sd_probe_layout(nullptr, ncpus, nslots, capacity)) {
+    if (len_ == 0) throw RuntimeError(fmt::format("probe region for {} CPUs and {} slots: too large", ncpus, nslots));
     // Anonymous (no name anyone can open), mode 0600, size sealed after sizing:
     // the library refuses any fd that is not exactly this (probe.c).
     fd_ = ::memfd_create("shootdown-probe", MFD_ALLOW_SEALING);
@@ -123,6 +125,10 @@ class ProbeShm {
     void* base = ::mmap(nullptr, len_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
     if (base == MAP_FAILED) throw RuntimeError(fmt::format("mapping the probe ring: {}", std::strerror(errno)));
     shm_ = static_cast<sd_probe_shm*>(base);
+    shm_->ncpus = ncpus;
+    shm_->nslots = nslots;
+    shm_->capacity = capacity;
+    sd_probe_layout(shm_, ncpus, nslots, capacity);
   }
   ~ProbeShm() {
     if (shm_) ::munmap(shm_, len_);
@@ -132,6 +138,8 @@ class ProbeShm {
   ProbeShm& operator=(const ProbeShm&) = delete;
   sd_probe_shm* operator->() const { return shm_; }
   sd_probe_shm* get() const { return shm_; }
+  sd_probe_slot& slot(int k) const { return sd_probe_slots(shm_)[k]; }
+  int nslots() const { return static_cast<int>(shm_->nslots); }
   int fd() const { return fd_; }
 
  private:
@@ -163,8 +171,8 @@ class ProbeTool final : public Tool {
         throw UsageError(fmt::format("--cpu '{}': {} (accepted: a CPU list such as 3 or 2,3 or 4-7)", o_.cpu,
                                      list ? "empty" : cwhy));
       if (list->size() > SD_PROBE_MAX_CPUS)
-        throw UsageError(fmt::format("--cpu '{}': {} CPUs; accepted: at most {} probe CPUs", o_.cpu, list->size(),
-                                     SD_PROBE_MAX_CPUS));
+        throw UsageError(fmt::format("--cpu '{}': {} CPUs; accepted: at most {} probe CPUs (CONFIG_NR_CPUS)", o_.cpu,
+                                     list->size(), SD_PROBE_MAX_CPUS));
       for (int c : *list)
         if (!topo_.online.empty() && !topo_.is_online(c))
           throw UsageError(fmt::format("--cpu {}: cpu{} is not online (online: {})", o_.cpu, c,
@@ -237,23 +245,23 @@ class ProbeTool final : public Tool {
   }
 
   void prepare() override {
-    shm_.emplace(capacity_);
+    nslots_ = static_cast<int>(cpus_.size()) + SD_PROBE_SPARE_SLOTS;
+    series_.assign(static_cast<std::size_t>(nslots_), Series{});
+    exited_.assign(static_cast<std::size_t>(nslots_), false);
+    shm_.emplace(static_cast<std::uint32_t>(cpus_.size()), static_cast<std::uint32_t>(nslots_), capacity_);
     sd_probe_shm* shm = shm_->get();
     shm->magic = SD_PROBE_MAGIC;
     shm->version = SD_PROBE_VERSION;
     shm->batch_pages = static_cast<std::uint32_t>(o_.batch_pages);
     shm->arena_bytes = static_cast<std::uint64_t>(arena_pages_) * 4096;
-    shm->capacity = capacity_;
     shm->sched_fifo = o_.rt ? 1u : 0u;
-    shm->nslots = SD_PROBE_SLOTS;
-    shm->ncpus = static_cast<std::uint32_t>(cpus_.size());
-    for (std::size_t k = 0; k < SD_PROBE_MAX_CPUS; ++k) {
-      shm->cpus[k] = k < cpus_.size() ? cpus_[k] : -1;
-      shm->holder[k] = -1;
+    for (std::size_t k = 0; k < cpus_.size(); ++k) {
+      sd_probe_cpus(shm)[k] = cpus_[k];
+      sd_probe_holders(shm)[k] = -1;
     }
-    for (auto& sl : shm->slots) {
-      sl.successor = -1;
-      sl.cpu = -1;
+    for (int k = 0; k < nslots_; ++k) {
+      shm_->slot(k).successor = -1;
+      shm_->slot(k).cpu = -1;
     }
 
     Plan& p = r_.plan;
@@ -331,7 +339,8 @@ class ProbeTool final : public Tool {
     // The end: every probe still measuring stops at its next batch.
     stopping_ = true;
     sd_probe_shm* shm = shm_->get();
-    for (auto& sl : shm->slots) {
+    for (int k = 0; k < nslots_; ++k) {
+      sd_probe_slot& sl = shm_->slot(k);
       std::uint32_t none = SD_PROBE_STOP_NONE;
       __atomic_compare_exchange_n(&sl.stop, &none, std::uint32_t{SD_PROBE_STOP_TOOL}, false, __ATOMIC_ACQ_REL,
                                   __ATOMIC_ACQUIRE);
@@ -361,13 +370,13 @@ class ProbeTool final : public Tool {
     const sys::TscClock clock = sys::TscClock::from(first_, last_);
     // The processes of the target in claim order.
     std::vector<int> order;
-    for (int k = 0; k < SD_PROBE_SLOTS; ++k)
-      if (shm->slots[k].pid != 0) order.push_back(k);
-    std::sort(order.begin(), order.end(), [&](int x, int y) { return shm->slots[x].seq < shm->slots[y].seq; });
+    for (int k = 0; k < nslots_; ++k)
+      if (shm_->slot(k).pid != 0) order.push_back(k);
+    std::sort(order.begin(), order.end(), [&](int x, int y) { return shm_->slot(x).seq < shm_->slot(y).seq; });
     std::string failures;
     bool any_samples = false;
     for (int k : order) {
-      const sd_probe_slot& sl = shm->slots[k];
+      const sd_probe_slot& sl = shm_->slot(k);
       ProbeProcess p;
       p.pid = sl.pid;
       p.ppid = sl.ppid;
@@ -377,10 +386,10 @@ class ProbeTool final : public Tool {
       const Series& se = series_[k];
       p.samples = static_cast<std::int64_t>(se.samples());
       if (!se.tail.empty()) p.probed_ns = clock.to_mono(se.tail.back()) - clock.to_mono(sl.start_tsc);
-      if (sl.successor >= 0 && sl.successor < SD_PROBE_SLOTS) {
-        p.successor_pid = shm->slots[sl.successor].pid;
-        const char* c = shm->slots[sl.successor].comm;
-        p.successor_comm = std::string(c, strnlen(c, sizeof shm->slots[sl.successor].comm));
+      if (sl.successor >= 0 && sl.successor < nslots_) {
+        p.successor_pid = shm_->slot(sl.successor).pid;
+        const char* c = shm_->slot(sl.successor).comm;
+        p.successor_comm = std::string(c, strnlen(c, sizeof shm_->slot(sl.successor).comm));
       }
       p.fate = fate_of(k);
       if (p.fate == ProbeFate::kFailed) {
@@ -401,7 +410,7 @@ class ProbeTool final : public Tool {
       // CPU (another real-time thread spinning there, CPU isolation, ...).
       std::string starved;
       for (int k : order) {
-        const sd_probe_slot& sl = shm->slots[k];
+        const sd_probe_slot& sl = shm_->slot(k);
         if (sl.cpu >= 0 && sl.start_tsc != 0 && sl.end_tsc > sl.start_tsc &&
             clock.to_mono(sl.end_tsc) - clock.to_mono(sl.start_tsc) > 10'000'000)
           starved = fmt::format("; the probe of pid {} ran {} on cpu{} without completing a batch: is a real-time "
@@ -416,7 +425,7 @@ class ProbeTool final : public Tool {
     if (shm->unslotted > 0)
       r_.warnings.push_back(fmt::format("{} more processes of the target found every one of the {} probe slots "
                                         "taken: not probed",
-                                        shm->unslotted, SD_PROBE_SLOTS));
+                                        shm->unslotted, nslots_));
     const int status = child_.status();
     if (!child_done_ || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
       r_.complete = child_done_ && WIFEXITED(status);
@@ -441,7 +450,7 @@ class ProbeTool final : public Tool {
       const ProbeProcess& p = processes_[i];
       const int k = slot_of_[i];
       if (p.samples == 0 || !selected(p)) continue;
-      const sd_probe_slot& sl = shm->slots[k];
+      const sd_probe_slot& sl = shm_->slot(k);
       Result r = r_;
       r.probe = p;
       r.probe_seen = processes_;
@@ -605,8 +614,8 @@ class ProbeTool final : public Tool {
 
   void drain() {
     sd_probe_shm* shm = shm_->get();
-    for (int k = 0; k < SD_PROBE_SLOTS; ++k) {
-      sd_probe_slot& sl = shm->slots[k];
+    for (int k = 0; k < nslots_; ++k) {
+      sd_probe_slot& sl = shm_->slot(k);
       if (__atomic_load_n(&sl.pid, __ATOMIC_ACQUIRE) == 0) continue;
       const std::uint64_t* ring = sd_probe_ring(shm, k);
       const std::uint64_t count = __atomic_load_n(&sl.count, __ATOMIC_ACQUIRE);
@@ -626,7 +635,7 @@ class ProbeTool final : public Tool {
     for (;;) {
       std::size_t held = 0;
       int largest = -1;
-      for (int k = 0; k < SD_PROBE_SLOTS; ++k) {
+      for (int k = 0; k < nslots_; ++k) {
         held += series_[k].tail.size() + series_[k].kept_index.size();
         if (largest < 0 || series_[k].tail.size() > series_[largest].tail.size()) largest = k;
       }
@@ -643,7 +652,7 @@ class ProbeTool final : public Tool {
 
   void fold(int k, std::size_t n) {
     Series& se = series_[k];
-    const int cpu = (*shm_)->slots[k].cpu;
+    const int cpu = shm_->slot(k).cpu;
     const std::int64_t start = pre_.to_mono(se.prev);
     std::vector<std::int64_t> end(n);
     for (std::size_t i = 0; i < n; ++i) end[i] = pre_.to_mono(se.tail[i]);
@@ -658,7 +667,7 @@ class ProbeTool final : public Tool {
     for (std::size_t i = 0; i < n; ++i) {
       const std::uint64_t to = se.tail[i];
       // Raw windows take at most half the budget; beyond it they fold too.
-      if (keep[i] && se.kept_index.size() < max_samples_ / (2 * SD_PROBE_SLOTS)) {
+      if (keep[i] && se.kept_index.size() < max_samples_ / (2 * static_cast<std::size_t>(nslots_))) {
         se.kept_index.push_back(se.tail_first + i);
         se.kept_start.push_back(from);
         se.kept_end.push_back(to);
@@ -691,14 +700,14 @@ class ProbeTool final : public Tool {
     bool folded_any = false;
     std::int64_t hi = INT64_MAX, newest = INT64_MIN;
     std::vector<std::pair<std::int64_t, std::int64_t>> kept, gaps;
-    for (int k = 0; k < SD_PROBE_SLOTS; ++k) {
+    for (int k = 0; k < nslots_; ++k) {
       const Series& se = series_[k];
       if (se.samples() == 0) continue;
       folded_any = folded_any || !se.folded.empty();
       const std::int64_t a = pre_.to_mono(se.prev), b = se.tail.empty() ? a : pre_.to_mono(se.tail.back());
       kept.emplace_back(a, b);
       newest = std::max(newest, b);
-      const auto st = __atomic_load_n(&(*shm_)->slots[k].state, __ATOMIC_ACQUIRE);
+      const auto st = __atomic_load_n(&shm_->slot(k).state, __ATOMIC_ACQUIRE);
       if (st == SD_PROBE_RUNNING || st == SD_PROBE_PREPARING) hi = std::min(hi, b);
       for (std::size_t i = 0; i < se.kept_index.size(); ++i) {
         const std::int64_t x = pre_.to_mono(se.kept_start[i]), y = pre_.to_mono(se.kept_end[i]);
@@ -715,7 +724,8 @@ class ProbeTool final : public Tool {
 
   int running_probes() const {
     int n = 0;
-    for (const auto& sl : (*shm_)->slots) {
+    for (int k = 0; k < nslots_; ++k) {
+      const sd_probe_slot& sl = shm_->slot(k);
       const auto st = __atomic_load_n(&sl.state, __ATOMIC_ACQUIRE);
       n += st == SD_PROBE_RUNNING || st == SD_PROBE_PREPARING;
     }
@@ -727,8 +737,8 @@ class ProbeTool final : public Tool {
   // marked gone, and the CPU they held is free for the next process.
   void sweep() {
     sd_probe_shm* shm = shm_->get();
-    for (int k = 0; k < SD_PROBE_SLOTS; ++k) {
-      sd_probe_slot& sl = shm->slots[k];
+    for (int k = 0; k < nslots_; ++k) {
+      sd_probe_slot& sl = shm_->slot(k);
       const int pid = __atomic_load_n(&sl.pid, __ATOMIC_ACQUIRE);
       if (pid == 0) continue;
       auto st = __atomic_load_n(&sl.state, __ATOMIC_ACQUIRE);
@@ -749,14 +759,14 @@ class ProbeTool final : public Tool {
       if (st == SD_PROBE_RUNNING || st == SD_PROBE_PREPARING || st == SD_PROBE_INIT) continue;
       for (std::uint32_t c = 0; c < shm->ncpus; ++c) {
         std::int32_t h = k;
-        __atomic_compare_exchange_n(&shm->holder[c], &h, std::int32_t{-1}, false, __ATOMIC_ACQ_REL,
+        __atomic_compare_exchange_n(&sd_probe_holders(shm)[c], &h, std::int32_t{-1}, false, __ATOMIC_ACQ_REL,
                                     __ATOMIC_ACQUIRE);
       }
     }
   }
 
   ProbeFate fate_of(int k) const {
-    const sd_probe_slot& sl = (*shm_)->slots[k];
+    const sd_probe_slot& sl = shm_->slot(k);
     switch (sl.state) {
       case SD_PROBE_EXECED:
         return ProbeFate::kExeced;
@@ -815,12 +825,13 @@ class ProbeTool final : public Tool {
     std::size_t folded_samples = 0, ipis = 0, ipis_dropped = 0;
     std::size_t samples() const { return tail_first + tail.size(); }
   };
-  std::array<Series, SD_PROBE_SLOTS> series_;
+  int nslots_ = 0;                // probe CPUs + SD_PROBE_SPARE_SLOTS
+  std::vector<Series> series_;    // per slot
   std::size_t max_samples_ = 0;  // raw samples held at most, all slots
   sys::TscClock pre_;            // calibrated before the command starts: converts while folding
   FoldedEvents folded_events_;
   std::int64_t events_folded_until_ = 0;
-  std::array<bool, SD_PROBE_SLOTS> exited_{};
+  std::vector<bool> exited_;  // per slot
   std::vector<ProbeProcess> processes_;
   std::vector<int> slot_of_;
   Result r_;  // what all processes share (plan, environment, trace until analyze)

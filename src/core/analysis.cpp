@@ -292,10 +292,15 @@ Verdict make_verdict(const Result& r, const Analysis& a) {
     if (!a.attribution.note.empty() && r.trace.enabled) out.unknown = a.attribution.note;
   }
   if (a.attribution.available) out.own_flushes = a.attribution.own_flushes;
-  // Doctor's finding for this machine: remote flushes by INVLPGB broadcast.
-  const bool broadcast = std::any_of(r.doctor.begin(), r.doctor.end(), [](const DoctorFinding& f) {
-    return f.name == "tlb_broadcast" && f.status == DoctorStatus::kWarn && f.found.find("INVLPGB") != std::string::npos;
-  });
+  // Doctor's finding for this machine: remote flushes by INVLPGB broadcast
+  // or Intel RAR (arm64 does not run the experiment).
+  bool broadcast = false;
+  for (const DoctorFinding& f : r.doctor) {
+    if (f.name != "tlb_broadcast" || f.status != DoctorStatus::kWarn) continue;
+    if (f.found.find("INVLPGB") != std::string::npos) out.broadcast_by = "AMD INVLPGB";
+    if (f.found.find("Intel RAR") != std::string::npos) out.broadcast_by = "Intel RAR";
+    broadcast = !out.broadcast_by.empty();
+  }
   for (const VictimAnalysis& va : a.victims) {
     VictimVerdict x;
     x.cpu = va.cpu;

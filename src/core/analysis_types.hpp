@@ -96,6 +96,7 @@ struct Verdict {
   std::int64_t release_window_ns = 0;    // sum of the release calls' durations
   std::int64_t release_p50_ns = 0;       // per release
   std::vector<VictimVerdict> victims;
+  std::string broadcast_by;  // "AMD INVLPGB", "Intel RAR": doctor's tlb_broadcast WARN ("" none)
 };
 
 // The price list of a memory-workload release, per GiB released (over all

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "core/attribution.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <numeric>
 #include <cmath>
@@ -346,6 +348,19 @@ Attribution attribute(const std::vector<VictimSamples>& victims, const KernelTra
   if (!sched_switch)
     out.note += std::string(out.note.empty() ? "" : "; ") +
                 "sched:sched_switch not traced: preempted samples from the tid heuristic, on-CPU releases unknown";
+  // A measured CPU where tracepoints could not be opened (the tracer's
+  // "<event> on cpuN: ..." lines): its zeros would be no evidence, not none.
+  for (const VictimSamples& v : victims) {
+    const std::string tag = " on cpu" + std::to_string(v.cpu) + ":";
+    std::size_t n = 0;
+    const std::string* first = nullptr;
+    for (const std::string& m : trace.missing)
+      if (m.find(tag) != std::string::npos && !n++) first = &m;
+    if (n > 0)
+      out.note += std::string(out.note.empty() ? "" : "; ") +
+                  fmt::format("cpu{}: {} tracepoint(s) not opened there ({}): its kernel evidence is incomplete",
+                              v.cpu, n, *first);
+  }
 
   for (const VictimSamples& v : victims) {
     VictimAttribution a;

@@ -462,10 +462,25 @@ DoctorFinding check_broadcast_flush(const DoctorFacts& f) {
   if (!m.empty() && m != "x86_64")
     return make(DoctorStatus::kWarn, "tlb_broadcast", m + ": not x86, shootdown's evidence is x86's",
                 "remote flushes there may be broadcast in hardware, with no IPI to count", true);
-  if (!f.cpuid_invlpgb) return pass("tlb_broadcast", "INVLPGB not detectable: remote flushes assumed IPIs");
-  if (!*f.cpuid_invlpgb) return pass("tlb_broadcast", "no INVLPGB in this CPU: remote flushes are IPIs");
-  const int v = kernel_version_code(f.kernel_release);
   const std::string k = f.kernel_release.empty() ? "this kernel" : "kernel " + f.kernel_release;
+  if (f.kernel_rar == std::optional<bool>(true) && f.cpuid_invlpgb != std::optional<bool>(true)) {
+    // A kernel with RAR code sends a remote flush as a remote action request
+    // where the CPU has RAR: the target's microcode flushes, no call-function
+    // interrupt, no flush_tlb_func, no tlb_flush on the target.
+    const bool cpu = f.cpu_flags.count("rar") > 0;
+    return make(DoctorStatus::kWarn, "tlb_broadcast",
+                "Intel RAR remote flush " + std::string(cpu ? "on" : "possible") + " (" + k +
+                    " carries RAR code, its BTF names it; " +
+                    (cpu ? "CPU flag rar" : "CPU support not listed in /proc/cpuinfo") + ")",
+                "remote flushes by remote action request send no call-function IPI and trace no tlb:tlb_flush on "
+                "the target, so shootdown counts and times miss them while the initiator still waits for the "
+                "targets; compare the TLB row with the traced flushes (shootdown run prints the accounting)",
+                true);
+  }
+  const std::string rar = f.kernel_rar == std::optional<bool>(false) ? ", no Intel RAR in this kernel" : "";
+  if (!f.cpuid_invlpgb) return pass("tlb_broadcast", "INVLPGB not detectable" + rar + ": remote flushes assumed IPIs");
+  if (!*f.cpuid_invlpgb) return pass("tlb_broadcast", "no INVLPGB in this CPU" + rar + ": remote flushes are IPIs");
+  const int v = kernel_version_code(f.kernel_release);
   // Linux 6.15 (arch/x86/mm/tlb.c broadcast_tlb_flush, CONFIG_BROADCAST_TLB_FLUSH).
   if (v > 0 && v < 6015)
     return pass("tlb_broadcast", "CPU has INVLPGB; " + k + " flushes by IPI (broadcast flush: Linux 6.15+)");

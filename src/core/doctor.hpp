@@ -82,6 +82,11 @@ struct DoctorFacts {
   std::string machine;                   // uname -m ("x86_64", "aarch64")
   std::optional<bool> cpuid_invlpgb;     // AMD INVLPGB/TLBSYNC: CPUID 0x80000008 EBX bit 3; nullopt: not readable
   std::optional<bool> broadcast_config;  // /boot/config-RELEASE: CONFIG_BROADCAST_TLB_FLUSH=y; nullopt: no config
+  // Intel RAR (remote action request): the running kernel's BTF
+  // (/sys/kernel/btf/vmlinux) names RAR code (rar_payload, smp_call_rar_many,
+  // rar_cpu_init); nullopt: no BTF to read. No mainline kernel up to 7.3 has
+  // any (Debian 7.3.4's BTF names none; it names global_asid for INVLPGB).
+  std::optional<bool> kernel_rar;
   // Measured, not read: do remote TLB flushes arrive as IPIs? One thread on
   // from_cpu munmaps `requests` touched pages while a second thread of the
   // process spins on to_cpu; a kernel that flushes by IPI adds one to to_cpu's

@@ -38,10 +38,10 @@
 #include "probe_shm.h"
 
 /* The layout is shared with the tool and with tests/cli/probe_env.sh. */
-_Static_assert(offsetof(struct sd_probe_shm, claimed) == 108, "probe_shm layout");
-_Static_assert(offsetof(struct sd_probe_shm, slots) == 120, "probe_shm layout");
+_Static_assert(offsetof(struct sd_probe_shm, claimed) == 44, "probe_shm layout");
+_Static_assert(offsetof(struct sd_probe_shm, cpus_off) == 56, "probe_shm layout");
 _Static_assert(sizeof(struct sd_probe_slot) == 216, "probe_slot layout");
-_Static_assert(sizeof(struct sd_probe_shm) == 3576, "probe_shm size");
+_Static_assert(sizeof(struct sd_probe_shm) == 88, "probe_shm size");
 
 static struct sd_probe_shm* g_shm;
 static int g_slot = -1;
@@ -71,7 +71,7 @@ static void sleep_ms(long ms) {
 static void* probe_main(void* arg) {
   struct sd_probe_shm* s = g_shm;
   const int idx = (int)(intptr_t)arg;
-  struct sd_probe_slot* sl = &s->slots[idx];
+  struct sd_probe_slot* sl = &sd_probe_slots(s)[idx];
   __atomic_store_n(&sl->tid, (int32_t)syscall(SYS_gettid), __ATOMIC_RELAXED);
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -111,9 +111,10 @@ static void* probe_main(void* arg) {
   for (size_t i = 0; i < pages; ++i) ((volatile char*)arena)[i * page] = 1;
   /* A parent handing its CPU over stops at its next batch: wait for it
    * (bounded) so two probes never time each other. */
+  struct sd_probe_slot* slots = sd_probe_slots(s);
   for (int k = 0; k < (int)s->nslots; ++k) {
-    if (k == idx || s->slots[k].successor != idx) continue;
-    for (int w = 0; w < 200 && load_state(&s->slots[k]) == SD_PROBE_RUNNING; ++w) sleep_ms(1);
+    if (k == idx || slots[k].successor != idx) continue;
+    for (int w = 0; w < 200 && load_state(&slots[k]) == SD_PROBE_RUNNING; ++w) sleep_ms(1);
   }
   const uint64_t cap = s->capacity;
   const size_t batch = s->batch_pages ? s->batch_pages : 1;
@@ -164,35 +165,37 @@ static void start_probe(void) {
   struct sd_probe_shm* s = g_shm;
   const int32_t pid = (int32_t)getpid(), ppid = (int32_t)getppid();
   const int nslots = (int)s->nslots, ncpus = (int)s->ncpus;
+  struct sd_probe_slot* slots = sd_probe_slots(s);
+  int32_t* holder = sd_probe_holders(s);
   /* An earlier image of this pid exec'd into us: its slot still looks alive,
    * or the tool already found its probe thread gone (exec ends every thread
    * but the caller before the new image's constructors run). */
   int prev = -1;
   for (int k = 0; k < nslots; ++k) {
-    const uint32_t st = load_state(&s->slots[k]);
-    if (__atomic_load_n(&s->slots[k].pid, __ATOMIC_ACQUIRE) == pid && s->slots[k].successor < 0 &&
+    const uint32_t st = load_state(&slots[k]);
+    if (__atomic_load_n(&slots[k].pid, __ATOMIC_ACQUIRE) == pid && slots[k].successor < 0 &&
         (live(st) || st == SD_PROBE_GONE))
       prev = k;
   }
   int idx = -1;
   for (int k = 0; k < nslots && idx < 0; ++k) {
     int32_t zero = 0;
-    if (__atomic_compare_exchange_n(&s->slots[k].pid, &zero, pid, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) idx = k;
+    if (__atomic_compare_exchange_n(&slots[k].pid, &zero, pid, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) idx = k;
   }
   if (prev >= 0) {
-    s->slots[prev].successor = idx;
-    __atomic_store_n(&s->slots[prev].state, SD_PROBE_EXECED, __ATOMIC_RELEASE);
+    slots[prev].successor = idx;
+    __atomic_store_n(&slots[prev].state, SD_PROBE_EXECED, __ATOMIC_RELEASE);
   }
   if (idx < 0) {
     __atomic_add_fetch(&s->unslotted, 1, __ATOMIC_ACQ_REL);
     /* Release the CPU of the exec'd image: the tool may give it to none. */
     for (int c = 0; prev >= 0 && c < ncpus; ++c) {
       int32_t h = prev;
-      __atomic_compare_exchange_n(&s->holder[c], &h, -1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+      __atomic_compare_exchange_n(&holder[c], &h, -1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
     }
     return;
   }
-  struct sd_probe_slot* sl = &s->slots[idx];
+  struct sd_probe_slot* sl = &sd_probe_slots(s)[idx];
   g_slot = idx;
   sl->ppid = ppid;
   sl->successor = -1;
@@ -205,20 +208,20 @@ static void start_probe(void) {
   int cpu = -1;
   for (int c = 0; c < ncpus && cpu < 0 && prev >= 0; ++c) {
     int32_t h = prev;
-    if (__atomic_compare_exchange_n(&s->holder[c], &h, idx, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) cpu = c;
+    if (__atomic_compare_exchange_n(&holder[c], &h, idx, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) cpu = c;
   }
   for (int c = 0; c < ncpus && cpu < 0; ++c) {
     int32_t h = -1;
-    if (__atomic_compare_exchange_n(&s->holder[c], &h, idx, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) cpu = c;
+    if (__atomic_compare_exchange_n(&holder[c], &h, idx, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) cpu = c;
   }
   for (int c = 0; c < ncpus && cpu < 0; ++c) {
-    int32_t h = __atomic_load_n(&s->holder[c], __ATOMIC_ACQUIRE);
-    if (h < 0 || h >= nslots || s->slots[h].pid != ppid || threads_of(ppid) > 2) continue;
+    int32_t h = __atomic_load_n(&holder[c], __ATOMIC_ACQUIRE);
+    if (h < 0 || h >= nslots || slots[h].pid != ppid || threads_of(ppid) > 2) continue;
     /* The parent runs its main thread and its probe only (a shell, a
      * wrapper waiting for us): its probe hands this CPU over. */
-    if (__atomic_compare_exchange_n(&s->holder[c], &h, idx, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-      s->slots[h].successor = idx;
-      __atomic_store_n(&s->slots[h].stop, SD_PROBE_STOP_HANDOVER, __ATOMIC_RELEASE);
+    if (__atomic_compare_exchange_n(&holder[c], &h, idx, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+      slots[h].successor = idx;
+      __atomic_store_n(&slots[h].stop, SD_PROBE_STOP_HANDOVER, __ATOMIC_RELEASE);
       cpu = c;
     }
   }
@@ -226,7 +229,7 @@ static void start_probe(void) {
     __atomic_store_n(&sl->state, SD_PROBE_NO_CPU, __ATOMIC_RELEASE);
     return;
   }
-  sl->cpu = s->cpus[cpu];
+  sl->cpu = sd_probe_cpus(s)[cpu];
   __atomic_store_n(&sl->state, SD_PROBE_PREPARING, __ATOMIC_RELEASE);
   sigset_t all, old;
   sigfillset(&all);
@@ -267,9 +270,11 @@ __attribute__((constructor)) static void sd_probe_init(void) {
   void* p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, (int)fd, 0);
   if (p == MAP_FAILED) return;
   struct sd_probe_shm* s = p;
-  if (s->magic != SD_PROBE_MAGIC || s->version != SD_PROBE_VERSION || s->nslots != SD_PROBE_SLOTS ||
-      s->ncpus < 1 || s->ncpus > SD_PROBE_MAX_CPUS || s->capacity == 0 ||
-      s->capacity > ((uint64_t)st.st_size - sizeof(struct sd_probe_shm)) / 8 / SD_PROBE_SLOTS) {
+  struct sd_probe_shm layout = *s;
+  const uint64_t need = sd_probe_layout(&layout, s->ncpus, s->nslots, s->capacity);
+  if (s->magic != SD_PROBE_MAGIC || s->version != SD_PROBE_VERSION || need == 0 || need > (uint64_t)st.st_size ||
+      s->nslots != s->ncpus + SD_PROBE_SPARE_SLOTS || layout.cpus_off != s->cpus_off ||
+      layout.holder_off != s->holder_off || layout.slots_off != s->slots_off || layout.rings_off != s->rings_off) {
     /* Not ours. The unmap is of a page never touched by another thread: no shootdown. */
     munmap(p, (size_t)st.st_size);
     return;
@@ -283,7 +288,7 @@ __attribute__((constructor)) static void sd_probe_init(void) {
  * samples are published before the process goes. */
 __attribute__((destructor)) static void sd_probe_fini(void) {
   if (!g_started || !g_shm || g_slot < 0) return;
-  struct sd_probe_slot* sl = &g_shm->slots[g_slot];
+  struct sd_probe_slot* sl = &sd_probe_slots(g_shm)[g_slot];
   uint32_t none = SD_PROBE_STOP_NONE;
   __atomic_compare_exchange_n(&sl->stop, &none, SD_PROBE_STOP_TOOL, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
   pthread_join(g_thread, NULL);
@@ -291,6 +296,6 @@ __attribute__((destructor)) static void sd_probe_fini(void) {
   /* The CPU is free for the next process at once. */
   for (int c = 0; c < (int)g_shm->ncpus; ++c) {
     int32_t h = g_slot;
-    __atomic_compare_exchange_n(&g_shm->holder[c], &h, -1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    __atomic_compare_exchange_n(&sd_probe_holders(g_shm)[c], &h, -1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
   }
 }

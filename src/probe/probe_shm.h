@@ -4,8 +4,12 @@
  * library (C) both include it.
  *
  * The tool creates a memfd (mode 0600, size sealed), sizes it to
- * sizeof(struct sd_probe_shm) + nslots * capacity * 8, fills the config and
- * passes the fd number in SHOOTDOWN_PROBE_FD (inherited, not close-on-exec).
+ * sd_probe_layout(ncpus, nslots, capacity) (version 3: the CPU list, the
+ * holders, the slots and the rings follow the header at the offsets it
+ * computes, so any number of probe CPUs fits), fills the config and passes
+ * the fd number in SHOOTDOWN_PROBE_FD (inherited, not close-on-exec). The
+ * library recomputes the layout from ncpus, nslots and capacity and refuses a
+ * region whose offsets or size disagree.
  *
  * Every process image of the target that loads the library claims a slot
  * (CAS pid 0 -> getpid()): the command itself, each image after an exec (a
@@ -34,10 +38,13 @@
 #include <stdint.h>
 
 #define SD_PROBE_MAGIC 0x53445052u /* "SDPR" */
-#define SD_PROBE_VERSION 2u
+#define SD_PROBE_VERSION 3u
 #define SD_PROBE_ENV_FD "SHOOTDOWN_PROBE_FD"
-#define SD_PROBE_SLOTS 16
-#define SD_PROBE_MAX_CPUS 8
+/* Slots besides one per probe CPU: wrappers, exec'd images, processes that
+ * found no CPU free. */
+#define SD_PROBE_SPARE_SLOTS 16
+/* CONFIG_NR_CPUS of Debian's amd64 kernels: the most CPUs a list can name. */
+#define SD_PROBE_MAX_CPUS 8192
 
 enum sd_probe_state {
   SD_PROBE_INIT = 0, /* unclaimed, or claimed and not yet started */
@@ -84,21 +91,49 @@ struct sd_probe_shm {
   uint32_t sched_fifo;  /* 1: probe threads run SCHED_FIFO 1 (--rt) */
   uint64_t arena_bytes; /* private arena per probe, mlocked when allowed */
   uint64_t capacity;    /* ring entries per slot */
-  uint32_t ncpus;       /* entries of cpus[] in use (1 .. SD_PROBE_MAX_CPUS) */
-  uint32_t nslots;      /* SD_PROBE_SLOTS */
-  int32_t cpus[SD_PROBE_MAX_CPUS];
+  uint32_t ncpus;       /* probe CPUs (1 .. SD_PROBE_MAX_CPUS) */
+  uint32_t nslots;      /* ncpus + SD_PROBE_SPARE_SLOTS */
   /* shared state */
-  int32_t holder[SD_PROBE_MAX_CPUS]; /* slot index holding cpus[k], -1 free */
-  uint32_t next_seq;                 /* claim order counter */
-  uint32_t claimed;                  /* processes that claimed a slot */
-  uint32_t unslotted;                /* processes that found every slot taken */
+  uint32_t next_seq;  /* claim order counter */
+  uint32_t claimed;   /* processes that claimed a slot */
+  uint32_t unslotted; /* processes that found every slot taken */
   uint32_t reserved;
-  struct sd_probe_slot slots[SD_PROBE_SLOTS];
-  /* the rings follow: nslots x capacity uint64_t entries (sd_probe_ring) */
+  /* where the arrays are: byte offsets from the start (sd_probe_layout) */
+  uint64_t cpus_off;   /* int32_t cpus[ncpus]: the probe CPUs */
+  uint64_t holder_off; /* int32_t holder[ncpus]: slot index holding cpus[k], -1 free */
+  uint64_t slots_off;  /* struct sd_probe_slot slots[nslots] */
+  uint64_t rings_off;  /* nslots x capacity uint64_t entries, page-aligned */
 };
 
+/* Fills the offsets of `s` (when not NULL) for this many CPUs, slots and
+ * ring entries, and returns the region's size in bytes (0: too large). */
+static inline uint64_t sd_probe_layout(struct sd_probe_shm* s, uint32_t ncpus, uint32_t nslots, uint64_t capacity) {
+  if (ncpus < 1 || ncpus > SD_PROBE_MAX_CPUS || nslots < 1 || nslots > SD_PROBE_MAX_CPUS + SD_PROBE_SPARE_SLOTS ||
+      capacity < 1 || capacity > ((uint64_t)1 << 40) / nslots)
+    return 0;
+  const uint64_t arr = ((uint64_t)ncpus * 4 + 7) & ~(uint64_t)7;
+  const uint64_t cpus_off = sizeof(struct sd_probe_shm);
+  const uint64_t holder_off = cpus_off + arr;
+  const uint64_t slots_off = holder_off + arr;
+  const uint64_t rings_off = (slots_off + (uint64_t)nslots * sizeof(struct sd_probe_slot) + 4095) & ~(uint64_t)4095;
+  if (s) {
+    s->cpus_off = cpus_off;
+    s->holder_off = holder_off;
+    s->slots_off = slots_off;
+    s->rings_off = rings_off;
+  }
+  return rings_off + (uint64_t)nslots * capacity * 8;
+}
+
+static inline int32_t* sd_probe_cpus(struct sd_probe_shm* s) { return (int32_t*)(void*)((char*)s + s->cpus_off); }
+static inline int32_t* sd_probe_holders(struct sd_probe_shm* s) {
+  return (int32_t*)(void*)((char*)s + s->holder_off);
+}
+static inline struct sd_probe_slot* sd_probe_slots(struct sd_probe_shm* s) {
+  return (struct sd_probe_slot*)(void*)((char*)s + s->slots_off);
+}
 static inline uint64_t* sd_probe_ring(struct sd_probe_shm* s, int slot) {
-  return (uint64_t*)(void*)(s + 1) + (uint64_t)slot * s->capacity;
+  return (uint64_t*)(void*)((char*)s + s->rings_off) + (uint64_t)slot * s->capacity;
 }
 
 #endif

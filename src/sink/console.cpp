@@ -181,7 +181,11 @@ std::string verdict_line(const Result& r, const Verdict& v, const VictimVerdict&
         x.flush_requests, x.flush_requests == 1 ? "" : "s", cpu,
         x.flush_requests_delivered == 0 ? std::string("none") : "only " + std::to_string(x.flush_requests_delivered),
         cpu);
-  if (x.broadcast_flush)
+  if (x.broadcast_flush && v.broadcast_by == "Intel RAR")
+    s += "; this kernel may flush remote TLBs by Intel RAR remote action requests (shootdown doctor: "
+         "tlb_broadcast): the releases sent no IPI and traced no tlb_flush, so no shootdown IPI is not no cost (the "
+         "releasing thread waits for the targets' acknowledgements instead, unseen here)";
+  else if (x.broadcast_flush)
     s += "; this CPU and kernel flush remote TLBs by AMD INVLPGB broadcast (shootdown doctor: tlb_broadcast): the "
          "releases sent no IPI and traced no tlb_flush, so no shootdown IPI is not no cost (the releasing thread "
          "waits in TLBSYNC instead, unseen here)";

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sys/child.hpp"
+#include "sys/fd_limit.hpp"
 #include "sys/fs.hpp"
 
 #include <cerrno>
@@ -28,7 +29,13 @@ ChildProcess ChildProcess::spawn(const std::vector<std::string>& argv, const std
   ChildProcess c;
   // The child inherits no perf fds (PERF_FLAG_FD_CLOEXEC) and, spawned before
   // the caller pins itself, the caller's original affinity.
-  const int rc = ::posix_spawnp(&c.pid_, av[0], nullptr, nullptr, av.data(), env.empty() ? environ : ev.data());
+  // ... and the descriptor limit the tool started with, not the one raised
+  // for its perf events (sys/fd_limit.hpp).
+  int rc = 0;
+  {
+    const OriginalFdLimit original;
+    rc = ::posix_spawnp(&c.pid_, av[0], nullptr, nullptr, av.data(), env.empty() ? environ : ev.data());
+  }
   if (rc != 0) {
     c.pid_ = -1;
     throw std::runtime_error("cannot run '" + argv[0] + "': " + std::strerror(rc));

@@ -249,6 +249,15 @@ DoctorFacts read_doctor_facts() {
     if (auto cfg = read_file("/boot/config-" + f.kernel_release))
       f.broadcast_config = cfg->find("\nCONFIG_BROADCAST_TLB_FLUSH=y") != std::string::npos ||
                            cfg->find("\nCONFIG_X86_BROADCAST_TLB_FLUSH=y") != std::string::npos;
+  // Intel RAR: the kernel's own type information names its code when it has
+  // it (core/doctor.hpp DoctorFacts::kernel_rar).
+  if (auto btf = read_file("/sys/kernel/btf/vmlinux")) {
+    auto names = [&](const char* name) {
+      const std::string n = std::string(1, '\0') + name + std::string(1, '\0');
+      return btf->find(n) != std::string::npos;
+    };
+    f.kernel_rar = names("rar_payload") || names("smp_call_rar_many") || names("rar_cpu_init");
+  }
   // Fixture trees only ("FROM TO REQUESTS DELIVERED"): live, doctor measures it.
   if (!live)
     if (auto d = read_trim("/proc/shootdown-fixture/tlb_delivery")) {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sys/perf_sampler.hpp"
+#include "sys/fd_limit.hpp"
 
 #include <algorithm>
 #include <array>
@@ -323,6 +324,9 @@ std::unique_ptr<FlushSampler> FlushSampler::open(const SamplerOptions& opts, std
   const long page = ::sysconf(_SC_PAGESIZE);
   const std::size_t data_bytes = static_cast<std::size_t>(opts.ring_pages) * static_cast<std::size_t>(page);
   std::vector<std::string> errors;
+  // A few descriptors per CPU (the dummy, the flush events): 512 CPUs need more than 1024.
+  if (std::string fwhy; !raise_fd_limit(static_cast<std::uint64_t>(opts.cpus.size()) * 8, &fwhy))
+    errors.push_back(fwhy);
   for (int cpu : opts.cpus) {
     PerfRing ring;
     auto add = [&](Kind kind, int tp_id, const char* filter) {

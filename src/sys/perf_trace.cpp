@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sys/perf_trace.hpp"
+#include "sys/fd_limit.hpp"
 
 #include <algorithm>
 #include <array>
@@ -359,6 +360,9 @@ std::unique_ptr<Tracer> Tracer::open(const TracerOptions& opts, std::string* why
   const long page = ::sysconf(_SC_PAGESIZE);
   const std::size_t data_bytes = static_cast<std::size_t>(opts.ring_pages) * static_cast<std::size_t>(page);
   std::vector<std::string> open_errors;
+  // One descriptor per tracepoint and CPU: 72 CPUs need more than the usual 1024.
+  if (std::string fwhy; !raise_fd_limit(static_cast<std::uint64_t>(opts.cpus.size()) * resolved.size(), &fwhy))
+    open_errors.push_back(fwhy);
   bool format_lost = true;
   std::map<const Spec*, int> opened_cpus;
   for (int cpu : opts.cpus) {

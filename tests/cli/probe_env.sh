@@ -12,18 +12,34 @@ LIB=$(dirname "$SHOOTDOWN")/probe/libshootdown_probe.so
 LIB=$LIB TMPD=$TMP python3 - <<'PY'
 import fcntl, os, struct, subprocess, sys
 lib, tmp = os.environ["LIB"], os.environ["TMPD"]
-# src/probe/probe_shm.h, version 2 (probe.c asserts these offsets).
-MAGIC, VERSION, CAP, SLOTS = 0x53445052, 2, 1024, 16
-HDR = 3576  # sizeof(struct sd_probe_shm)
-CLAIMED = 108  # offsetof(struct sd_probe_shm, claimed): processes that claimed a slot
-size = HDR + SLOTS * CAP * 8
-def header():
-    # magic version batch_pages sched_fifo arena_bytes capacity ncpus nslots cpus[8] holder[8]
-    return struct.pack("<IIIIQQII8i8i", MAGIC, VERSION, 1, 0, 4 * 4096, CAP, 1, SLOTS,
-                       *([0] + [-1] * 7), *([-1] * 8))
-def prepare(fd, mode=0o600, seal=True, good=True):
+# src/probe/probe_shm.h, version 3 (probe.c asserts these offsets): the
+# header, then cpus[ncpus], holder[ncpus], slots[nslots], rings at the
+# offsets sd_probe_layout() computes.
+MAGIC, VERSION, CAP, NCPUS, SPARE = 0x53445052, 3, 1024, 1, 16
+SLOTS = NCPUS + SPARE
+HDR, SLOT = 88, 216  # sizeof(struct sd_probe_shm), sizeof(struct sd_probe_slot)
+CLAIMED = 44  # offsetof(struct sd_probe_shm, claimed): processes that claimed a slot
+ARR = (NCPUS * 4 + 7) & ~7
+CPUS_OFF, HOLDER_OFF = HDR, HDR + ARR
+SLOTS_OFF = HOLDER_OFF + ARR
+RINGS_OFF = (SLOTS_OFF + SLOTS * SLOT + 4095) & ~4095
+size = RINGS_OFF + SLOTS * CAP * 8
+def header(version=VERSION, rings_off=RINGS_OFF):
+    # magic version batch_pages sched_fifo arena_bytes capacity ncpus nslots
+    # next_seq claimed unslotted reserved cpus_off holder_off slots_off rings_off
+    return struct.pack("<IIIIQQIIIIIIQQQQ", MAGIC, version, 1, 0, 4 * 4096, CAP, NCPUS, SLOTS, 0, 0, 0, 0,
+                       CPUS_OFF, HOLDER_OFF, SLOTS_OFF, rings_off)
+def arrays():  # cpus[] = {0}, holder[] = {-1}, every slot's successor and cpu -1
+    out = [(CPUS_OFF, struct.pack("<i", 0)), (HOLDER_OFF, struct.pack("<i", -1))]
+    for k in range(SLOTS):
+        out.append((SLOTS_OFF + k * SLOT + 16, struct.pack("<i", -1)))   # cpu
+        out.append((SLOTS_OFF + k * SLOT + 36, struct.pack("<i", -1)))   # successor
+    return out
+def prepare(fd, mode=0o600, seal=True, good=True, head=None):
     os.ftruncate(fd, size)
-    os.pwrite(fd, header() if good else b"\xff" * 40, 0)
+    os.pwrite(fd, head if head is not None else header() if good else b"\xff" * 40, 0)
+    for off, data in arrays():
+        os.pwrite(fd, data, off)
     os.fchmod(fd, mode)
     if seal:
         fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
@@ -45,6 +61,8 @@ m = os.memfd_create("x", os.MFD_ALLOW_SEALING); prepare(m, mode=0o644); cases.ap
 m = os.memfd_create("x", os.MFD_ALLOW_SEALING); prepare(m, seal=False); cases.append(("an unsealed memfd", m))
 m = os.memfd_create("x", 0); os.ftruncate(m, size); os.pwrite(m, header(), 0); os.fchmod(m, 0o600); cases.append(("a memfd without sealing", m))
 m = os.memfd_create("x", os.MFD_ALLOW_SEALING); prepare(m, good=False); cases.append(("a wrong header", m))
+m = os.memfd_create("x", os.MFD_ALLOW_SEALING); prepare(m, head=header(version=2)); cases.append(("a version-2 header", m))
+m = os.memfd_create("x", os.MFD_ALLOW_SEALING); prepare(m, head=header(rings_off=RINGS_OFF - 8)); cases.append(("offsets that disagree with the layout", m))
 for what, fd in cases:
     check(run(fd) == 0, "refuses " + what)
 r, w = os.pipe()

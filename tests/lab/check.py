@@ -572,6 +572,35 @@ def check_monitor(c, k, t, case, d):
         c.add(k, t, case, "no csd link: stated", bool(link) and not has_csd, f"{link[:140]}")
 
 
+def check_probe(c, k, t, case, d):
+    """probe with more probe CPUs than version 2 of the shared-memory
+    protocol held (8): the guest's sh is static busybox (no preload), so the
+    two runs it starts take the list's first CPUs, 3 and 64; each run's three
+    munmaps reach its probe as shootdowns the trace names (recall >= 95%)."""
+    rc = read(os.path.join(d, "rc")).strip()
+    res = load(os.path.join(d, "probe.json"))
+    c.add(k, t, case, "probe exits 0", rc == "0" and isinstance(res, list) and len(res) > 0,
+          f"rc={rc}, {len(res) if isinstance(res, list) else 0} results, {read(os.path.join(d, 'stderr'))[-200:]}")
+    if not isinstance(res, list) or not res:
+        return
+    procs = res[0].get("probe", {}).get("processes", [])
+    runs = [p for p in procs if p.get("comm") == "shootdown"]
+    high = [p for p in runs if p.get("cpu", -1) >= 64]
+    low = [p for p in runs if 0 <= p.get("cpu", -1) < 64]
+    c.add(k, t, case, "runs probed below and above 64", len(runs) == 2 and len(high) == 1 and len(low) == 1,
+          ", ".join(f"{p.get('comm')} pid {p.get('pid')} cpu{p.get('cpu')} {p.get('fate')}" for p in procs))
+    for r in res:
+        pr = r.get("probe", {})
+        if pr.get("comm") != "shootdown":
+            continue
+        vs = r.get("attribution", {}).get("victims", [])
+        v = vs[0] if vs else {}
+        sd = v.get("shootdowns", {})
+        ok = (v.get("cpu") == pr.get("cpu") and sd.get("received", 0) >= 3 and sd.get("recall", 0) >= 0.95)
+        c.add(k, t, case, f"cpu{pr.get('cpu')} shootdowns of pid {pr.get('pid')}", ok,
+              f"received {sd.get('received')}, matched {sd.get('matched')} (3 munmaps), probe cpu{v.get('cpu')}")
+
+
 def kfacts_tracepoints(case_dir):
     """Tracepoints the kernel had, from any result.json of the same boot."""
     boot = os.path.dirname(case_dir)
@@ -627,6 +656,9 @@ def main():
                     continue
                 if case.startswith("monitor"):
                     check_monitor(c, kernel, topo, case, d)
+                    continue
+                if case.startswith("probe"):
+                    check_probe(c, kernel, topo, case, d)
                     continue
                 res = check_run(c, kernel, topo, case, d, facts)
                 if res is None and topo == "plain4" and case == "v3-process-madvise" and \

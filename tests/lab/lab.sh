@@ -132,6 +132,10 @@ mkdir -p "$root"/{bin,sbin,etc,proc,sys,dev,tmp,out,lab/suites,usr/bin,usr/sbin}
 cp /bin/busybox "$root/bin/busybox"
 ln -s busybox "$root/bin/sh"  # /init is a #!/bin/sh script
 cp "$bin" "$root/bin/shootdown"
+# The probe library, next to the binary where `probe` looks first.
+for l in "$(dirname "$bin")/libshootdown_probe.so" "$(dirname "$bin")/probe/libshootdown_probe.so"; do
+  [[ -f $l ]] && { cp "$l" "$root/bin/libshootdown_probe.so"; break; }
+done
 # Shared libraries and the loader, at the paths the binary asks for.
 while read -r lib; do
   [[ -f $lib ]] || continue

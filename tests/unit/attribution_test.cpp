@@ -846,6 +846,26 @@ TEST(FoldedEvents, CountsAndTlbAccountingAsIfKept) {
   }
 }
 
+// A victim CPU where the tracer could not open its tracepoints (72 CPUs x 16
+// events against RLIMIT_NOFILE 1024, lab 2026-12-07): its zero shootdowns
+// are no evidence, and the note says so.
+TEST(Attribution, NotesAVictimCpuWithoutTracepoints) {
+  VictimSamples v;
+  v.cpu = 64;
+  KernelTrace t;
+  t.enabled = true;
+  t.missing = {"tlb:tlb_flush on cpu64: perf_event_open: Too many open files",
+               "irq_vectors:call_function_entry on cpu64: perf_event_open: Too many open files",
+               "tlb:tlb_flush on cpu640: perf_event_open: Too many open files"};
+  const Attribution at = attribute({v}, t, AttributionOptions{});
+  EXPECT_NE(at.note.find("cpu64: 2 tracepoint(s) not opened there (tlb:tlb_flush on cpu64: perf_event_open: Too many "
+                         "open files): its kernel evidence is incomplete"),
+            std::string::npos)
+      << at.note;
+  v.cpu = 3;
+  EXPECT_EQ(attribute({v}, t, AttributionOptions{}).note.find("not opened"), std::string::npos);
+}
+
 // The TLB row by evidence (6.18 guest, a reuse run: 9 reason-5 flushes traced
 // on the victim CPU against a TLB row of 8 made "counted, not traced -1"):
 // a reason 5 inside a call-function interrupt or a queued csd run is in the

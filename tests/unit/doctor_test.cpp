@@ -176,6 +176,35 @@ TEST(Doctor, BroadcastFlushFromFixtures) {
   EXPECT_EQ(arm.status, W);
   EXPECT_EQ(arm.found, "arm64: remote TLB flushes are broadcast TLBI instructions, no IPI");
   EXPECT_NE(arm.advice.find("no tlb:tlb_flush event"), std::string::npos);
+
+  // Intel RAR: only a kernel whose BTF names RAR code can send remote action
+  // requests (no mainline kernel up to 7.3 has it).
+  auto intel = [&](auto change) {
+    return with([&](DoctorFacts& g) {
+      g.cpuid_invlpgb = false;
+      g.kernel_release = "7.9.0-1-amd64";
+      change(g);
+    });
+  };
+  const DoctorFinding none = intel([](DoctorFacts& g) { g.kernel_rar = false; });
+  EXPECT_EQ(none.status, P);
+  EXPECT_EQ(none.found, "no INVLPGB in this CPU, no Intel RAR in this kernel: remote flushes are IPIs");
+  const DoctorFinding rar_cpu = intel([](DoctorFacts& g) {
+    g.kernel_rar = true;
+    g.cpu_flags.insert("rar");
+  });
+  EXPECT_EQ(rar_cpu.status, W);
+  EXPECT_EQ(rar_cpu.found, "Intel RAR remote flush on (kernel 7.9.0-1-amd64 carries RAR code, its BTF names it; CPU flag rar)");
+  EXPECT_NE(flushes_without_ipis_note(rar_cpu).find("Intel RAR"), std::string::npos);
+  const DoctorFinding rar_maybe = intel([](DoctorFacts& g) { g.kernel_rar = true; });
+  EXPECT_EQ(rar_maybe.status, W);
+  EXPECT_NE(rar_maybe.found.find("CPU support not listed"), std::string::npos);
+  // An AMD CPU with INVLPGB on a kernel that also has RAR code: INVLPGB decides.
+  EXPECT_NE(with([](DoctorFacts& g) {
+              g.kernel_rar = true;
+              g.kernel_release = "7.9.0-1-amd64";
+            }).found.find("AMD INVLPGB"),
+            std::string::npos);
 }
 
 TEST(Doctor, AdviceNamesTheFix) {

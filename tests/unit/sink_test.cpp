@@ -225,6 +225,16 @@ TEST(Sink, VerdictSaysBroadcastFlushesSendNoIpi) {
   r2.doctor = {f};
   a2.verdict = make_verdict(r2, a2);
   EXPECT_FALSE(a2.verdict.victims[0].broadcast_flush);
+  // Intel RAR (a kernel with RAR code): its own clause, no TLBSYNC.
+  f.found = "Intel RAR remote flush on (kernel 7.9.0-1-amd64 carries RAR code, its BTF names it; CPU flag rar)";
+  r.doctor = {f};
+  a.verdict = make_verdict(r, a);
+  ASSERT_TRUE(a.verdict.victims[0].broadcast_flush);
+  EXPECT_EQ(a.verdict.broadcast_by, "Intel RAR");
+  const std::string rar = sink::verdict_lines(r, a)[0];
+  EXPECT_NE(rar.find("; this kernel may flush remote TLBs by Intel RAR remote action requests"), std::string::npos)
+      << rar;
+  EXPECT_EQ(rar.find("TLBSYNC"), std::string::npos) << rar;
 }
 
 TEST(Sink, TuningWarningsInOneLineUnlessVerbose) {

@@ -72,3 +72,23 @@ monitor_case() {
   echo $? >"$d/rc"
   echo "case $name rc=$(cat "$d/rc") run_rc=$(cat "$d/run_rc")"
 }
+
+# probe_case NAME CPUS: `shootdown probe --cpu CPUS` over a shell that starts
+# two `shootdown run`s (munmap x3 each, culprit and victim CPUs of their own)
+# side by side; the probe library gives each process image a probe CPU from
+# the list in its order (the guest's sh is static busybox: no preload, no
+# probe), so the runs' shootdowns reach probes on the first two CPUs of the
+# list. Results in NAME/probe.json (one per process).
+probe_case() {
+  name=$1
+  cpus=$2
+  d=$out/$name
+  mkdir -p "$d"
+  echo "--cpu $cpus" >"$d/args"
+  inner="--chunk-size 16M --batch 64K --trigger after=200ms --baseline 200ms --settle 5ms --after 200ms --trace off -q --release munmap --repeat 3 --every 50ms"
+  timeout 240 $SD probe --cpu "$cpus" --json -o "$d/probe.json" -- \
+    sh -c "$SD run $inner --culprit-cpu 1 --victim-cpus 2 >/dev/null 2>&1 & $SD run $inner --culprit-cpu 5 --victim-cpus 6 >/dev/null 2>&1; wait" \
+    >/dev/null 2>"$d/stderr"
+  echo $? >"$d/rc"
+  echo "case $name rc=$(cat "$d/rc")"
+}
