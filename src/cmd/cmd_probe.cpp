@@ -282,8 +282,11 @@ class ProbeTool final : public Tool {
     p.mlock = true;
 
     std::string why;
-    tracer_ = sys::Tracer::open(
-        tracer_options(topo_.online.empty() ? std::vector<int>{cpu_} : topo_.online, -1, false, cpu_), &why);
+    // Every online CPU is traced (the target's threads may run anywhere): the
+    // perf rings share a budget (core/compaction.hpp).
+    auto topts = tracer_options(topo_.online.empty() ? std::vector<int>{cpu_} : topo_.online, -1, false, cpu_);
+    topts.ring_pages = ring_pages_tracing_every_cpu(topts.cpus.size());
+    tracer_ = sys::Tracer::open(topts, &why);
     if (!tracer_) throw RuntimeError("not permitted: kernel tracing unavailable: " + why);
     tracer_->start_reader();
     if (!o_.no_callsites) {

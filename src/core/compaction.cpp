@@ -82,4 +82,12 @@ void mark_near(std::int64_t start, std::span<const std::int64_t> end, std::span<
   }
 }
 
+int ring_pages_tracing_every_cpu(std::size_t cpus) {
+  const std::size_t budget = (std::size_t{256} << 20) / 4096;  // pages
+  const std::size_t per = budget / std::max<std::size_t>(cpus, 1);
+  std::size_t p = 256;
+  while (p * 2 <= per && p < 2048) p *= 2;
+  return static_cast<int>(p);
+}
+
 }  // namespace shootdown

@@ -76,4 +76,10 @@ void fold_gaps(std::vector<std::pair<std::int64_t, std::int64_t>>& kept, std::in
 void mark_near(std::int64_t start, std::span<const std::int64_t> end, std::span<const std::int64_t> times,
                std::int64_t window, std::vector<bool>& keep);
 
+// Pages per CPU of the kernel tracer's perf rings when every online CPU is
+// traced (probe: the target's threads may run anywhere): a power of two in
+// [256, 2048] (1..8 MiB) keeping the total near 256 MiB. 2 CPUs: 2048 pages
+// (8 MiB) each; 72: 512 (2 MiB, 144 MiB in all); 512: 256 (1 MiB, 512 MiB).
+int ring_pages_tracing_every_cpu(std::size_t cpus);
+
 }  // namespace shootdown

@@ -166,3 +166,22 @@ TEST(MarkNear, KeepsTheSamplesWithinTheWindowOfAnIpi) {
 
 }  // namespace
 }  // namespace shootdown
+
+namespace shootdown {
+namespace {
+// probe traces every online CPU: the rings stay within a budget that still
+// gives each CPU at least 1 MiB.
+TEST(RingPages, EveryCpuTracedWithinABudget) {
+  EXPECT_EQ(ring_pages_tracing_every_cpu(1), 2048);
+  EXPECT_EQ(ring_pages_tracing_every_cpu(2), 2048);
+  EXPECT_EQ(ring_pages_tracing_every_cpu(72), 512);
+  EXPECT_EQ(ring_pages_tracing_every_cpu(512), 256);
+  EXPECT_EQ(ring_pages_tracing_every_cpu(8192), 256);
+  for (std::size_t n : {1, 2, 8, 32, 64, 72, 128, 256, 512}) {
+    const int p = ring_pages_tracing_every_cpu(n);
+    EXPECT_EQ(p & (p - 1), 0) << n;  // a power of two (perf needs it)
+    EXPECT_LE(static_cast<std::size_t>(p) * 4096 * n, std::max<std::size_t>(256u << 20, n * 4096 * 256)) << n;
+  }
+}
+}  // namespace
+}  // namespace shootdown
