@@ -130,6 +130,12 @@ TEST(DoctorFacts, ReadsTheBroadcastFlushFacts) {
   EXPECT_EQ(b.kernel_release, "7.3.0-1-amd64");
   EXPECT_EQ(b.cpuid_invlpgb, std::optional<bool>(true));
   EXPECT_FALSE(b.broadcast_config.has_value());  // no /boot/config in the tree
+  // Intel RAR from the kernel's BTF names: tuned's names none (like Debian's
+  // 7.3.4), untuned's names rar_payload, broken has no BTF.
+  EXPECT_EQ(t.kernel_rar, std::optional<bool>(false));
+  EXPECT_EQ(facts_of("untuned").kernel_rar, std::optional<bool>(true));
+  EXPECT_FALSE(b.kernel_rar.has_value());
+  EXPECT_EQ(check_broadcast_flush(t).found, "no INVLPGB in this CPU, no Intel RAR in this kernel: remote flushes are IPIs");
 }
 
 // Each way a remote flush can go without an IPI, and each thing that turns
