@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# trace -o FILE (issue 14): the stream and summary go to FILE, written to a
+# trace -o FILE: the stream and summary go to FILE, written to a
 # temporary next to it and renamed at the end; the command keeps its stdout
 # and stderr. Also without a command (--duration) and with --format raw.
 # Bad values (a directory, an unwritable parent) are in bad_input_all.sh.

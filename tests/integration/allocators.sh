@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# The allocator arms (issue 16): the same churn (16 B..1 MiB blocks, 7/8 freed
+# The allocator arms: the same churn (16 B..1 MiB blocks, 7/8 freed
 # in a shuffled order) through glibc malloc, jemalloc, tcmalloc and mimalloc,
 # each loaded from Debian's package so that only the workload uses it.
 # Checked, for each arm with its give-back call (--allocator-purge on):

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# shootdown blame (issue 8) against blame_fixture's known call sites:
+# shootdown blame against blame_fixture's known call sites:
 #  - -- CMD: >= N reason-4 flushes at munmap_often (syscall munmap), >= M at
 #    madvise_often (madvise), reuse_only never appears, file:line from DWARF,
 #    flush IPIs delivered to the helper CPU, the syscall stub's hidden caller

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# shootdown blame on real multi-threaded programs from Debian (issue 14):
+# shootdown blame on real multi-threaded programs from Debian:
 #   xz -T2      (xz-utils)            a compressor: liblzma's match finder
 #                                      writes zero pages it read first
 #   java        (default-jdk-headless) a runtime: G1 grows and shrinks its heap
@@ -18,7 +18,7 @@
 #   (d) call sites are not split: no two sites have the same frames (sites
 #       are aggregated by symbolized frames, never by raw addresses), and at
 #       most 10 sites share the top site's syscall and first frame (one
-#       liblzma function was 184 sites before issue 14). A shared leaf reached
+#       liblzma function was 184 sites before the fix). A shared leaf reached
 #       from different callers (java: memset from G1's bitmap clearing, from
 #       an allocation path and from GC worker tasks) is several real sites.
 # No timing is asserted. Root: CPU-wide perf sampling.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# madvise-ranges versus process-madvise (issue 16): the same scattered
+# madvise-ranges versus process-madvise: the same scattered
 # extents of chunk A (every other 64 KiB extent, 1024 of them in 128 MiB),
 # released one madvise(MADV_DONTNEED) per extent or in process_madvise
 # vectors of up to 1024. Checked with the kernel's own counts:

@@ -10,7 +10,7 @@
 #  4. Real output: with a directory argument (or SHOOTDOWN_HDR_DIR) holding
 #     victim.hlog/victim.hgrm, or when `shootdown run` supports --out, the same
 #     checks run on that output, and HdrHistogram's tools must be able to
-#     place every interval in time (issue 15): per tag, HistogramLogProcessor
+#     place every interval in time: per tag, HistogramLogProcessor
 #     prints one line per interval with strictly increasing times (it prints
 #     each interval's end, start + length) and HistogramLogReader's start
 #     timestamps (ms) strictly increase.

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Integration (issue 5): a real `shootdown run --release munmap` writes
+# Integration: a real `shootdown run --release munmap` writes
 # report.html; headless Chromium (Debian's chromium, driven by playwright-core
 # from npm with executablePath /usr/bin/chromium: no browser download) renders
 # it offline and html_report_check.js checks it by DOM/SVG structure: no
 # console errors, no network requests, every chart with its series, markers ==
-# releases x 2, phase table rows; chart 2 (issue 15) stacked by cause with
+# releases x 2, phase table rows; chart 2 stacked by cause with
 # the release window shaded and, with kernel evidence, a nonzero
 # tlb-shootdown layer; every chart at 1280x800 and 1920x1080 (no overflow,
 # all shown, no text outside its chart). The PNG screenshot is kept as an artifact:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Kernel evidence (issue 3), checked against a controlled IPI source:
+# Kernel evidence, checked against a controlled IPI source:
 #  - K membarrier(PRIVATE_EXPEDITED) calls from the culprit = exactly K ipi_mb
 #    function-call IPIs on the victim CPU;
 #  - tlb:tlb_flush reason-1 count on the victim == its /proc/interrupts TLB

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# paced and chunked versus madvise-dontneed (issue 16): the same release of
+# paced and chunked versus madvise-dontneed: the same release of
 # chunk A (128 MiB) at once, in 2048 madvise(MADV_DONTNEED) steps of 64 KiB
 # with 100 us pauses (paced, a scavenger) or 2 steps of 64 MiB with a 10 ms
 # pause (chunked, G1's uncommit). Checked with the kernel's own counts:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# shootdown probe (issue 8): a probe thread preloaded into blame_fixture.
+# shootdown probe: a probe thread preloaded into blame_fixture.
 #  - the fixture's worker (CPU W) does N munmaps and M madvises of 16 touched
 #    pages; the probe thread (CPU P, --rt, no fixture helper there) is the only
 #    thread of that mm on P, so every release sends P one flush IPI;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# shootdown probe on real programs from Debian packages (issue 14), started
+# shootdown probe on real programs from Debian packages, started
 # directly and through wrappers:
 #   xz -T2 (xz-utils) under `taskset -c W` (exec) and under `sh -c '...; true'`
 #   (fork + exec, the shell hands its probe CPU over), and java (OpenJDK, G1

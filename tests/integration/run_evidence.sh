@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Kernel evidence of a real run against ground truth (issue 3):
+# Kernel evidence of a real run against ground truth:
 #  - munmap: the victim CPU's /proc/interrupts TLB delta is accounted for:
 #    tlb:tlb_flush reason 1 (ours) + reason 5/foreign + counted-not-traced
 #    (the kernel rule in the result, at most a quarter), and >= 95% of

@@ -27,7 +27,7 @@ struct Builder {
 };
 
 // The lab's smt-numa8: -smp 8,sockets=2,cores=2,threads=2, node 0 = 0-3,
-// node 1 = 4-7, isolcpus=nohz_full=2-3,6-7 (issue 13 (c)).
+// node 1 = 4-7, isolcpus=nohz_full=2-3,6-7.
 Topology smt_numa8() {
   Builder b;
   for (int c = 0; c < 8; ++c) {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// result.json read-back, victim.hlog/.hgrm and the InfluxDB points of a run
-// (issue 4). Fixed synthetic results: exact expectations.
+// result.json read-back, victim.hlog/.hgrm and the InfluxDB points of a run.
+// Fixed synthetic results: exact expectations.
 #include <gtest/gtest.h>
 
 #include <algorithm>
