@@ -334,11 +334,35 @@ namespace {
 bool has_full_samples(const Result& r) {
   return std::any_of(r.victims.begin(), r.victims.end(), [](const VictimSamples& v) { return !v.windows_only; });
 }
+
+// Some kernel incident was seen (not only clean and unexplained samples).
+bool attribution_has_evidence(const Attribution& at) {
+  for (const auto& v : at.victims) {
+    if (v.shootdowns_received > 0 || v.shootdown_ipis > 0 || v.other_ipis > 0) return true;
+    for (std::size_t l = 0; l < v.samples.size(); ++l)
+      if (l != static_cast<std::size_t>(StallLabel::kClean) &&
+          l != static_cast<std::size_t>(StallLabel::kUnexplained) && v.samples[l] > 0)
+        return true;
+  }
+  return false;
+}
 }  // namespace
 
+// The one rule for whether a result has an attribution to show (console,
+// JSON and HTML all print what this returns): the one computed when the run
+// ended, restored from result.json unless the raw samples and events came
+// back whole; one computed now only over events, since over an empty event
+// list it would call every stall unexplained.
 Attribution result_attribution(const Result& r) {
-  if (!r.saved_attribution || has_full_samples(r)) return attribute_result(r);
-  return restore_saved_attribution(r);
+  const bool events = r.trace.enabled && (!r.trace.events.empty() || r.trace.folded.events > 0);
+  if (r.saved_attribution && (!has_full_samples(r) || !events)) return restore_saved_attribution(r);
+  Attribution at = attribute_result(r);
+  if (at.available && !events && !attribution_has_evidence(at)) {
+    Attribution none;
+    none.note = "no kernel events in this result (re-rendered from result.json, which keeps only their counts)";
+    return none;
+  }
+  return at;
 }
 
 Attribution restore_saved_attribution(const Result& r) {

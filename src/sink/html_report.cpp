@@ -63,24 +63,12 @@ CauseStyle cause_style(const char* kind) {
 bool have_events(const Result& r);
 std::string evidence_missing(const Result& r);
 
-// Some kernel incident was seen (not only clean/unexplained samples).
-bool attribution_has_evidence(const Attribution& at) {
-  for (const auto& v : at.victims) {
-    if (v.shootdowns_received > 0 || v.shootdown_ipis > 0 || v.other_ipis > 0) return true;
-    for (std::size_t l = 0; l < v.samples.size(); ++l)
-      if (l != static_cast<std::size_t>(StallLabel::kClean) &&
-          l != static_cast<std::size_t>(StallLabel::kUnexplained) && v.samples[l] > 0)
-        return true;
-  }
-  return false;
-}
-
-// The run's attribution (core computed it) when events back it: computed
-// over an empty event list it would call every stall unexplained.
+// The analysis's attribution (core decides whether there is one to show:
+// result_attribution); when there is none, why.
 const Attribution& attribution_for(const Result& r, const Analysis& a, Attribution& storage) {
-  if (a.attribution.available && (have_events(r) || attribution_has_evidence(a.attribution))) return a.attribution;
-  storage = Attribution{};
-  storage.note = evidence_missing(r);
+  if (a.attribution.available) return a.attribution;
+  storage = a.attribution;
+  if (storage.note.empty()) storage.note = evidence_missing(r);
   return storage;
 }
 
@@ -1078,7 +1066,7 @@ std::string html_report(const Result& r, const Analysis& a, const Timeline& tl) 
                      escape(released_what(r.plan.release, r.plan.chunk_size)), escape(r.started_at));
   o += "<style>" + std::string(kCss) + "</style>\n</head>\n";
   o += fmt::format("<body data-releases=\"{}\" data-victims=\"{}\" data-kernel-evidence=\"{}\">\n", r.releases.size(),
-                   a.victims.size(), have_events(r) ? "yes" : "no");
+                   a.victims.size(), at.available ? "yes" : "no");
   o += header_section(r, a);
   o += meaning_section(r, a, at);
   if (r.probe_callsites) o += callsites_section(*r.probe_callsites);

@@ -3,11 +3,16 @@
 // integration test checks a real run).
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "core/analysis.hpp"
 #include "core/timeline.hpp"
+#include "sink/console.hpp"
 #include "sink/html_report.hpp"
+#include "sink/json.hpp"
 
 using namespace shootdown;
 
@@ -268,4 +273,45 @@ TEST(HtmlReport, PartialSamplesSayWhatTheyCover) {
   EXPECT_NE(h.find("no data</text>"), std::string::npos);  // the legend of the grey bands
   EXPECT_NE(h.find("class=\"band\" data-kind=\"no-data\""), std::string::npos);
   EXPECT_NE(h.find("kept around the releases"), std::string::npos);
+}
+
+// One result through the console, JSON and HTML: the same decision whether
+// there is an attribution to show (core's result_attribution), and where
+// there is, the same facts per victim.
+TEST(HtmlReport, ConsoleJsonAndHtmlStateTheSameFacts) {
+  for (const bool events : {true, false}) {
+    Result r = synthetic(2, 2, true);
+    if (!events) {
+      r.trace.events.clear();
+      r.trace.callchains.clear();
+    }
+    const Analysis a = analyze(r);
+    const std::string con = sink::console_summary(r, a);
+    const auto j = nlohmann::json::parse(sink::result_to_string(r, a));
+    const std::string h = sink::html_report(r, a, build_timeline(r, a));
+    const bool shown = j["attribution"]["available"].get<bool>();
+    EXPECT_EQ(shown, events);
+    EXPECT_EQ(con.find("stall attribution, victim cpu") != std::string::npos, shown) << con;
+    EXPECT_EQ(h.find("data-kernel-evidence=\"yes\"") != std::string::npos, shown);
+    if (!shown) {
+      EXPECT_NE(h.find("re-rendered from result.json"), std::string::npos);
+      continue;
+    }
+    ASSERT_EQ(j["attribution"]["victims"].size(), 2u);
+    for (const auto& v : j["attribution"]["victims"]) {
+      const auto recv = v["shootdowns"]["received"].get<std::int64_t>();
+      const auto matched = v["shootdowns"]["matched"].get<std::int64_t>();
+      const double recall = 100 * v["shootdowns"]["recall"].get<double>();
+      ASSERT_GT(recv, 0);
+      EXPECT_NE(con.find(fmt::format("victim cpu{} (", v["cpu"].get<int>())), std::string::npos);
+      EXPECT_NE(con.find(fmt::format("shootdown IPIs: {} received (kernel), {} in samples ({:.1f}%)", recv, matched,
+                                     recall)),
+                std::string::npos)
+          << con;
+      EXPECT_NE(h.find(fmt::format("shootdowns received (kernel count) {}, matched to a victim sample {} (recall "
+                                   "{:.1f}%)",
+                                   recv, matched, recall)),
+                std::string::npos);
+    }
+  }
 }
