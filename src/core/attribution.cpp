@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "core/blame.hpp"
+#include "core/stats.hpp"
 
 namespace shootdown {
 
@@ -62,14 +63,9 @@ Quantiles quantiles(std::vector<std::int64_t> v) {
   Quantiles q;
   if (v.empty()) return q;
   std::sort(v.begin(), v.end());
-  const auto n = v.size();
-  auto rank = [&](double p) {
-    auto r = static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(n)));
-    return v[std::clamp<std::size_t>(r, 1, n) - 1];
-  };
-  q.count = static_cast<std::int64_t>(n);
-  q.p50 = rank(50);
-  q.p90 = rank(90);
+  q.count = static_cast<std::int64_t>(v.size());
+  q.p50 = nearest_rank_sorted(v, 50);
+  q.p90 = nearest_rank_sorted(v, 90);
   q.max = v.back();
   q.total = std::accumulate(v.begin(), v.end(), std::int64_t{0});
   return q;
@@ -586,10 +582,7 @@ Attribution attribute_result(const Result& r) {
 }
 
 std::int64_t median_of(std::vector<std::int64_t> v) {
-  if (v.empty()) return 0;
-  const auto mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
-  return v[mid];
+  return nearest_rank_select(v, 50);
 }
 
 int kernel_version_code(const std::string& kernel_release) {

@@ -42,12 +42,13 @@ Summary summarize(const hdr::Histogram& h) {
   return s;
 }
 
+std::size_t nearest_rank_index(std::size_t n, double p) {
+  const double rank = std::ceil(std::clamp(p, 0.0, 100.0) / 100.0 * static_cast<double>(n));
+  return std::clamp<std::size_t>(static_cast<std::size_t>(std::max(1.0, rank)), 1, n) - 1;
+}
+
 double percentile_sorted(const std::vector<std::int64_t>& sorted, double p) {
-  if (sorted.empty()) return 0;
-  const double rank = std::ceil(p / 100.0 * static_cast<double>(sorted.size()));
-  auto idx = static_cast<std::size_t>(std::max(1.0, rank)) - 1;
-  if (idx >= sorted.size()) idx = sorted.size() - 1;
-  return static_cast<double>(sorted[idx]);
+  return static_cast<double>(nearest_rank_sorted(sorted, p));
 }
 
 Summary summarize_exact(std::vector<std::int64_t> values) {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "core/timeline.hpp"
+#include "core/stats.hpp"
 
 #include <algorithm>
 #include <climits>
@@ -12,14 +13,9 @@ namespace shootdown {
 
 namespace {
 
-// Nearest-rank percentile of a bucket's latencies (q in (0, 1]); partially
-// reorders vals.
+// A bucket's percentile (q in (0, 1]) by the one rule; partially reorders vals.
 std::int64_t nearest_rank(std::vector<std::int64_t>& vals, double q) {
-  const auto n = vals.size();
-  auto k = static_cast<std::size_t>(std::ceil(q * static_cast<double>(n)));
-  k = std::clamp<std::size_t>(k, 1, n) - 1;
-  std::nth_element(vals.begin(), vals.begin() + static_cast<std::ptrdiff_t>(k), vals.end());
-  return vals[k];
+  return nearest_rank_select(vals, 100 * q);
 }
 
 // Bucket k spans [origin + k w, origin + (k + 1) w). A sample spans (start,

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sink/html_report.hpp"
+#include "core/stats.hpp"
 
 #include "sink/console.hpp"
 
@@ -620,8 +621,7 @@ std::string stall_timeline_section(const Result& r, const Analysis& a, const Att
         std::vector<double> nz;
         for (double v : total)
           if (v > 0) nz.push_back(v);
-        std::sort(nz.begin(), nz.end());
-        focus = nz[std::min(nz.size() - 1, static_cast<std::size_t>(0.99 * static_cast<double>(nz.size())))];
+        focus = nearest_rank_select(nz, 99);
       }
       if (focus > 0 && focus < full / 1.5) cut = svg::nice_range(0, focus, svg::Scale::kLinear).second;
     }

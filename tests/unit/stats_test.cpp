@@ -36,3 +36,28 @@ TEST(Stats, Empty) {
   EXPECT_EQ(summarize_exact({}).count, 0);
   EXPECT_EQ(summarize(make_latency_histogram()).max, 0);
 }
+
+namespace shootdown {
+namespace {
+// The one quantile rule (nearest rank): an observed value, the lower middle
+// one for the median of an even count, the same sorted or selected.
+TEST(NearestRank, OneRuleSortedOrSelected) {
+  const std::vector<std::int64_t> v = {10, 20, 30, 40};
+  EXPECT_EQ(nearest_rank_sorted(v, 0), 10);
+  EXPECT_EQ(nearest_rank_sorted(v, 25), 10);
+  EXPECT_EQ(nearest_rank_sorted(v, 26), 20);
+  EXPECT_EQ(nearest_rank_sorted(v, 50), 20);  // lower middle
+  EXPECT_EQ(nearest_rank_sorted(v, 75), 30);
+  EXPECT_EQ(nearest_rank_sorted(v, 99), 40);
+  EXPECT_EQ(nearest_rank_sorted(v, 100), 40);
+  EXPECT_EQ(nearest_rank_sorted(std::vector<std::int64_t>{}, 50), 0);
+  for (double p : {0.0, 1.0, 33.3, 50.0, 90.0, 99.9, 100.0}) {
+    std::vector<std::int64_t> shuffled = {40, 10, 30, 20};
+    EXPECT_EQ(nearest_rank_select(shuffled, p), nearest_rank_sorted(v, p)) << p;
+    EXPECT_EQ(percentile_sorted(v, p), static_cast<double>(nearest_rank_sorted(v, p))) << p;
+  }
+  std::vector<std::int64_t> odd = {5, 1, 3};
+  EXPECT_EQ(nearest_rank_select(odd, 50), 3);
+}
+}  // namespace
+}  // namespace shootdown
