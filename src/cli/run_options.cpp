@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cli/run_options.hpp"
 
-#include "core/churn.hpp"
+#include "core/churn_plan.hpp"
 
 #include "core/strategy.hpp"
 

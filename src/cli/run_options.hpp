@@ -23,7 +23,7 @@ struct RunOptions {
   std::string pages = "4k";
   std::string release = "free";
   std::string pace;  // --pace SIZE/DURATION for paced / chunked ("" = the strategy's default)
-  std::string allocator_conf;   // --allocator-conf for the allocator arms (core/churn.hpp)
+  std::string allocator_conf;   // --allocator-conf for the allocator arms (core/churn_plan.hpp)
   std::string allocator_purge;  // --allocator-purge on|off ("" = on)
   std::string trigger;  // "" = enter on a TTY, else after=2s
   int repeat = 1;

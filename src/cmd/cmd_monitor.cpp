@@ -262,7 +262,7 @@ class Collector {
   // Only the traced events, between ticks: a process that exits before the
   // next tick is still named (its comm and cgroup read while it lives),
   // without re-reading /proc/interrupts or the counters.
-  void fold_events() {
+  void tally_traced_events() {
     std::lock_guard<std::mutex> lk(mu_);
     if (totals_.cpus.empty()) return;  // the first refresh() lays out the CPUs
     fold_locked(sys::mono_now_ns(), /*prune=*/false);
@@ -444,7 +444,7 @@ class MonitorTool final : public Tool {
         const std::int64_t left = next - now;
         if (left <= 0) break;
         if ((tracer_ || bpf_) && now - folded >= 100000000) {
-          collector_->fold_events();
+          collector_->tally_traced_events();
           folded = now;
         }
         std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<std::int64_t>(left, 50000000)));

@@ -645,7 +645,7 @@ class ProbeTool final : public Tool {
       if (held <= max_samples_ || largest < 0 || series_[largest].tail.size() < 2 * kFold) break;
       fold(largest, kFold);
     }
-    fold_events();
+    fold_unheld_events();
   }
 
   static bool is_ipi(const KernelEvent& e) {
@@ -698,7 +698,7 @@ class ProbeTool final : public Tool {
   // kProbeEventMarginNs from every raw sample (each probe's raw tail and the
   // windows kept around IPIs) are counted and dropped, up to the newest
   // sample of the probes still running.
-  void fold_events() {
+  void fold_unheld_events() {
     if (!tracer_) return;
     bool folded_any = false;
     std::int64_t hi = INT64_MAX, newest = INT64_MIN;
@@ -721,7 +721,7 @@ class ProbeTool final : public Tool {
     hi = (hi == INT64_MAX ? newest : hi) - kProbeEventMarginNs;
     if (hi <= events_folded_until_) return;
     fold_gaps(kept, events_folded_until_, hi, kProbeEventMarginNs, gaps);
-    cmd::fold_events(*tracer_, gaps, folded_events_);
+    cmd::fold_ranges(*tracer_, gaps, folded_events_);
     events_folded_until_ = hi;
   }
 

@@ -7,7 +7,7 @@
 
 namespace shootdown::cmd {
 
-void fold_events(sys::Tracer& tracer, std::span<const std::pair<std::int64_t, std::int64_t>> ranges,
+void fold_ranges(sys::Tracer& tracer, std::span<const std::pair<std::int64_t, std::int64_t>> ranges,
                  FoldedEvents& folded) {
   if (ranges.empty()) return;
   if (folded.events == 0 && folded.until_ns == 0) folded.from_ns = ranges.front().first;
@@ -24,7 +24,7 @@ class KernelTraceSession final : public exp::TraceSession {
   void start() override { tracer_->start_reader(); }
   std::int32_t reader_tid() const override { return tracer_->reader_tid(); }
   void fold(std::span<const std::pair<std::int64_t, std::int64_t>> ranges) override {
-    fold_events(*tracer_, ranges, folded_);
+    fold_ranges(*tracer_, ranges, folded_);
   }
   void ipis(std::span<const int> cpus, std::int64_t from_ns, std::int64_t until_ns,
             const std::function<void(int, std::int64_t)>& each) override {

@@ -28,7 +28,7 @@ sys::TracerOptions tracer_options(const std::vector<int>& cpus, int culprit_cpu,
 // Takes the tracer's events in `ranges` (mono ns, sorted, disjoint) into
 // `folded`: counted, no longer kept; widens folded's [from_ns, until_ns)
 // (a run or probe past its --memory-limit).
-void fold_events(sys::Tracer& tracer, std::span<const std::pair<std::int64_t, std::int64_t>> ranges,
+void fold_ranges(sys::Tracer& tracer, std::span<const std::pair<std::int64_t, std::int64_t>> ranges,
                  FoldedEvents& folded);
 
 // The tracer settings of a run: the culprit and victim CPUs, callchains on

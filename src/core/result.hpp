@@ -81,7 +81,7 @@ struct Plan {
   std::int64_t pace_gap_ns = 0;
   Pace pace() const { return {pace_step, pace_gap_ns}; }
   // Allocator arms (glibc-malloc, jemalloc, tcmalloc, mimalloc): the
-  // allocator's own settings (--allocator-conf, core/churn.hpp) and whether
+  // allocator's own settings (--allocator-conf, core/churn_plan.hpp) and whether
   // the release ends with its "give free memory back now" call
   // (--allocator-purge on|off).
   std::string allocator_conf;

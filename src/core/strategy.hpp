@@ -78,7 +78,7 @@ struct Pace {
 };
 bool is_paced(ReleaseStrategy s);
 // glibc-malloc, jemalloc, tcmalloc, mimalloc: the culprit frees blocks of an
-// allocation churn (core/churn.hpp) through that allocator instead of
+// allocation churn (core/churn_plan.hpp) through that allocator instead of
 // releasing chunk A; chunk_size is the churn's live size.
 bool is_allocator_arm(ReleaseStrategy s);
 // paced: 64 KiB every 100 us; chunked: 64 MiB every 10 ms; else {0, 0}.

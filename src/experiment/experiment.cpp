@@ -20,7 +20,7 @@
 #include "core/analysis.hpp"
 #include "core/units.hpp"
 #include "experiment/arena.hpp"
-#include "experiment/churn.hpp"
+#include "experiment/allocator_arm.hpp"
 #include "sys/dl.hpp"
 #include "experiment/culprit.hpp"
 #include "experiment/journal.hpp"
@@ -118,7 +118,7 @@ struct Waiter {
     kept.reserve(n);
     gaps.reserve(n + 1);
   }
-  void fold_events() {
+  void fold_unheld_events() {
     if (!trace || !clock || victims.empty()) return;
     spans.clear();
     std::uint64_t newest = UINT64_MAX;
@@ -143,7 +143,7 @@ struct Waiter {
       last_tick = now;
       if (hooks.on_tick) hooks.on_tick(now - start_ns, victims.empty() ? 0 : victims.front()->published_samples());
       mark_ipis();
-      fold_events();
+      fold_unheld_events();
     }
   }
   // false when interrupted (signal, samples full): stop_reason says why.

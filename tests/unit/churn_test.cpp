@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// core/churn: the allocator arms' workload plan, --allocator-conf parsing and
+// core/churn_plan: the allocator arms' workload plan, --allocator-conf parsing and
 // the per-GiB price list.
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <set>
 
 #include "core/analysis_types.hpp"
-#include "core/churn.hpp"
+#include "core/churn_plan.hpp"
 #include "core/result.hpp"
 #include "core/strategy.hpp"
 

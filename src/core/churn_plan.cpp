@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "core/churn.hpp"
+#include "core/churn_plan.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "experiment/churn.hpp"
+#include "experiment/allocator_arm.hpp"
 
 #include <algorithm>
 #include <cstring>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The allocator arms: the culprit's workload is an allocation churn
-// (core/churn.hpp) through one allocator, loaded so that only this workload
+// (core/churn_plan.hpp) through one allocator, loaded so that only this workload
 // uses it (dlopen RTLD_LOCAL and the allocator's own entry points; glibc
 // malloc is the process's own). A release frees 7/8 of the live blocks in a
 // shuffled order and, unless --allocator-purge off, calls the allocator's
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "core/churn.hpp"
+#include "core/churn_plan.hpp"
 #include "core/result.hpp"
 #include "sys/dl.hpp"
 
