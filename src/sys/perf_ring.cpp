@@ -93,6 +93,41 @@ Tracepoint load_tracepoint(const Tracefs& tfs, tep_handle* tep, const char* syst
   return tp;
 }
 
+TracepointFields load_tracepoint_fields(const Tracefs& tfs, tep_handle* tep, const char* system, const char* name,
+                                        std::span<const char* const> fields) {
+  TracepointFields out;
+  const std::string full = std::string(system) + ":" + name;
+  const Tracepoint tp = load_tracepoint(tfs, tep, system, name);
+  switch (tp.status) {
+    case TracepointStatus::kNotInKernel:
+      out.missing = full + ": not in this kernel (no events/" + system + "/" + name + " in tracefs)";
+      return out;
+    case TracepointStatus::kUnparsable:
+      out.missing = full + ": libtraceevent could not parse its format";
+      return out;
+    case TracepointStatus::kNotFoundByName:
+      out.missing = full + ": parsed format not found by name";
+      return out;
+    case TracepointStatus::kOk:
+      break;
+  }
+  for (const char* f : fields) {
+    if (!f) {
+      out.fields.emplace_back();
+      continue;
+    }
+    tep_format_field* tf = tep_find_field(tp.event, f);
+    if (!tf) {
+      out.fields.clear();
+      out.missing = full + ": field '" + f + "' not in its format";
+      return out;
+    }
+    out.fields.push_back(field_from(*tf));
+  }
+  out.id = tp.id;
+  return out;
+}
+
 PerfRing& PerfRing::operator=(PerfRing&& o) noexcept {
   if (this != &o) {
     reset();

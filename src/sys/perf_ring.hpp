@@ -17,6 +17,7 @@
 #include <string>
 #include <sys/types.h>
 #include <thread>
+#include <vector>
 
 struct tep_handle;
 struct tep_event;
@@ -106,6 +107,18 @@ struct Tracepoint {
   tep_event* event = nullptr;
 };
 Tracepoint load_tracepoint(const Tracefs& tfs, tep_handle* tep, const char* system, const char* name);
+
+// The one loader the tracer and the sampler use: the tracepoint's id and the
+// named fields (a nullptr name gives an empty Field), or `missing` saying
+// what failed ("tlb:tlb_flush: not in this kernel (no events/tlb/tlb_flush in
+// tracefs)", "...: field 'pages' not in its format"); id < 0 then.
+struct TracepointFields {
+  int id = -1;
+  std::vector<Field> fields;
+  std::string missing;
+};
+TracepointFields load_tracepoint_fields(const Tracefs& tfs, tep_handle* tep, const char* system, const char* name,
+                                        std::span<const char* const> fields);
 
 // One mmap-ed perf ring (the metadata page plus data pages); unmapped when
 // destroyed. Move-only.

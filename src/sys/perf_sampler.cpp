@@ -288,24 +288,15 @@ std::unique_ptr<FlushSampler> FlushSampler::open(const SamplerOptions& opts, std
     if (!tep) return fail("libtraceevent: tep_alloc failed");
     auto load = [&](const char* sys, const char* name,
                     std::initializer_list<std::pair<const char*, Field*>> fields) -> int {
-      const Tracepoint tp = load_tracepoint(*tfs, tep, sys, name);
-      if (tp.status == TracepointStatus::kNotInKernel) {
-        im.data.missing.push_back(fmt::format("{}:{}: not in this kernel", sys, name));
+      std::vector<const char*> names;
+      for (const auto& f : fields) names.push_back(f.first);
+      const TracepointFields tp = load_tracepoint_fields(*tfs, tep, sys, name, names);
+      if (tp.id < 0) {
+        im.data.missing.push_back(tp.missing);
         return -1;
       }
-      if (tp.status == TracepointStatus::kUnparsable) {
-        im.data.missing.push_back(fmt::format("{}:{}: libtraceevent could not parse its format", sys, name));
-        return -1;
-      }
-      tep_event* ev = tp.event;  // nullptr: its fields are reported missing below
-      for (auto [fname, out] : fields) {
-        tep_format_field* tf = ev ? tep_find_field(ev, fname) : nullptr;
-        if (!tf) {
-          im.data.missing.push_back(fmt::format("{}:{}: field '{}' not in its format", sys, name, fname));
-          return -1;
-        }
-        *out = field_from(*tf);
-      }
+      std::size_t k = 0;
+      for (const auto& f : fields) *f.second = tp.fields[k++];
       return tp.id;
     };
     tlb_id = load("tlb", "tlb_flush", {{"reason", &im.f_reason}, {"pages", &im.f_pages}});

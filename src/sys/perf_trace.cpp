@@ -315,39 +315,16 @@ std::unique_ptr<Tracer> Tracer::open(const TracerOptions& opts, std::string* why
     tep_handle* tep = tep_alloc();
     if (!tep) return fail("libtraceevent: tep_alloc failed");
     for (const Spec& sp : kSpecs) {
-      const std::string full = std::string(sp.system) + ":" + sp.name;
-      const Tracepoint tp = load_tracepoint(*tfs, tep, sp.system, sp.name);
-      if (tp.status == TracepointStatus::kNotInKernel) {
-        t->missing_.push_back(full + ": not in this kernel (no events/" + sp.system + "/" + sp.name + " in tracefs)");
+      const char* const names[] = {sp.fa, sp.fb, sp.fc};
+      const TracepointFields tp = load_tracepoint_fields(*tfs, tep, sp.system, sp.name, names);
+      if (tp.id < 0) {
+        t->missing_.push_back(tp.missing);
         continue;
       }
-      if (tp.status == TracepointStatus::kUnparsable) {
-        t->missing_.push_back(full + ": libtraceevent could not parse its format");
-        continue;
-      }
-      if (tp.status == TracepointStatus::kNotFoundByName) {
-        t->missing_.push_back(full + ": parsed format not found by name");
-        continue;
-      }
-      tep_event* ev = tp.event;
       auto f = std::make_unique<Format>();
-      std::string bad;
-      auto load = [&](const char* name, Field& out) {
-        if (!name) return;
-        tep_format_field* tf = tep_find_field(ev, name);
-        if (!tf) {
-          bad = name;
-          return;
-        }
-        out = field_from(*tf);
-      };
-      load(sp.fa, f->a);
-      load(sp.fb, f->b);
-      load(sp.fc, f->c);
-      if (!bad.empty()) {
-        t->missing_.push_back(full + ": field '" + bad + "' not in its format");
-        continue;
-      }
+      f->a = tp.fields[0];
+      f->b = tp.fields[1];
+      f->c = tp.fields[2];
       resolved.push_back({&sp, tp.id, f.get()});
       im.formats.push_back(std::move(f));
     }
