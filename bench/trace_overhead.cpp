@@ -310,7 +310,7 @@ int run(const Options& o) {
   if (baseline_ns == 0)
     baseline_ns = need_ns + static_cast<std::int64_t>(o.pairs) * schedule->transition_ns + 500 * kMs;
   plan.baseline_ns = baseline_ns;
-  plan.trigger = "after";
+  plan.trigger = Trigger::kAfter;
   plan.trigger_after_ns = baseline_ns;
   // Every raw sample of the segments is compared: no folding (issue 19's
   // default budget would fold a baseline of seconds). The store takes its

@@ -267,9 +267,11 @@ Plan validate_run_options(const RunOptions& o, const MachineFacts& m, std::vecto
     p.release = *r;
   else
     bad(fmt::format("--release '{}': unknown strategy (accepted: {})", o.release, run_strategy_list()));
-  if (o.trace != "auto" && o.trace != "on" && o.trace != "off")
+  const auto mode = parse_trace_mode(o.trace);
+  if (!mode || (*mode != TraceMode::kAuto && *mode != TraceMode::kOn && *mode != TraceMode::kOff))
     bad(fmt::format("--trace '{}': unknown mode (accepted: auto, on, off)", o.trace));
-  p.trace = o.trace;
+  else
+    p.trace = *mode;
   if (!o.pace.empty() && !is_paced(p.release))
     bad(fmt::format("--pace '{}': the release {} has no pace (accepted with --release paced or chunked)", o.pace,
                     o.release));
@@ -297,9 +299,9 @@ Plan validate_run_options(const RunOptions& o, const MachineFacts& m, std::vecto
   // Trigger.
   std::string trig = o.trigger.empty() ? (m.stdin_is_tty ? "enter" : "after=2s") : o.trigger;
   if (trig == "enter") {
-    p.trigger = "enter";
+    p.trigger = Trigger::kEnter;
   } else if (trig.rfind("after=", 0) == 0) {
-    p.trigger = "after";
+    p.trigger = Trigger::kAfter;
     std::string why;
     auto d = parse_duration_ns(trig.substr(6), &why);
     if (!d) bad(fmt::format("--trigger '{}': {} (accepted: enter or after=DURATION like after=2s)", trig, why));

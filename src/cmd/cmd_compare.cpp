@@ -164,7 +164,7 @@ std::vector<Arm> parse_arms(const CompareCommand& c, const cli::MachineFacts& fa
     }
     a.plan.release = a.strategy;
     a.pages = a.plan.pages;
-    if (a.plan.trigger == "enter")
+    if (a.plan.trigger == Trigger::kEnter)
       throw UsageError("--trigger enter: compare runs unattended; use --trigger after=DURATION");
     arms.push_back(std::move(a));
   }

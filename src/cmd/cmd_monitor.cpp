@@ -71,7 +71,7 @@ struct Plan {
   std::string listen_host;
   int listen_port = -1;
   std::optional<influx::Url> influx;
-  std::string trace;
+  TraceMode trace = TraceMode::kAuto;
   std::optional<StallModel> stall_model;
 };
 
@@ -143,18 +143,18 @@ Plan make_plan(const MonitorOptions& o) {
                                      format_cpulist(topo.online)));
     p.cpus = *l;
   }
-  if (o.trace != "auto" && o.trace != "on" && o.trace != "bpf" && o.trace != "ring" && o.trace != "off" &&
-      o.trace != "count")
+  const auto mode = parse_trace_mode(o.trace);
+  if (!mode)
     throw UsageError(
         fmt::format("--trace value '{}' is not accepted; accepted: auto, on, bpf, ring, count, off", o.trace));
-  p.trace = o.trace;
+  p.trace = *mode;
   if (!o.pid.empty()) {
     auto v = parse_int(o.pid, &why);
     if (!v || *v < 1 || *v > 4194304)
       throw UsageError(fmt::format("--pid value '{}' is not a process id; accepted: a PID in 1..4194304", o.pid));
     if (!sys::path_exists("/proc/" + std::to_string(*v)))
       throw UsageError(fmt::format("--pid value '{}': no such process", o.pid));
-    if (o.trace == "off" || o.trace == "count")
+    if (p.trace == TraceMode::kOff || p.trace == TraceMode::kCount)
       throw UsageError(fmt::format("--pid value '{}' needs tracepoints; accepted only with --trace auto, on, bpf or ring", o.pid));
     p.pid = static_cast<int>(*v);
   }
@@ -357,12 +357,12 @@ class MonitorTool final : public Tool {
     // every event through a perf ring (ring; the fallback where BPF cannot
     // load), or per-reason counters only (count).
     std::string bpf_why;
-    if (plan_.trace == "count") {
+    if (plan_.trace == TraceMode::kCount) {
       std::string why;
       counter_ = sys::TlbFlushCounter::open(sys::read_topology().online, &why);
       if (!counter_) throw RuntimeError("kernel-side tlb_flush counters unavailable: " + why);
       trace_status_ = "count (kernel-side counters, no per-process attribution)";
-    } else if (plan_.trace == "auto" || plan_.trace == "on" || plan_.trace == "bpf") {
+    } else if (plan_.trace == TraceMode::kAuto || plan_.trace == TraceMode::kOn || plan_.trace == TraceMode::kBpf) {
       bpf_ = sys::BpfFlushCounter::open(plan_.pid, sys::Kallsyms::load().address_of("flush_tlb_func"), &bpf_why);
       if (bpf_) {
         trace_status_ = fmt::format("bpf ({}{}; timed: handlers{}{})", bpf_->attach_point(),
@@ -372,15 +372,15 @@ class MonitorTool final : public Tool {
         if (!bpf_->wait_unmeasured().empty())
           std::fprintf(stderr, "shootdown monitor: initiators' wait not measured: %s\n",
                        bpf_->wait_unmeasured().c_str());
-      } else if (plan_.trace == "bpf") {
+      } else if (plan_.trace == TraceMode::kBpf) {
         throw RuntimeError("BPF aggregation unavailable: " + bpf_why + " (--trace ring uses a perf ring instead)");
       }
     }
-    if (!bpf_ && !counter_ && plan_.trace != "off") {
+    if (!bpf_ && !counter_ && plan_.trace != TraceMode::kOff) {
       std::string why;
       tracer_ = sys::Tracer::open(tracer_options(sys::read_topology().online, -1, false), &why);
       if (!tracer_) {
-        if (plan_.trace != "auto" || plan_.pid > 0)
+        if (plan_.trace != TraceMode::kAuto || plan_.pid > 0)
           throw RuntimeError(
               fmt::format("tracepoints unavailable: {}{}", why, plan_.pid > 0 ? " (--pid needs them)" : ""));
         trace_status_ = "unavailable: " + why;

@@ -276,8 +276,8 @@ class ProbeTool final : public Tool {
     p.report_every = 32LL << 20;
     p.report_every_ns = 10'000'000;
     p.release = ReleaseStrategy::kProbe;
-    p.trigger = "command";
-    p.trace = "on";
+    p.trigger = Trigger::kCommand;
+    p.trace = TraceMode::kOn;
     p.stall_threshold_ns = threshold_ns_;
     p.mlock = true;
 

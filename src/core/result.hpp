@@ -62,6 +62,17 @@ inline constexpr std::int64_t kMemoryLimitPerVictim = 256LL << 20;
 // 6.5 s of post-processing for its 32 M raw samples (docs/methodology).
 inline constexpr std::int64_t kMemoryLimitDefault = 512LL << 20;
 
+// When the release starts: a delay after the baseline (--trigger after=D),
+// Enter on the terminal, or (probe) whenever the command does it. Parsed
+// once at the CLI edge; result.json spells them as trigger_name() does.
+enum class Trigger { kAfter, kEnter, kCommand };
+std::string_view trigger_name(Trigger t);  // "after", "enter", "command"
+std::optional<Trigger> parse_trigger(std::string_view s);
+// The kernel evidence asked for: run auto|on|off, monitor also count|bpf|ring.
+enum class TraceMode { kAuto, kOn, kOff, kCount, kBpf, kRing };
+std::string_view trace_mode_name(TraceMode m);  // "auto", "on", "off", "count", "bpf", "ring"
+std::optional<TraceMode> parse_trace_mode(std::string_view s);
+
 struct Plan {
   int culprit_cpu = -1;
   std::vector<int> victim_cpus;
@@ -86,14 +97,14 @@ struct Plan {
   // (--allocator-purge on|off).
   std::string allocator_conf;
   bool allocator_purge = true;
-  std::string trigger = "after";  // enter|after
+  Trigger trigger = Trigger::kAfter;
   std::int64_t trigger_after_ns = 0;
   int repeat = 1;
   std::int64_t every_ns = 0;            // between repeated releases
   std::int64_t baseline_ns = 0;         // minimum baseline before the first release
   std::int64_t settle_ns = 0;           // release window extends this far past "after"
   std::int64_t after_ns = 0;            // measured after the last release window
-  std::string trace = "auto";           // auto|on|off
+  TraceMode trace = TraceMode::kAuto;
   std::int64_t stall_threshold_ns = 0;  // 0 = auto (8 x baseline median)
   double stall_factor = 8.0;
   bool mlock = true;

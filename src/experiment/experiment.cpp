@@ -403,7 +403,7 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
   const std::int64_t trigger_ns = std::max(plan.trigger_after_ns, plan.baseline_ns);
   // --trigger enter waits as long as the user likes: the plan counts its
   // baseline only; a longer wait is what compaction (the memory limit) is for.
-  const std::int64_t before_release = plan.trigger == "enter" ? plan.baseline_ns : trigger_ns;
+  const std::int64_t before_release = plan.trigger == Trigger::kEnter ? plan.baseline_ns : trigger_ns;
   std::int64_t planned = before_release;
   // A paced release lasts its gaps plus its steps (each a madvise and, on a
   // VM, a flush IPI of tens of us): allow 200 us per step besides the gap.
@@ -535,14 +535,14 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
   // Kernel evidence: everything opened and enabled before the baseline
   // (enabling tracepoints itself sends IPIs).
   std::unique_ptr<TraceSession> trace;
-  if (plan.trace == "off") {
+  if (plan.trace == TraceMode::kOff) {
     r.trace.status = "off (--trace off)";
   } else if (hooks.open_trace) {
     std::string twhy;
     trace = hooks.open_trace(plan, &twhy);
     if (!trace) {
       r.trace.status = "unavailable: " + twhy;
-      if (plan.trace == "on") {
+      if (plan.trace == TraceMode::kOn) {
         ctl.abort.store(1);
         join_all();
         throw std::runtime_error("--trace on: kernel tracing unavailable: " + twhy);
@@ -594,7 +594,7 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
   bool ok = true;
 
   phase(hooks, baseline_phase);
-  if (plan.trigger == "enter") {
+  if (plan.trigger == Trigger::kEnter) {
     if (hooks.prompt) hooks.prompt("Press Enter to release chunk A...");
     ok = wait.until(r.measure_start_ns + plan.baseline_ns) && wait.enter();
   } else {

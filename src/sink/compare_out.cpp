@@ -150,7 +150,7 @@ std::string compare_json(const CompareReport& r) {
                {"settle_ns", r.plan.settle_ns},
                {"after_ns", r.plan.after_ns},
                {"repeat", r.plan.repeat},
-               {"trace", r.plan.trace},
+               {"trace", trace_mode_name(r.plan.trace)},
                {"stall_factor", r.plan.stall_factor}};
   j["environment"] = {{"kernel", r.env.kernel},           {"cpu_model", r.env.cpu_model},
                       {"virtualized", r.env.virtualized}, {"hypervisor", r.env.hypervisor},

@@ -202,7 +202,8 @@ std::string header_section(const Result& r, const Analysis& a) {
     o += fact("batch", format_size(p.batch) + " of writes per timed sample");
     o += fact("report interval", p.report_every_ns > 0 ? dur(static_cast<double>(p.report_every_ns)) + " of wall time"
                                                        : format_size(p.report_every) + " of victim writes");
-    std::string trig = p.trigger == "after" ? "after " + dur(static_cast<double>(p.trigger_after_ns)) : p.trigger;
+    std::string trig = p.trigger == Trigger::kAfter ? "after " + dur(static_cast<double>(p.trigger_after_ns))
+                                                   : std::string(trigger_name(p.trigger));
     o += fact("trigger", trig);
     if (p.repeat > 1)
       o += fact("repeat", fmt::format("{} releases every {}", p.repeat, dur(static_cast<double>(p.every_ns))));

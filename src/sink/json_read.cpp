@@ -196,14 +196,20 @@ Plan read_plan(const Node& n) {
   if (n.has("allocator_purge")) p.allocator_purge = n["allocator_purge"].boolean();
   if (p.pace_step < 0) fail(join(n.path(), "pace_step"), "must not be negative");
   if (p.pace_gap_ns < 0) fail(join(n.path(), "pace_gap_ns"), "must not be negative");
-  p.trigger = n["trigger"].str();
+  if (auto t = parse_trigger(n["trigger"].str()))
+    p.trigger = *t;
+  else
+    fail(join(n.path(), "trigger"), "unknown '" + n["trigger"].str() + "' (expected after, enter or command)");
   p.trigger_after_ns = n["trigger_after_ns"].i64();
   p.repeat = n["repeat"].i32();
   p.every_ns = n["every_ns"].i64();
   p.baseline_ns = n["baseline_ns"].i64();
   p.settle_ns = n["settle_ns"].i64();
   p.after_ns = n["after_ns"].i64();
-  p.trace = n["trace"].str();
+  if (auto t = parse_trace_mode(n["trace"].str()))
+    p.trace = *t;
+  else
+    fail(join(n.path(), "trace"), "unknown '" + n["trace"].str() + "' (expected auto, on, off, count, bpf or ring)");
   p.stall_threshold_ns = n["stall_threshold_ns"].i64();
   p.stall_factor = n["stall_factor"].f64();
   p.mlock = n["mlock"].boolean();

@@ -55,7 +55,8 @@ TEST(RunOptions, DefaultsAndGivenCpus) {
   EXPECT_EQ(p.culprit_cpu, 0);
   EXPECT_EQ(p.victim_cpus, std::vector<int>{1});
   EXPECT_EQ(p.release, ReleaseStrategy::kFree);
-  EXPECT_EQ(p.trigger, "after");
+  EXPECT_EQ(p.trigger, Trigger::kAfter);
+  EXPECT_EQ(p.trace, TraceMode::kAuto);
   EXPECT_EQ(p.trigger_after_ns, 1'000'000'000);
   EXPECT_EQ(p.repeat, 1);
 
@@ -96,6 +97,7 @@ TEST(RunOptions, BadInputIsOneLineNamingTheOption) {
   const std::vector<Case> cases = {
       {[](RunOptions& o) { o.release = "bogus"; }, "--release 'bogus'", "accepted:"},
       {[](RunOptions& o) { o.pages = "8k"; }, "--pages '8k'", "accepted:"},
+      {[](RunOptions& o) { o.trace = "bpf"; }, "--trace 'bpf'", "accepted: auto, on, off"},
       {[](RunOptions& o) { o.trace = "maybe"; }, "--trace 'maybe'", "accepted: auto, on, off"},
       {[](RunOptions& o) { o.trigger = "soon"; }, "--trigger 'soon'", "accepted: enter or after=DURATION"},
       {[](RunOptions& o) { o.trigger = "after=fast"; }, "--trigger 'after=fast'", "accepted: enter or after="},
