@@ -684,7 +684,7 @@ class ProbeTool final : public Tool {
     iv.victim_cpu = cpu;
     iv.start_ns = start;
     iv.end_ns = end.back();
-    iv.phase = to_string(Phase::kBaseline);
+    iv.phase = Phase::kBaseline;
     iv.folded = true;
     iv.set_histogram(h);
     se.folded_samples += static_cast<std::size_t>(h.total_count());

@@ -95,7 +95,7 @@ void build_intervals(Result& r) {
       scratch.reset();
       for (std::size_t k = i; k < j; ++k) scratch.record(v.lat_ns[k]);
       iv.set_histogram(scratch);
-      iv.phase = to_string(interval_phase(r, iv.start_ns, iv.end_ns));
+      iv.phase = interval_phase(r, iv.start_ns, iv.end_ns);
       r.intervals.push_back(std::move(iv));
     }
   }

@@ -15,8 +15,6 @@
 
 namespace shootdown {
 
-enum class Phase : std::uint8_t { kBaseline = 0, kRelease = 1, kAfter = 2 };
-const char* to_string(Phase p);
 
 // The columns of a phase table, as bits of PhaseStats::beyond_spread.
 enum class Column : std::uint8_t { kMin, kMean, kP50, kP90, kP99, kP999, kP9999, kP99999, kMax };

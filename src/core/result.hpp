@@ -62,6 +62,11 @@ inline constexpr std::int64_t kMemoryLimitPerVictim = 256LL << 20;
 // 6.5 s of post-processing for its 32 M raw samples (docs/methodology).
 inline constexpr std::int64_t kMemoryLimitDefault = 512LL << 20;
 
+// The phases of a run: before the first release, the release windows, after.
+enum class Phase : std::uint8_t { kBaseline = 0, kRelease = 1, kAfter = 2 };
+const char* to_string(Phase p);  // "baseline", "release", "after"
+std::optional<Phase> parse_phase(std::string_view s);
+
 // When the release starts: a delay after the baseline (--trigger after=D),
 // Enter on the terminal, or (probe) whenever the command does it. Parsed
 // once at the CLI edge; result.json spells them as trigger_name() does.
@@ -170,7 +175,7 @@ struct Interval {
   int victim_cpu = -1;
   std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;
-  std::string phase;  // baseline|release|after (phase of the interval's majority)
+  Phase phase = Phase::kBaseline;  // the phase of the interval's majority
   // The interval's HDR histogram (layout of make_latency_histogram(): 1 ns ..
   // 1 h, 3 digits) kept sparse: an interval holds --report-every / --batch
   // samples (512 by default), so its non-zero buckets are few, while a full

@@ -61,6 +61,12 @@ std::optional<E> parse_in(const std::array<std::pair<E, std::string_view>, N>& t
 }
 }  // namespace
 
+std::optional<Phase> parse_phase(std::string_view s) {
+  for (Phase p : {Phase::kBaseline, Phase::kRelease, Phase::kAfter})
+    if (s == to_string(p)) return p;
+  return std::nullopt;
+}
+
 std::string_view trigger_name(Trigger t) {
   return name_in(kTriggers, t);
 }

@@ -227,7 +227,7 @@ void build_time_intervals(Result& r) {
       if (!v.follows(i)) iv.start_ns = std::max(iv.start_ns, v.span_start(i));
       if (j < v.size() && !v.follows(j)) iv.end_ns = std::min(iv.end_ns, v.end_ns[j - 1]);
       iv.set_histogram(scratch);
-      iv.phase = to_string(interval_phase(r, iv.start_ns, iv.end_ns));
+      iv.phase = interval_phase(r, iv.start_ns, iv.end_ns);
       r.intervals.push_back(std::move(iv));
       i = j;
     }

@@ -256,7 +256,7 @@ void add_folded(Result& r, const Victim& v, const sys::TscClock& clock, const st
     hdr::Histogram h = iv.histogram();
     iv.summary = summarize(h);
     iv.add_to(all);
-    iv.phase = to_string(interval_phase(r, iv.start_ns, iv.end_ns));
+    iv.phase = interval_phase(r, iv.start_ns, iv.end_ns);
     iv.folded = true;
     folded_ns += iv.end_ns - iv.start_ns;
     if (iv.end_ns <= first_release) before_first += static_cast<std::int64_t>(f.samples);

@@ -92,7 +92,7 @@ std::string victim_hlog(const Result& r) {
       const double len = static_cast<double>(iv->end_ns - iv->start_ns) / 1e9;
       const hdr::Histogram hist = iv->histogram();
       add_or_throw(w, hlog_cpu_tag(iv->victim_cpu), s, len, hist);
-      add_or_throw(w, hlog_phase_tag(iv->victim_cpu, iv->phase), s, len, hist);
+      add_or_throw(w, hlog_phase_tag(iv->victim_cpu, to_string(iv->phase)), s, len, hist);
     }
   }
   return w.take();

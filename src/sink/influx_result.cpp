@@ -45,7 +45,7 @@ std::vector<influx::Point> result_points(const Result& r, const Analysis& a) {
   std::map<int, std::int64_t> index;
   for (const auto& iv : r.intervals) {
     auto p = base(r, "shootdown_interval", iv.end_ns);
-    p.tag("victim_cpu", std::to_string(iv.victim_cpu)).tag("phase", iv.phase);
+    p.tag("victim_cpu", std::to_string(iv.victim_cpu)).tag("phase", to_string(iv.phase));
     summary_fields(p, iv.summary);
     p.integer("interval", index[iv.victim_cpu]++);
     p.integer("start_ns", iv.start_ns + r.realtime_offset_ns);

@@ -434,7 +434,7 @@ json result_json(const Result& r, const Analysis& a) {
     ivs.push_back({{"victim_cpu", iv.victim_cpu},
                    {"start_ns", iv.start_ns},
                    {"end_ns", iv.end_ns},
-                   {"phase", iv.phase},
+                   {"phase", to_string(iv.phase)},
                    {"count", s.count},
                    {"min", s.min},
                    {"mean", s.mean},

@@ -256,7 +256,10 @@ void read_intervals(const Node& n, Result& r) {
     iv.start_ns = x["start_ns"].i64();
     iv.end_ns = x["end_ns"].i64();
     (void)phase_from(x["phase"]);
-    iv.phase = x["phase"].str();
+    if (auto ph = parse_phase(x["phase"].str()))
+      iv.phase = *ph;
+    else
+      fail(x["phase"].path(), "unknown '" + x["phase"].str() + "' (expected baseline, release or after)");
     const Node h = x["histogram"];
     auto dec = hdr::decode_base64(h.str());
     if (!dec) fail(h.path(), dec.error());

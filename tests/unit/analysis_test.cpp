@@ -63,10 +63,10 @@ TEST(Analysis, IntervalsCoverEverySampleOnce) {
   std::int64_t total = 0;
   for (const auto& iv : r.intervals) total += iv.total_count();
   EXPECT_EQ(total, 1000);
-  EXPECT_EQ(r.intervals[0].phase, "baseline");
-  EXPECT_EQ(r.intervals[5].phase, "release");  // 500..599 overlaps the window start
-  EXPECT_EQ(r.intervals[6].phase, "release");
-  EXPECT_EQ(r.intervals[9].phase, "after");
+  EXPECT_EQ(r.intervals[0].phase, Phase::kBaseline);
+  EXPECT_EQ(r.intervals[5].phase, Phase::kRelease);  // 500..599 overlaps the window start
+  EXPECT_EQ(r.intervals[6].phase, Phase::kRelease);
+  EXPECT_EQ(r.intervals[9].phase, Phase::kAfter);
   EXPECT_EQ(r.intervals[1].start_ns, r.intervals[0].end_ns);  // gapless
 }
 
