@@ -62,6 +62,11 @@ inline constexpr std::int64_t kMemoryLimitPerVictim = 256LL << 20;
 // 6.5 s of post-processing for its 32 M raw samples (docs/methodology).
 inline constexpr std::int64_t kMemoryLimitDefault = 512LL << 20;
 
+// A CPU's part in a run (/proc/interrupts deltas); a probe's CPU is its victim.
+enum class CpuRole : std::uint8_t { kCulprit, kVictim, kOther };
+const char* to_string(CpuRole r);  // "culprit", "victim", "other"
+std::optional<CpuRole> parse_cpu_role(std::string_view s);
+
 // The phases of a run: before the first release, the release windows, after.
 enum class Phase : std::uint8_t { kBaseline = 0, kRelease = 1, kAfter = 2 };
 const char* to_string(Phase p);  // "baseline", "release", "after"
@@ -194,7 +199,7 @@ struct Interval {
 
 struct CpuCounters {
   int cpu = -1;
-  std::string role;      // culprit|victim|other
+  CpuRole role = CpuRole::kOther;
   std::int64_t tlb = 0;  // /proc/interrupts TLB delta
   std::int64_t cal = 0;  // CAL delta
   std::int64_t loc = 0;  // LOC delta

@@ -61,6 +61,24 @@ std::optional<E> parse_in(const std::array<std::pair<E, std::string_view>, N>& t
 }
 }  // namespace
 
+const char* to_string(CpuRole r) {
+  switch (r) {
+    case CpuRole::kCulprit:
+      return "culprit";
+    case CpuRole::kVictim:
+      return "victim";
+    case CpuRole::kOther:
+      return "other";
+  }
+  return "other";
+}
+
+std::optional<CpuRole> parse_cpu_role(std::string_view s) {
+  for (CpuRole r : {CpuRole::kCulprit, CpuRole::kVictim, CpuRole::kOther})
+    if (s == to_string(r)) return r;
+  return std::nullopt;
+}
+
 std::optional<Phase> parse_phase(std::string_view s) {
   for (Phase p : {Phase::kBaseline, Phase::kRelease, Phase::kAfter})
     if (s == to_string(p)) return p;

@@ -40,9 +40,9 @@ std::vector<CpuCounters> cpu_counters(const sys::InterruptsSnapshot& before, con
   for (int cpu : after.cpus) {
     CpuCounters c;
     c.cpu = cpu;
-    c.role = cpu == plan.culprit_cpu                                           ? "culprit"
-             : std::find(victims.begin(), victims.end(), cpu) != victims.end() ? "victim"
-                                                                               : "other";
+    c.role = cpu == plan.culprit_cpu                                           ? CpuRole::kCulprit
+             : std::find(victims.begin(), victims.end(), cpu) != victims.end() ? CpuRole::kVictim
+                                                                               : CpuRole::kOther;
     c.tlb = sys::interrupts_delta(before, after, "TLB", cpu);
     c.cal = sys::interrupts_delta(before, after, "CAL", cpu);
     c.loc = sys::interrupts_delta(before, after, "LOC", cpu);

@@ -343,8 +343,8 @@ std::string console_summary(const Result& r, const Analysis& a, bool verbose) {
     out += fmt::format("/proc/interrupts deltas over {}:\n", format_duration_ns(r.interrupts_span_ns));
     out += fmt::format("  {:<8}{:<9}{:>10}{:>10}{:>10}{:>10}\n", "cpu", "role", "TLB", "CAL", "LOC", "RES");
     for (const auto& c : r.counters) {
-      if (c.role == "other" && c.tlb == 0 && c.cal == 0) continue;
-      out += fmt::format("  {:<8}{:<9}{:>10}{:>10}{:>10}{:>10}\n", "cpu" + std::to_string(c.cpu), c.role, c.tlb, c.cal,
+      if (c.role == CpuRole::kOther && c.tlb == 0 && c.cal == 0) continue;
+      out += fmt::format("  {:<8}{:<9}{:>10}{:>10}{:>10}{:>10}\n", "cpu" + std::to_string(c.cpu), to_string(c.role), c.tlb, c.cal,
                          c.loc, c.res);
     }
   }

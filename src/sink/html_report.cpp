@@ -917,11 +917,11 @@ std::string counters_section(const Result& r) {
        "interrupts\">CAL</th>"
        "<th title=\"local timer interrupts\">LOC</th><th title=\"rescheduling interrupts\">RES</th></tr>\n";
   for (const auto& c : r.counters) {
-    if (c.role == "other" && c.tlb == 0 && c.cal == 0) continue;
+    if (c.role == CpuRole::kOther && c.tlb == 0 && c.cal == 0) continue;
     o += fmt::format(
         "<tr class=\"counter-row\" data-cpu=\"{}\" data-role=\"{}\"><th>cpu{}</th><td>{}</td><td>{}</td><td>{}</td>"
         "<td>{}</td><td>{}</td></tr>\n",
-        c.cpu, escape(c.role), c.cpu, escape(c.role), c.tlb, c.cal, c.loc, c.res);
+        c.cpu, to_string(c.role), c.cpu, to_string(c.role), c.tlb, c.cal, c.loc, c.res);
   }
   o += "</table>\n</section>\n";
   return o;

@@ -61,7 +61,7 @@ std::vector<influx::Point> result_points(const Result& r, const Analysis& a) {
   }
   for (const auto& c : r.counters) {
     auto p = base(r, "shootdown_interrupts", r.measure_end_ns);
-    p.tag("cpu", std::to_string(c.cpu)).tag("role", c.role);
+    p.tag("cpu", std::to_string(c.cpu)).tag("role", to_string(c.role));
     p.integer("tlb", c.tlb).integer("cal", c.cal).integer("loc", c.loc).integer("res", c.res);
     p.integer("span_ns", r.interrupts_span_ns);
     out.push_back(std::move(p));

@@ -450,7 +450,7 @@ json result_json(const Result& r, const Analysis& a) {
   j["raw_windows"] = raw_windows(r);
   json cs = json::array();
   for (const auto& c : r.counters)
-    cs.push_back({{"cpu", c.cpu}, {"role", c.role}, {"tlb", c.tlb}, {"cal", c.cal}, {"loc", c.loc}, {"res", c.res}});
+    cs.push_back({{"cpu", c.cpu}, {"role", to_string(c.role)}, {"tlb", c.tlb}, {"cal", c.cal}, {"loc", c.loc}, {"res", c.res}});
   j["interrupts"] = {{"source", "/proc/interrupts"},
                      {"start_ns", r.interrupts_start_ns},
                      {"span_ns", r.interrupts_span_ns},

@@ -689,7 +689,10 @@ LoadedResult result_from_json(std::string_view text) {
     const Node x = deltas[i];
     CpuCounters c;
     c.cpu = x["cpu"].i32();
-    c.role = x["role"].str();
+    if (auto role = parse_cpu_role(x["role"].str()))
+      c.role = *role;
+    else
+      fail(x["role"].path(), "unknown '" + x["role"].str() + "' (expected culprit, victim or other)");
     c.tlb = x["tlb"].i64();
     c.cal = x["cal"].i64();
     c.loc = x["loc"].i64();

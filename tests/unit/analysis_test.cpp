@@ -185,7 +185,7 @@ TEST(Analysis, SpreadNeedsTenWindows) {
 TEST(Analysis, VerdictWithoutEvidenceSaysUnknown) {
   Result r = synthetic();
   r.trace.status = "off (--trace off)";
-  r.counters.push_back({1, "victim", 7, 0, 0, 0});
+  r.counters.push_back({1, CpuRole::kVictim, 7, 0, 0, 0});
   const Analysis a = analyze(r);
   ASSERT_EQ(a.verdict.victims.size(), 1u);
   EXPECT_FALSE(a.verdict.victims[0].evidence);

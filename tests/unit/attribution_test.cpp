@@ -791,7 +791,7 @@ TEST(FoldedEvents, CountsAndTlbAccountingAsIfKept) {
   r.trace.enabled = true;
   r.interrupts_start_ns = 1'000;
   r.interrupts_span_ns = 10'000'000;
-  r.counters = {CpuCounters{1, "victim", 700, 0, 0, 0}, CpuCounters{2, "victim", 50, 0, 0, 0}};
+  r.counters = {CpuCounters{1, CpuRole::kVictim, 700, 0, 0, 0}, CpuCounters{2, CpuRole::kVictim, 50, 0, 0, 0}};
   // Events every 1 us over the span on CPUs 0..2, blocks of six per CPU: a
   // tlb_flush inside a call-function interrupt and one outside, reasons 0..5.
   const EventType types[] = {EventType::kLocalTimerEntry, EventType::kCallFunctionEntry, EventType::kTlbFlush,
@@ -914,7 +914,7 @@ TEST(TlbAccounting, SplitsByEvidenceNeverNegative) {
   // An interrupt that returned early (a later flush caught up): untraced.
   ev(EventType::kCallFunctionEntry);
   ev(EventType::kCallFunctionExit);
-  r.counters = {CpuCounters{1, "victim", 11, 0, 0, 0}};
+  r.counters = {CpuCounters{1, CpuRole::kVictim, 11, 0, 0, 0}};
 
   Attribution a;
   a.victims = {VictimAttribution{}};

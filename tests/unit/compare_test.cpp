@@ -447,7 +447,7 @@ TEST(CompareTrial, MetricsFromASyntheticResult) {
   r.victims.push_back(v);
   CpuCounters c;
   c.cpu = 1;
-  c.role = "victim";
+  c.role = CpuRole::kVictim;
   c.tlb = 7;
   r.counters.push_back(c);
 

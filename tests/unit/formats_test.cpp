@@ -57,7 +57,7 @@ Result two_victims() {
   rel.strategy = ReleaseStrategy::kMunmap;
   rel.bytes = 1 << 20;
   r.releases.push_back(rel);
-  r.counters.push_back(CpuCounters{1, "victim", 3, 4, 5, 6});
+  r.counters.push_back(CpuCounters{1, CpuRole::kVictim, 3, 4, 5, 6});
   r.doctor.push_back(DoctorFinding{DoctorStatus::kWarn, "isolcpus", "cpu 1 not isolated", "add isolcpus=1", true});
   r.trace.enabled = true;
   r.trace.status = "on";
@@ -286,7 +286,7 @@ TEST(ResultFromJson, TlbAccountingByEvidenceAndTheOlderForm) {
   Result r = traced_partial();
   r.interrupts_start_ns = r.measure_start_ns;
   r.interrupts_span_ns = 10'000'000'000;
-  r.counters = {CpuCounters{1, "victim", 3, 3, 0, 0}, CpuCounters{2, "victim", 0, 0, 0, 0}};
+  r.counters = {CpuCounters{1, CpuRole::kVictim, 3, 3, 0, 0}, CpuCounters{2, CpuRole::kVictim, 0, 0, 0, 0}};
   const Analysis a = analyze(r);
   ASSERT_GE(a.attribution.victims.at(0).tlb_counted, 0);
   const std::string text = sink::result_to_string(r, a);

@@ -76,9 +76,9 @@ Result synthetic(int victims, int releases, bool trace) {
       v.lat_ns.push_back(lat);
     }
     r.victims.push_back(std::move(v));
-    r.counters.push_back({c, "victim", releases, releases, 10, 1});
+    r.counters.push_back({c, CpuRole::kVictim, releases, releases, 10, 1});
   }
-  r.counters.push_back({0, "culprit", 0, 3, 10, 0});
+  r.counters.push_back({0, CpuRole::kCulprit, 0, 3, 10, 0});
   if (trace) {
     std::sort(r.trace.events.begin(), r.trace.events.end(),
               [](const KernelEvent& a, const KernelEvent& b) { return a.mono_ns < b.mono_ns; });

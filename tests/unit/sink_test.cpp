@@ -130,7 +130,7 @@ TEST(Sink, VerdictLineForTheControlAndWithoutEvidence) {
             "processes)");
   Result r2 = small();
   r2.trace.status = "unavailable: tracefs not mounted";
-  r2.counters.push_back({1, "victim", 5, 0, 0, 0});
+  r2.counters.push_back({1, CpuRole::kVictim, 5, 0, 0, 0});
   const Analysis a2 = analyze(r2);
   EXPECT_EQ(sink::verdict_lines(r2, a2)[0],
             "munmap of 1 GiB (100 ns): shootdowns to cpu1 unknown (kernel trace unavailable: tracefs not mounted); "
