@@ -146,8 +146,9 @@ class BlameTool final : public Tool {
                    static_cast<long long>(in_.lost));
     if (child_.valid() && !child_.exited_ok() && !(signal_ && WIFSIGNALED(child_.status())))
       std::fprintf(stderr, "shootdown blame: command %s\n", child_.describe_exit().c_str());
-    return signal_ ? sys::exit_code_for_signal(signal_) : kExitOk;
+    return kExitOk;
   }
+  int interrupted_by() const override { return signal_; }
 
  private:
   const BlameOpts& o_;

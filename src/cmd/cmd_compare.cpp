@@ -447,10 +447,10 @@ class CompareTool final : public Tool {
       for (const auto& w : rep_.env.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
     if (!file_error.empty()) throw RuntimeError("writing results: " + file_error);
     if (!trial_error_.empty()) throw RuntimeError(trial_error_ + " (completed trials kept)");
-    if (exit_signal_) return sys::exit_code_for_signal(exit_signal_);
     if (rep_.gate_failed) return kExitGateFailed;
     return kExitOk;
   }
+  int interrupted_by() const override { return exit_signal_; }
 
  private:
   void write_files() {

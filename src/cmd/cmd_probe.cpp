@@ -598,8 +598,9 @@ class ProbeTool final : public Tool {
     emit_report(text, o_.output, stdout);
     if (!o_.output.empty()) std::fprintf(stderr, "shootdown probe: report in %s\n", o_.output.c_str());
     if (!file_error.empty()) throw RuntimeError("writing results: " + file_error);
-    return r_.exit_signal ? sys::exit_code_for_signal(r_.exit_signal) : kExitOk;
+    return kExitOk;
   }
+  int interrupted_by() const override { return r_.exit_signal; }
 
  private:
   bool selected(const ProbeProcess& p) const {

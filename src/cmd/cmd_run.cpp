@@ -68,10 +68,11 @@ class RunTool final : public Tool {
   int report() override {
     finish_run_outputs(r_, a_, out_.get(), o_.json, influx_, o_.quiet, o_.verbose);
     if (o_.open && out_) std::fprintf(o_.json ? stderr : stdout, "report: %s\n", report_file_url(out_->path()).c_str());
-    if (!r_.complete && r_.exit_signal != 0) return sys::exit_code_for_signal(r_.exit_signal);
     if (!r_.complete) return kExitError;
     return kExitOk;
   }
+  // A signal after the measurement completed changes nothing.
+  int interrupted_by() const override { return r_.complete ? 0 : r_.exit_signal; }
 
  private:
   const cli::RunOptions& o_;

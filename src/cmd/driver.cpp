@@ -18,7 +18,9 @@ int drive(Tool& tool) {
   tool.prepare();
   tool.run();
   tool.analyze();
-  return tool.report();
+  const int code = tool.report();
+  if (const int sig = tool.interrupted_by()) return sys::exit_code_for_signal(sig);
+  return code;
 }
 
 StopCause watch(const Watch& w) {

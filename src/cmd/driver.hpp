@@ -11,7 +11,7 @@
 //
 // Errors: plan() throws UsageError (exit 2, nothing acquired yet); later
 // steps throw RuntimeError or any std::exception (exit 1). report() returns
-// the exit code (docs/exit-codes.md).
+// the exit code, unless interrupted_by() names a signal (docs/exit-codes.md).
 #pragma once
 
 #include <cstdint>
@@ -34,6 +34,10 @@ class Tool {
   virtual void run() {}      // measure
   virtual void analyze() {}  // pure core computations over what was measured
   virtual int report() = 0;  // sinks; returns the exit code
+  // The signal (SIGINT, SIGTERM) that cut the measurement short, 0 for none:
+  // drive() then exits 128 + signal whatever report() returned (the one
+  // signal-to-exit-code mapping, docs/exit-codes.md).
+  virtual int interrupted_by() const { return 0; }
 };
 
 int drive(Tool& tool);
