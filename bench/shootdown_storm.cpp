@@ -61,11 +61,11 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; i += 2)
     if (std::strcmp(argv[i], "--culprit") != 0 && std::strcmp(argv[i], "--victim") != 0 &&
         std::strcmp(argv[i], "--warmup") != 0 && std::strcmp(argv[i], "--duration") != 0 &&
-        std::strcmp(argv[i], "--baseline") != 0 &&
-        std::strcmp(argv[i], "--pages") != 0) {
-      std::fprintf(stderr,
-                   "usage: shootdown_storm [--culprit CPU] [--victim CPU] [--baseline MS] [--warmup MS] [--duration MS] "
-                   "[--pages N]\n");
+        std::strcmp(argv[i], "--baseline") != 0 && std::strcmp(argv[i], "--pages") != 0) {
+      std::fprintf(
+          stderr,
+          "usage: shootdown_storm [--culprit CPU] [--victim CPU] [--baseline MS] [--warmup MS] [--duration MS] "
+          "[--pages N]\n");
       return 2;
     }
   const int culprit = static_cast<int>(arg(argc, argv, "--culprit", 0));
@@ -146,8 +146,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   const double rate = static_cast<double>(n) / s;
-  std::printf("storm iterations=%lu seconds=%.3f rate=%.0f/s culprit=%d victim=%d pid=%d", n, s, rate, culprit,
-              victim, static_cast<int>(getpid()));
+  std::printf("storm iterations=%lu seconds=%.3f rate=%.0f/s culprit=%d victim=%d pid=%d", n, s, rate, culprit, victim,
+              static_cast<int>(getpid()));
   std::printf(" p90=%.0f/s", p90);
   if (bn > 0)
     std::printf(" baseline=%.0f/s baseline_p90=%.0f/s ratio=%.4f p90_ratio=%.4f", static_cast<double>(bn) / bs, bp90,

@@ -19,6 +19,7 @@ base=(
   libcpp-httplib-dev libtraceevent-dev libdw-dev libelf-dev libbpf-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev ccache jq
+  clang-format-14 clang-tidy-14
   libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0
 )
 integration=(

@@ -46,9 +46,9 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
-#define REASONS 6       /* enum tlb_flush_reason: 0..5 (TLB_REMOTE_WRONG_CPU, 5.10+) */
-#define SLOT_FULL 7     /* by_reason slot: flushes `tasks` had no room for */
-#define TASKS_MAX 8192  /* bounded: user space erases processes that are gone; sets fewer on many CPUs */
+#define REASONS 6      /* enum tlb_flush_reason: 0..5 (TLB_REMOTE_WRONG_CPU, 5.10+) */
+#define SLOT_FULL 7    /* by_reason slot: flushes `tasks` had no room for */
+#define TASKS_MAX 8192 /* bounded: user space erases processes that are gone; sets fewer on many CPUs */
 
 struct task_key {
   __u32 tgid;
@@ -100,10 +100,10 @@ struct {
 
 // Per CPU: the open call-function bracket and the open initiator wait.
 struct cpu_state {
-  __u64 irq_entry_ns;  // 0: no bracket open
-  __u64 irq_tlb;       // bit 0: a reason-1 flush ran inside it; bit 1: a reason-5 one
-  __u64 wait_start_ns; // 0: no wait open
-  __u64 csd_entry_ns;  // csd link: flush_tlb_func of another CPU's csd running here since
+  __u64 irq_entry_ns;   // 0: no bracket open
+  __u64 irq_tlb;        // bit 0: a reason-1 flush ran inside it; bit 1: a reason-5 one
+  __u64 wait_start_ns;  // 0: no wait open
+  __u64 csd_entry_ns;   // csd link: flush_tlb_func of another CPU's csd running here since
 };
 
 struct {
@@ -117,8 +117,8 @@ struct {
 // the sender and counted down by its targets.
 #define MAX_CPUS 8192
 struct pending_wait {
-  __u64 start_ns;     // 0: none open
-  __u64 cgroup_id;    // the initiator's
+  __u64 start_ns;   // 0: none open
+  __u64 cgroup_id;  // the initiator's
   __u32 tgid;
   __s32 outstanding;  // targets queued whose flush_tlb_func has not exited
 };
@@ -188,7 +188,9 @@ static __always_inline struct cpu_state* cpu_state(void) {
   return bpf_map_lookup_elem(&state, &zero);
 }
 
-static __always_inline __u32 current_tgid(void) { return (__u32)(bpf_get_current_pid_tgid() >> 32); }
+static __always_inline __u32 current_tgid(void) {
+  return (__u32)(bpf_get_current_pid_tgid() >> 32);
+}
 
 // Adds (count, ns) to {tgid, reason}; the first count names the process
 // (in its own context only: may_name).
@@ -281,28 +283,48 @@ static __always_inline int csd_ends_wait(void) {
 
 // TP_PROTO(int reason, unsigned long pages)
 SEC("tp_btf/tlb_flush")
-int BPF_PROG(count_tlb_flush_btf, int reason, unsigned long pages) { return count(reason); }
+int BPF_PROG(count_tlb_flush_btf, int reason, unsigned long pages) {
+  return count(reason);
+}
 
 SEC("raw_tp/tlb_flush")
-int BPF_PROG(count_tlb_flush_raw, int reason, unsigned long pages) { return count(reason); }
+int BPF_PROG(count_tlb_flush_raw, int reason, unsigned long pages) {
+  return count(reason);
+}
 
 // irq_vectors: TP_PROTO(int vector)
 SEC("tp_btf/call_function_entry")
-int BPF_PROG(cf_entry_btf, int vector) { return irq_entry(); }
+int BPF_PROG(cf_entry_btf, int vector) {
+  return irq_entry();
+}
 SEC("tp_btf/call_function_exit")
-int BPF_PROG(cf_exit_btf, int vector) { return irq_exit(); }
+int BPF_PROG(cf_exit_btf, int vector) {
+  return irq_exit();
+}
 SEC("tp_btf/call_function_single_entry")
-int BPF_PROG(cfs_entry_btf, int vector) { return irq_entry(); }
+int BPF_PROG(cfs_entry_btf, int vector) {
+  return irq_entry();
+}
 SEC("tp_btf/call_function_single_exit")
-int BPF_PROG(cfs_exit_btf, int vector) { return irq_exit(); }
+int BPF_PROG(cfs_exit_btf, int vector) {
+  return irq_exit();
+}
 SEC("raw_tp/call_function_entry")
-int BPF_PROG(cf_entry_raw, int vector) { return irq_entry(); }
+int BPF_PROG(cf_entry_raw, int vector) {
+  return irq_entry();
+}
 SEC("raw_tp/call_function_exit")
-int BPF_PROG(cf_exit_raw, int vector) { return irq_exit(); }
+int BPF_PROG(cf_exit_raw, int vector) {
+  return irq_exit();
+}
 SEC("raw_tp/call_function_single_entry")
-int BPF_PROG(cfs_entry_raw, int vector) { return irq_entry(); }
+int BPF_PROG(cfs_entry_raw, int vector) {
+  return irq_entry();
+}
 SEC("raw_tp/call_function_single_exit")
-int BPF_PROG(cfs_exit_raw, int vector) { return irq_exit(); }
+int BPF_PROG(cfs_exit_raw, int vector) {
+  return irq_exit();
+}
 
 // The initiator's wait ends when native_flush_tlb_multi returns (its
 // arguments are not read: no kernel type is needed).

@@ -78,7 +78,8 @@ Pace pace_opt(const std::string& v, ReleaseStrategy s, std::int64_t chunk, std::
   const std::int64_t spread = (pace_steps(chunk, *step) - 1) * *gap;
   if (spread > 3600LL * 1000000000LL)
     bad(fmt::format("--pace '{}': {} steps with that pause take {} (more than 1h); {}", v, pace_steps(chunk, *step),
-                    format_duration_ns(spread), "use a larger step or a shorter pause (accepted: a release within 1h)"));
+                    format_duration_ns(spread),
+                    "use a larger step or a shorter pause (accepted: a release within 1h)"));
   return {*step, *gap};
 }
 
@@ -105,12 +106,14 @@ void add_run_options(CLI::App& app, RunOptions& o, bool for_compare) {
                      "e.g. 2MiB/1ms (default: paced 64KiB/100us, chunked 64MiB/10ms)");
   const std::string arms = for_compare ? "allocator arms" : "--release glibc-malloc, jemalloc, tcmalloc or mimalloc";
   app.add_option("--allocator-conf", o.allocator_conf,
-                 arms + ": the allocator's own settings in its own syntax, e.g. jemalloc dirty_decay_ms:0,"
-                        "background_thread:true; glibc-malloc M_TRIM_THRESHOLD=0; tcmalloc TCMALLOC_RELEASE_RATE=10; "
-                        "mimalloc MIMALLOC_RESET_DELAY=0 (default: the allocator's defaults)");
+                 arms +
+                     ": the allocator's own settings in its own syntax, e.g. jemalloc dirty_decay_ms:0,"
+                     "background_thread:true; glibc-malloc M_TRIM_THRESHOLD=0; tcmalloc TCMALLOC_RELEASE_RATE=10; "
+                     "mimalloc MIMALLOC_RESET_DELAY=0 (default: the allocator's defaults)");
   app.add_option("--allocator-purge", o.allocator_purge,
-                 arms + ": end each release with the allocator's give-back-now call (malloc_trim, arena purge, "
-                        "ReleaseFreeMemory, mi_collect): on or off (default on)");
+                 arms +
+                     ": end each release with the allocator's give-back-now call (malloc_trim, arena purge, "
+                     "ReleaseFreeMemory, mi_collect): on or off (default on)");
   app.add_option("--trigger", o.trigger,
                  for_compare
                      ? "after=DURATION per trial (default after=150ms)"
@@ -278,11 +281,13 @@ Plan validate_run_options(const RunOptions& o, const MachineFacts& m, std::vecto
 
   if (!is_allocator_arm(p.release)) {
     if (!o.allocator_conf.empty())
-      bad(fmt::format("--allocator-conf '{}': the release {} uses no allocator (accepted with --release glibc-malloc, "
+      bad(
+          fmt::format("--allocator-conf '{}': the release {} uses no allocator (accepted with --release glibc-malloc, "
                       "jemalloc, tcmalloc or mimalloc)",
                       o.allocator_conf, o.release));
     if (!o.allocator_purge.empty())
-      bad(fmt::format("--allocator-purge '{}': the release {} uses no allocator (accepted with --release "
+      bad(
+          fmt::format("--allocator-purge '{}': the release {} uses no allocator (accepted with --release "
                       "glibc-malloc, jemalloc, tcmalloc or mimalloc)",
                       o.allocator_purge, o.release));
   } else {
@@ -348,14 +353,17 @@ Plan validate_run_options(const RunOptions& o, const MachineFacts& m, std::vecto
     bad(fmt::format("--chunk-size {}: must be at least 4KiB (accepted: a size like 512MiB, 4GiB)", o.chunk_size));
   if (!o.memory_limit.empty()) {
     p.memory_limit = size_opt("--memory-limit", o.memory_limit);
-    const std::int64_t least = kMemoryLimitPerVictim * static_cast<std::int64_t>(std::max<std::size_t>(p.victim_cpus.size(), 1));
+    const std::int64_t least =
+        kMemoryLimitPerVictim * static_cast<std::int64_t>(std::max<std::size_t>(p.victim_cpus.size(), 1));
     if (p.memory_limit < least)
-      bad(fmt::format("--memory-limit {}: below the least for {} victim{} ({}: a 32 MiB sample store per victim, "
+      bad(
+          fmt::format("--memory-limit {}: below the least for {} victim{} ({}: a 32 MiB sample store per victim, "
                       "8 bytes of analysis per stored byte) (accepted: a size like 512MiB, 2GiB)",
                       o.memory_limit, p.victim_cpus.size(), p.victim_cpus.size() == 1 ? "" : "s", format_size(least)));
   } else {
-    p.memory_limit = std::max(kMemoryLimitDefault,
-                              kMemoryLimitPerVictim * static_cast<std::int64_t>(std::max<std::size_t>(p.victim_cpus.size(), 1)));
+    p.memory_limit =
+        std::max(kMemoryLimitDefault,
+                 kMemoryLimitPerVictim * static_cast<std::int64_t>(std::max<std::size_t>(p.victim_cpus.size(), 1)));
   }
   const std::int64_t chunks = 1 + static_cast<std::int64_t>(p.victim_cpus.size());
   std::int64_t margin = std::max<std::int64_t>(1LL << 30, m.mem_available / 10);
@@ -388,7 +396,8 @@ Plan validate_run_options(const RunOptions& o, const MachineFacts& m, std::vecto
           "use at most {}",
           o.chunk_size, chunks, format_size(chunk * chunks), memory_name, format_size(margin), format_size(fit)));
     if (fit < (64LL << 20))
-      bad(fmt::format("--chunk-size: not enough memory for the default chunks ({}); free memory or give a "
+      bad(
+          fmt::format("--chunk-size: not enough memory for the default chunks ({}); free memory or give a "
                       "smaller size",
                       memory_name));
     warn(fmt::format("chunk size capped from {} to {} so {} chunks fit: {} (keep {} free)", format_size(chunk),

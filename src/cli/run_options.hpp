@@ -22,10 +22,10 @@ struct RunOptions {
   std::string report_every = "10ms";  // a duration (wall time) or a size (writes) per interval
   std::string pages = "4k";
   std::string release = "free";
-  std::string pace;  // --pace SIZE/DURATION for paced / chunked ("" = the strategy's default)
+  std::string pace;             // --pace SIZE/DURATION for paced / chunked ("" = the strategy's default)
   std::string allocator_conf;   // --allocator-conf for the allocator arms (core/churn_plan.hpp)
   std::string allocator_purge;  // --allocator-purge on|off ("" = on)
-  std::string trigger;  // "" = enter on a TTY, else after=2s
+  std::string trigger;          // "" = enter on a TTY, else after=2s
   int repeat = 1;
   std::string every = "500ms";
   std::string baseline = "1s";

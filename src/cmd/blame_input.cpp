@@ -35,7 +35,7 @@ BlameInput blame_input(int target, const std::string& command, sys::SamplerData&
   in.lost = data.lost;
   in.processes = static_cast<int>(pids.size());
   in.has_csd = std::none_of(data.missing.begin(), data.missing.end(),
-                             [](const std::string& m) { return m.rfind("csd:csd_queue_cpu", 0) == 0; });
+                            [](const std::string& m) { return m.rfind("csd:csd_queue_cpu", 0) == 0; });
   for (auto& m : data.missing) in.notes.push_back("missing: " + m);
   if (data.dropped)
     in.notes.push_back(fmt::format("{} flush samples over the in-memory limit were not kept", data.dropped));

@@ -41,7 +41,6 @@ constexpr const char* kMitigationsArms =
     "reuse,munmap,madvise-dontneed,madvise-free,madvise-ranges,process-madvise,paced,chunked,glibc-malloc,jemalloc,"
     "tcmalloc,mimalloc";
 
-
 // Short per-trial durations: the release window is what compare measures;
 // the baseline only needs enough samples for a stable median (~150 ms is
 // ~300k batches here) and the after window only has to cover late effects.
@@ -150,7 +149,7 @@ std::vector<Arm> parse_arms(const CompareCommand& c, const cli::MachineFacts& fa
     ro.release = std::string(strategy_name(workload == Workload::kJournal ? ReleaseStrategy::kReuse : a.strategy));
     ro.pages = pages;
     if (!is_paced(a.strategy)) ro.pace.clear();  // --pace is for the paced and chunked arms
-    if (!is_allocator_arm(a.strategy)) {  // --allocator-* are for the allocator arms
+    if (!is_allocator_arm(a.strategy)) {         // --allocator-* are for the allocator arms
       ro.allocator_conf.clear();
       ro.allocator_purge.clear();
     }
@@ -168,17 +167,18 @@ std::vector<Arm> parse_arms(const CompareCommand& c, const cli::MachineFacts& fa
       throw UsageError("--trigger enter: compare runs unattended; use --trigger after=DURATION");
     arms.push_back(std::move(a));
   }
-  if (!c.run.pace.empty() &&
-      std::none_of(arms.begin(), arms.end(), [](const Arm& a) { return is_paced(a.strategy); }))
-    throw UsageError(fmt::format("--pace '{}': no paced or chunked arm in --arms '{}' (accepted with an arm paced or "
-                                 "chunked, e.g. --arms madvise-dontneed,paced)",
-                                 c.run.pace, c.arms));
+  if (!c.run.pace.empty() && std::none_of(arms.begin(), arms.end(), [](const Arm& a) { return is_paced(a.strategy); }))
+    throw UsageError(
+        fmt::format("--pace '{}': no paced or chunked arm in --arms '{}' (accepted with an arm paced or "
+                    "chunked, e.g. --arms madvise-dontneed,paced)",
+                    c.run.pace, c.arms));
   if ((!c.run.allocator_conf.empty() || !c.run.allocator_purge.empty()) &&
       std::none_of(arms.begin(), arms.end(), [](const Arm& a) { return is_allocator_arm(a.strategy); }))
-    throw UsageError(fmt::format("--allocator-{} '{}': no allocator arm in --arms '{}' (accepted with an arm "
-                                 "glibc-malloc, jemalloc, tcmalloc or mimalloc)",
-                                 c.run.allocator_conf.empty() ? "purge" : "conf",
-                                 c.run.allocator_conf.empty() ? c.run.allocator_purge : c.run.allocator_conf, c.arms));
+    throw UsageError(
+        fmt::format("--allocator-{} '{}': no allocator arm in --arms '{}' (accepted with an arm "
+                    "glibc-malloc, jemalloc, tcmalloc or mimalloc)",
+                    c.run.allocator_conf.empty() ? "purge" : "conf",
+                    c.run.allocator_conf.empty() ? c.run.allocator_purge : c.run.allocator_conf, c.arms));
   std::vector<std::string> plain;
   for (const auto& a : arms) plain.push_back(a.name);
   const auto labels = compare::arm_labels(plain);
@@ -203,13 +203,14 @@ class CompareTool final : public Tool {
       if (c.preset != "mitigations")
         throw UsageError(fmt::format("--preset '{}': unknown preset (accepted: mitigations)", c.preset));
       if (!c.arms.empty())
-        throw UsageError(fmt::format("--preset '{}': give either --preset or --arms '{}', not both (accepted: "
-                                     "--preset mitigations alone)",
-                                     c.preset, c.arms));
+        throw UsageError(
+            fmt::format("--preset '{}': give either --preset or --arms '{}', not both (accepted: "
+                        "--preset mitigations alone)",
+                        c.preset, c.arms));
       if (c.workload != "memory")
-        throw UsageError(fmt::format(
-            "--preset '{}': a memory-workload study, not --workload '{}' (accepted with --workload memory)", c.preset,
-            c.workload));
+        throw UsageError(
+            fmt::format("--preset '{}': a memory-workload study, not --workload '{}' (accepted with --workload memory)",
+                        c.preset, c.workload));
       c.arms = kMitigationsArms;
     }
     if (c.arms.empty()) c.arms = c.workload == "journal" ? "journal-recycle,journal-unmap" : "reuse,munmap";
@@ -424,7 +425,8 @@ class CompareTool final : public Tool {
                       sequential::spending_name(design_.spending), looks, b));
     }
     rep_.summary = compare::summarize_arms(rep_.trials, labels_, co);
-    for (const auto& g : gates_) rep_.gates.push_back(compare::evaluate_gate(g, rep_.trials, co.bootstrap, &rep_.summary));
+    for (const auto& g : gates_)
+      rep_.gates.push_back(compare::evaluate_gate(g, rep_.trials, co.bootstrap, &rep_.summary));
     if (max_reg_ >= 0)
       for (auto& g : compare::evaluate_max_regression(max_reg_, rep_.summary)) rep_.gates.push_back(std::move(g));
     for (const auto& g : rep_.gates) rep_.gate_failed = rep_.gate_failed || g.failed;
@@ -505,16 +507,16 @@ Command add_compare(CLI::App& root) {
   cmd->run.after = kCompareAfter;
   cmd->run.trigger = std::string("after=") + kCompareBaseline;
   CLI::App* app = root.add_subcommand("compare", "Compare release strategies over repeated trials with a verdict");
-  app->add_option(
-      "--arms", cmd->arms,
-      "Comma-separated arms, first = control: " + compare_arm_list(Workload::kMemory) +
-          ", thp-<strategy>; " + compare_arm_list(Workload::kJournal) +
-          " with --workload journal (default reuse,munmap)");
+  app->add_option("--arms", cmd->arms,
+                  "Comma-separated arms, first = control: " + compare_arm_list(Workload::kMemory) +
+                      ", thp-<strategy>; " + compare_arm_list(Workload::kJournal) +
+                      " with --workload journal (default reuse,munmap)");
   std::string preset_arms = kMitigationsArms;
-  for (std::size_t at = 0; (at = preset_arms.find(',', at)) != std::string::npos; at += 2) preset_arms.insert(at + 1, " ");
-  app->add_option("--preset", cmd->preset,
-                  "mitigations: the study of docs/mitigations.md, every release arm against the control: " +
-                      preset_arms);
+  for (std::size_t at = 0; (at = preset_arms.find(',', at)) != std::string::npos; at += 2)
+    preset_arms.insert(at + 1, " ");
+  app->add_option(
+      "--preset", cmd->preset,
+      "mitigations: the study of docs/mitigations.md, every release arm against the control: " + preset_arms);
   app->add_option("--trials", cmd->trials,
                   "Trials per arm, each a fresh experiment; the maximum with --sequential on (default 20)");
   app->add_option("--sequential", cmd->sequential,

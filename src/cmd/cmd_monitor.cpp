@@ -82,23 +82,24 @@ StallModel load_stall_model(const std::string& value) {
   const std::string file = dir + "/result.json";
   auto text = sys::read_file(file);
   if (!text)
-    throw UsageError(fmt::format("--calibrate-from value '{}': {} {}; accepted: the --out DIR of a `shootdown run` "
-                                 "on this machine",
-                                 value, file, sys::path_exists(file) ? "cannot be read" : "does not exist"));
+    throw UsageError(
+        fmt::format("--calibrate-from value '{}': {} {}; accepted: the --out DIR of a `shootdown run` "
+                    "on this machine",
+                    value, file, sys::path_exists(file) ? "cannot be read" : "does not exist"));
   std::string why;
   std::optional<StallModel> m;
   try {
     sink::LoadedResult loaded = sink::result_from_json(*text);
     complete_loaded_analysis(loaded.result, loaded.analysis);
-    m = stall_model_from(loaded.analysis.attribution,
-                         fmt::format("run {} ({})", loaded.result.run_id, file), &why);
+    m = stall_model_from(loaded.analysis.attribution, fmt::format("run {} ({})", loaded.result.run_id, file), &why);
   } catch (const sink::JsonReadError& e) {
     why = e.what();
   }
   if (!m)
-    throw UsageError(fmt::format("--calibrate-from value '{}': {}: {}; accepted: a run whose victims received "
-                                 "shootdown IPIs (e.g. run --release munmap)",
-                                 value, file, why));
+    throw UsageError(
+        fmt::format("--calibrate-from value '{}': {}: {}; accepted: a run whose victims received "
+                    "shootdown IPIs (e.g. run --release munmap)",
+                    value, file, why));
   return *m;
 }
 
@@ -155,7 +156,8 @@ Plan make_plan(const MonitorOptions& o) {
     if (!sys::path_exists("/proc/" + std::to_string(*v)))
       throw UsageError(fmt::format("--pid value '{}': no such process", o.pid));
     if (p.trace == TraceMode::kOff || p.trace == TraceMode::kCount)
-      throw UsageError(fmt::format("--pid value '{}' needs tracepoints; accepted only with --trace auto, on, bpf or ring", o.pid));
+      throw UsageError(
+          fmt::format("--pid value '{}' needs tracepoints; accepted only with --trace auto, on, bpf or ring", o.pid));
     p.pid = static_cast<int>(*v);
   }
   if (o.series < 0 || o.series > 1000)
@@ -181,9 +183,10 @@ Plan make_plan(const MonitorOptions& o) {
   }
   if (!o.calibrate_from.empty()) {
     if (o.trace != "auto" && o.trace != "on" && o.trace != "bpf")
-      throw UsageError(fmt::format("--calibrate-from value '{}' needs handler times from the BPF engine; accepted "
-                                   "only with --trace auto, on or bpf (not '{}')",
-                                   o.calibrate_from, o.trace));
+      throw UsageError(
+          fmt::format("--calibrate-from value '{}' needs handler times from the BPF engine; accepted "
+                      "only with --trace auto, on or bpf (not '{}')",
+                      o.calibrate_from, o.trace));
     p.stall_model = load_stall_model(o.calibrate_from);
   }
   if (!o.influx.empty()) {
@@ -391,14 +394,14 @@ class MonitorTool final : public Tool {
         trace_status_ = plan_.pid > 0 ? fmt::format("ring (pid {})", plan_.pid) : "ring";
         if (!bpf_why.empty()) {
           trace_status_ += " (BPF unavailable)";
-          std::fprintf(stderr, "shootdown monitor: BPF aggregation unavailable (%s); every tlb_flush goes through a perf ring\n",
-                       bpf_why.c_str());
+          std::fprintf(
+              stderr, "shootdown monitor: BPF aggregation unavailable (%s); every tlb_flush goes through a perf ring\n",
+              bpf_why.c_str());
         }
       }
     }
-    collector_ = std::make_unique<Collector>(plan_.cpus, tracer_.get(), plan_.pid,
-                                             static_cast<std::size_t>(o_.series), counter_.get(), bpf_.get(),
-                                             plan_.stall_model);
+    collector_ = std::make_unique<Collector>(plan_.cpus, tracer_.get(), plan_.pid, static_cast<std::size_t>(o_.series),
+                                             counter_.get(), bpf_.get(), plan_.stall_model);
     if (plan_.stall_model && !bpf_)
       throw RuntimeError("--calibrate-from: the BPF engine did not load (" + bpf_why +
                          "): no handler times to estimate the stall from");
@@ -429,7 +432,8 @@ class MonitorTool final : public Tool {
     char host[256] = {};
     ::gethostname(host, sizeof host - 1);
     MonitorTotals prev = collector_->refresh();
-    if (!o_.json && !tty) std::fputs(format_monitor_header(tracer_ != nullptr || counter_ != nullptr || bpf_ != nullptr).c_str(), stdout);
+    if (!o_.json && !tty)
+      std::fputs(format_monitor_header(tracer_ != nullptr || counter_ != nullptr || bpf_ != nullptr).c_str(), stdout);
     std::fflush(stdout);
     std::int64_t next = prev.mono_ns + plan_.interval_ns;
     for (std::int64_t n = 0; plan_.count == 0 || n < plan_.count; ++n) {

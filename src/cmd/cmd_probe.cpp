@@ -83,7 +83,7 @@ struct ProbeOpts {
   int pid = 0;         // -p: refused with what to do instead
   std::string output;  // -o FILE: the console report
   bool no_callsites = false;
-  std::string only;  // --only PID|PROGRAM,...: which processes to report (default all)
+  std::string only;          // --only PID|PROGRAM,...: which processes to report (default all)
   std::string memory_limit;  // --memory-limit SIZE ("" = kMemoryLimitDefault)
   std::vector<std::string> command;
 };
@@ -175,8 +175,8 @@ class ProbeTool final : public Tool {
                                      list->size(), SD_PROBE_MAX_CPUS));
       for (int c : *list)
         if (!topo_.online.empty() && !topo_.is_online(c))
-          throw UsageError(fmt::format("--cpu {}: cpu{} is not online (online: {})", o_.cpu, c,
-                                       format_cpulist(topo_.online)));
+          throw UsageError(
+              fmt::format("--cpu {}: cpu{} is not online (online: {})", o_.cpu, c, format_cpulist(topo_.online)));
       cpus_ = *list;
     }
     cpu_ = cpus_.front();
@@ -230,9 +230,10 @@ class ProbeTool final : public Tool {
         const std::size_t e = std::min(o_.only.find(',', b), o_.only.size());
         const std::string item = o_.only.substr(b, e - b);
         if (item.empty())
-          throw UsageError(fmt::format("--only '{}': an empty item; accepted: PIDs or program names, comma-separated "
-                                       "(e.g. --only xz or --only 1234,java)",
-                                       o_.only));
+          throw UsageError(
+              fmt::format("--only '{}': an empty item; accepted: PIDs or program names, comma-separated "
+                          "(e.g. --only xz or --only 1234,java)",
+                          o_.only));
         only_.push_back(item);
         b = e + 1;
       }
@@ -301,7 +302,7 @@ class ProbeTool final : public Tool {
       else
         r_.warnings.push_back("call sites unavailable (" + swhy + "): shootdown blame -- CMD");
     }
-    pre_ = sys::calibrate(50'000'000);  // folds convert with it while the command runs
+    pre_ = sys::calibrate(50'000'000);                           // folds convert with it while the command runs
     std::this_thread::sleep_for(std::chrono::milliseconds(20));  // enabling tracepoints sends IPIs: let them pass
     irq0_ = sys::read_interrupts();
     first_ = sys::tsc_point();
@@ -416,19 +417,20 @@ class ProbeTool final : public Tool {
         const sd_probe_slot& sl = shm_->slot(k);
         if (sl.cpu >= 0 && sl.start_tsc != 0 && sl.end_tsc > sl.start_tsc &&
             clock.to_mono(sl.end_tsc) - clock.to_mono(sl.start_tsc) > 10'000'000)
-          starved = fmt::format("; the probe of pid {} ran {} on cpu{} without completing a batch: is a real-time "
-                                "thread spinning there (ps -eLo cls,rtprio,psr,comm)?",
-                                sl.pid,
-                                format_duration_ns(clock.to_mono(sl.end_tsc) - clock.to_mono(sl.start_tsc)), sl.cpu);
+          starved = fmt::format(
+              "; the probe of pid {} ran {} on cpu{} without completing a batch: is a real-time "
+              "thread spinning there (ps -eLo cls,rtprio,psr,comm)?",
+              sl.pid, format_duration_ns(clock.to_mono(sl.end_tsc) - clock.to_mono(sl.start_tsc)), sl.cpu);
       }
       throw RuntimeError(fmt::format("no sample arrived from '{}' ({}; processes seen: {}){}", command_, stop_reason_,
                                      seen.empty() ? "none" : seen, starved));
     }
     if (!failures.empty()) r_.warnings.push_back("the probe failed in " + failures);
     if (shm->unslotted > 0)
-      r_.warnings.push_back(fmt::format("{} more processes of the target found every one of the {} probe slots "
-                                        "taken: not probed",
-                                        shm->unslotted, nslots_));
+      r_.warnings.push_back(
+          fmt::format("{} more processes of the target found every one of the {} probe slots "
+                      "taken: not probed",
+                      shm->unslotted, nslots_));
     const int status = child_.status();
     if (!child_done_ || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
       r_.complete = child_done_ && WIFEXITED(status);
@@ -536,9 +538,8 @@ class ProbeTool final : public Tool {
     }
     // The main result (console first, result.json in --out): the process
     // probed longest.
-    std::stable_sort(results_.begin(), results_.end(), [](const auto& x, const auto& y) {
-      return x.first.probe->probed_ns > y.first.probe->probed_ns;
-    });
+    std::stable_sort(results_.begin(), results_.end(),
+                     [](const auto& x, const auto& y) { return x.first.probe->probed_ns > y.first.probe->probed_ns; });
   }
 
   int report() override {
@@ -592,8 +593,7 @@ class ProbeTool final : public Tool {
         text += "\n" + sink::probe_callsites(*callsites_, blame_opts_, command_);
       else
         text += "\nwho sent them: shootdown blame -- " + command_ + "\n";
-      if (!dirs.empty() && file_error.empty())
-        text += "results: " + fmt::format("{}", fmt::join(dirs, "/, ")) + "/\n";
+      if (!dirs.empty() && file_error.empty()) text += "results: " + fmt::format("{}", fmt::join(dirs, "/, ")) + "/\n";
     }
     emit_report(text, o_.output, stdout);
     if (!o_.output.empty()) std::fprintf(stderr, "shootdown probe: report in %s\n", o_.output.c_str());
@@ -664,8 +664,8 @@ class ProbeTool final : public Tool {
     if (tracer_) tracer_->event_times(cpu, start - kProbeKeepNs, end.back() + kProbeKeepNs, is_ipi, ipis);
     std::vector<bool> keep;
     mark_near(start, end, ipis, kProbeKeepNs, keep);
-    se.ipis += static_cast<std::size_t>(std::count_if(ipis.begin(), ipis.end(),
-                                                      [&](std::int64_t t) { return t >= start && t < end.back(); }));
+    se.ipis += static_cast<std::size_t>(
+        std::count_if(ipis.begin(), ipis.end(), [&](std::int64_t t) { return t >= start && t < end.back(); }));
     hdr::Histogram h = make_latency_histogram();
     std::uint64_t from = se.prev;
     for (std::size_t i = 0; i < n; ++i) {
@@ -820,17 +820,17 @@ class ProbeTool final : public Tool {
   // fold into an interval histogram, keeping raw the samples within
   // kProbeKeepNs of an IPI on the probe's CPU (attribution reads them).
   struct Series {
-    std::deque<std::uint64_t> tail;  // batch-end TSC, oldest first
-    std::size_t tail_first = 0;      // sample number of tail.front()
-    std::uint64_t prev = 0;          // TSC where tail.front() began (the slot's start_tsc at first)
-    std::vector<std::size_t> kept_index;               // raw samples kept from folded stretches
-    std::vector<std::uint64_t> kept_start, kept_end;   // their TSC span
+    std::deque<std::uint64_t> tail;                   // batch-end TSC, oldest first
+    std::size_t tail_first = 0;                       // sample number of tail.front()
+    std::uint64_t prev = 0;                           // TSC where tail.front() began (the slot's start_tsc at first)
+    std::vector<std::size_t> kept_index;              // raw samples kept from folded stretches
+    std::vector<std::uint64_t> kept_start, kept_end;  // their TSC span
     std::vector<Interval> folded;
     std::size_t folded_samples = 0, ipis = 0, ipis_dropped = 0;
     std::size_t samples() const { return tail_first + tail.size(); }
   };
-  int nslots_ = 0;                // probe CPUs + SD_PROBE_SPARE_SLOTS
-  std::vector<Series> series_;    // per slot
+  int nslots_ = 0;               // probe CPUs + SD_PROBE_SPARE_SLOTS
+  std::vector<Series> series_;   // per slot
   std::size_t max_samples_ = 0;  // raw samples held at most, all slots
   sys::TscClock pre_;            // calibrated before the command starts: converts while folding
   FoldedEvents folded_events_;

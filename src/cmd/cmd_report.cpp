@@ -49,9 +49,10 @@ class ReportTool final : public Tool {
     const std::string file = dir_ + "/result.json";
     text_ = sys::read_file(file);
     if (!text_)
-      throw UsageError(file + (sys::path_exists(file) ? ": cannot read" : ": missing") +
-                       " (a run writes it whole at its end, or marked incomplete on SIGINT/SIGTERM; none means the run"
-                       " was killed before, e.g. by SIGKILL, or DIR is not a run's --out; accepted: a run's --out DIR)");
+      throw UsageError(
+          file + (sys::path_exists(file) ? ": cannot read" : ": missing") +
+          " (a run writes it whole at its end, or marked incomplete on SIGINT/SIGTERM; none means the run"
+          " was killed before, e.g. by SIGKILL, or DIR is not a run's --out; accepted: a run's --out DIR)");
     try {
       loaded_ = sink::result_from_json(*text_);
       complete_loaded_analysis(loaded_.result, loaded_.analysis);
@@ -77,17 +78,16 @@ class ReportTool final : public Tool {
     if (o_.json)
       std::fputs(text_->c_str(), stdout);  // the source, complete
     else if (r.plan.release == ReleaseStrategy::kProbe)
-      // A probe's result has its own presentation (no culprit, no release).
+    // A probe's result has its own presentation (no culprit, no release).
     {
       // The target: what followed " -- " on the probe's command line.
       const auto dd = r.command_line.find(" -- ");
       const std::string target = dd == std::string::npos ? r.command_line : r.command_line.substr(dd + 4);
-      std::fputs((sink::probe_summary(r, loaded_.analysis, target) + "who sent them: shootdown blame -- " + target +
-                  "\n")
-                     .c_str(),
-                 stdout);
-    }
-    else
+      std::fputs(
+          (sink::probe_summary(r, loaded_.analysis, target) + "who sent them: shootdown blame -- " + target + "\n")
+              .c_str(),
+          stdout);
+    } else
       std::fputs(sink::console_summary(r, loaded_.analysis, o_.verbose).c_str(), stdout);
     std::fflush(stdout);
     if (influx_) send_to_influx_or_warn(loaded_.result, loaded_.analysis, *influx_, dir_, o_.quiet);

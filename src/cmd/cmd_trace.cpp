@@ -48,7 +48,9 @@ std::string pages_str(std::int64_t pages) {
   return pages == -1 ? "all" : std::to_string(pages);
 }
 
-std::string mask_str(const CpuMask& m) { return m.empty() ? "-" : "cpu" + format_cpumask(m); }
+std::string mask_str(const CpuMask& m) {
+  return m.empty() ? "-" : "cpu" + format_cpumask(m);
+}
 
 class Printer {
  public:
@@ -115,8 +117,8 @@ class Printer {
       case EventType::kIpiSendCpu:
       case EventType::kIpiSendCpumask: {
         const std::string to = e.type == EventType::kIpiSendCpu ? fmt::format("cpu{}", e.a)
-                               : e.cpumask >= 0 ? mask_str(tracer_.cpumask(e.cpumask))
-                                                : mask_str(CpuMask({static_cast<std::uint64_t>(e.a)}));
+                               : e.cpumask >= 0                 ? mask_str(tracer_.cpumask(e.cpumask))
+                                                                : mask_str(CpuMask({static_cast<std::uint64_t>(e.a)}));
         if (!all_ && e.c == 0) return;  // reschedule kicks: --all
         line(e, fmt::format("{} → {} callsite={} callback={}", event_type_name(e.type), to,
                             tracer_.symbolize(static_cast<std::uint64_t>(e.b)),
@@ -148,8 +150,8 @@ class Printer {
       if (fn.empty()) fn = "-";
     }
     std::fprintf(out_, "%lld %d %d %s %lld %lld %lld %s\n", static_cast<long long>(e.mono_ns), e.cpu, e.tid,
-                event_type_name(e.type), static_cast<long long>(e.a), static_cast<long long>(e.b),
-                static_cast<long long>(e.c), fn.c_str());
+                 event_type_name(e.type), static_cast<long long>(e.a), static_cast<long long>(e.b),
+                 static_cast<long long>(e.c), fn.c_str());
   }
 
   const char* role(int cpu) const {
@@ -160,7 +162,7 @@ class Printer {
   void line(const KernelEvent& e, const std::string& what) {
     if (quiet_) return;
     std::fprintf(out_, "%s cpu%d %+10.3fms %s [%d]\n", role(e.cpu), e.cpu, static_cast<double>(e.mono_ns - t0_) / 1e6,
-                what.c_str(), e.tid);
+                 what.c_str(), e.tid);
   }
 
   void backtrace(const KernelEvent& e) {

@@ -15,7 +15,6 @@
 
 namespace shootdown {
 
-
 // The columns of a phase table, as bits of PhaseStats::beyond_spread.
 enum class Column : std::uint8_t { kMin, kMean, kP50, kP90, kP99, kP999, kP9999, kP99999, kMax };
 inline constexpr int kColumnCount = 9;
@@ -59,18 +58,18 @@ struct VictimAnalysis {
 // the release cost this victim, from the kernel-verified attribution.
 struct VictimVerdict {
   int cpu = -1;
-  bool evidence = false;            // kernel attribution for this victim
-  std::int64_t shootdowns = 0;      // reason-1 flush IPIs of our mm received during the release calls
+  bool evidence = false;        // kernel attribution for this victim
+  std::int64_t shootdowns = 0;  // reason-1 flush IPIs of our mm received during the release calls
   // ... received in the counted span outside every release call: the tool's
   // own flushes (Attribution::own_flushes), never counted as the strategy's.
   std::int64_t own_outside = 0;
   std::int64_t own_outside_stall_ns = 0;  // their stall, not in stall_ns
-  std::int64_t seen = 0;            // of them inside a victim sample
-  std::int64_t stall_ns = 0;        // stall lost in tlb-shootdown samples (less own_outside_stall_ns)
-  std::int64_t per_ipi_p50_ns = 0;  // victim stall per shootdown IPI, median
-  std::int64_t foreign = 0;         // flushes for other processes' mm (not ours)
-  std::int64_t tlb_delta = -1;      // /proc/interrupts TLB delta on the CPU (-1 unknown)
-  bool off_cpu_in_release = false;  // the victim was switched out during a release
+  std::int64_t seen = 0;                  // of them inside a victim sample
+  std::int64_t stall_ns = 0;              // stall lost in tlb-shootdown samples (less own_outside_stall_ns)
+  std::int64_t per_ipi_p50_ns = 0;        // victim stall per shootdown IPI, median
+  std::int64_t foreign = 0;               // flushes for other processes' mm (not ours)
+  std::int64_t tlb_delta = -1;            // /proc/interrupts TLB delta on the CPU (-1 unknown)
+  bool off_cpu_in_release = false;        // the victim was switched out during a release
   // The culprit's remote flush requests while the victim ran, and how many
   // arrived here as flush IPIs (VictimAttribution::flush_requests).
   std::int64_t flush_requests = 0;
@@ -86,13 +85,13 @@ struct VictimVerdict {
   bool broadcast_flush = false;
 };
 struct Verdict {
-  std::string unknown;                   // why the shootdowns are unknown ("" = known)
+  std::string unknown;  // why the shootdowns are unknown ("" = known)
   // Remote flushes the tool's own threads made outside the release calls
   // (Attribution::own_flushes): named in the verdict, never the strategy's.
   std::vector<OwnFlush> own_flushes;
-  std::int64_t releases = 0;             // releases performed
-  std::int64_t release_window_ns = 0;    // sum of the release calls' durations
-  std::int64_t release_p50_ns = 0;       // per release
+  std::int64_t releases = 0;           // releases performed
+  std::int64_t release_window_ns = 0;  // sum of the release calls' durations
+  std::int64_t release_p50_ns = 0;     // per release
   std::vector<VictimVerdict> victims;
   std::string broadcast_by;  // "AMD INVLPGB", "Intel RAR": doctor's tlb_broadcast WARN ("" none)
 };

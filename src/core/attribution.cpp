@@ -354,8 +354,8 @@ Attribution attribute(const std::vector<VictimSamples>& victims, const KernelTra
       if (m.find(tag) != std::string::npos && !n++) first = &m;
     if (n > 0)
       out.note += std::string(out.note.empty() ? "" : "; ") +
-                  fmt::format("cpu{}: {} tracepoint(s) not opened there ({}): its kernel evidence is incomplete",
-                              v.cpu, n, *first);
+                  fmt::format("cpu{}: {} tracepoint(s) not opened there ({}): its kernel evidence is incomplete", v.cpu,
+                              n, *first);
   }
 
   for (const VictimSamples& v : victims) {
@@ -405,7 +405,7 @@ Attribution attribute(const std::vector<VictimSamples>& victims, const KernelTra
     std::map<std::int64_t, int> tlb_per_sample;
     std::vector<std::int64_t> handler, other_handler;
     std::map<std::string, std::int64_t> funcs;
-    std::vector<std::int64_t> tlb_samples;  // sample index per shootdown incident
+    std::vector<std::int64_t> tlb_samples;           // sample index per shootdown incident
     std::map<std::int64_t, int> outside_per_sample;  // ... of them outside the release calls
     for (const Incident& inc : incidents) {
       const StallLabel l = label_of(inc);
@@ -465,7 +465,8 @@ Attribution attribute(const std::vector<VictimSamples>& victims, const KernelTra
         // CPU is in our mm's cpumask): a long release rarely has it on its
         // CPU throughout. trace.events is sorted by mono_ns.
         auto ran = [&](std::int64_t t) {
-          return std::none_of(offs.begin(), offs.end(), [t](const OffCpu& iv) { return iv.off_ns <= t && t <= iv.on_ns; });
+          return std::none_of(offs.begin(), offs.end(),
+                              [t](const OffCpu& iv) { return iv.off_ns <= t && t <= iv.on_ns; });
         };
         auto e = std::lower_bound(trace.events.begin(), trace.events.end(), before,
                                   [](const KernelEvent& x, std::int64_t t) { return x.mono_ns < t; });
@@ -621,9 +622,8 @@ void account_tlb(const Result& r, Attribution& a) {
   const std::int64_t lo = r.interrupts_start_ns;
   const std::int64_t hi = r.interrupts_start_ns + r.interrupts_span_ns;
   const std::string rule = untraced_tlb_rule(r.env.kernel);
-  const bool csd_traced = std::any_of(r.trace.events.begin(), r.trace.events.end(), [](const KernelEvent& e) {
-    return e.type == EventType::kCsdFunctionEntry;
-  });
+  const bool csd_traced = std::any_of(r.trace.events.begin(), r.trace.events.end(),
+                                      [](const KernelEvent& e) { return e.type == EventType::kCsdFunctionEntry; });
   for (VictimAttribution& v : a.victims) {
     const CpuCounters* c = nullptr;
     for (const CpuCounters& x : r.counters)
@@ -638,8 +638,7 @@ void account_tlb(const Result& r, Attribution& a) {
     const auto& fr = r.trace.folded.remote_split ? r.trace.folded.tlb_flush_remote : r.trace.folded.tlb_flush;
     v.tlb_traced_remote = folded(r.trace.folded.tlb_flush, kTlbRemoteShootdown);
     v.tlb_traced_wrong_cpu = folded(fr, kTlbRemoteWrongCpu);
-    v.tlb_local_wrong_cpu =
-        folded(r.trace.folded.tlb_flush, kTlbRemoteWrongCpu) - folded(fr, kTlbRemoteWrongCpu);
+    v.tlb_local_wrong_cpu = folded(r.trace.folded.tlb_flush, kTlbRemoteWrongCpu) - folded(fr, kTlbRemoteWrongCpu);
     v.tlb_lazy = folded(fr, kTlbFlushOnTaskSwitch);
     v.tlb_local_flush_runs = csd_traced ? 0 : -1;
     RemoteRunContext ctx;

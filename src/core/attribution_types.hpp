@@ -60,7 +60,7 @@ struct VictimAttribution {
   // our process the strategy did not make (Attribution::own_flushes names
   // their initiators). Only a run knows its releases (own_pid > 0); else 0.
   std::int64_t shootdowns_outside_releases = 0;
-  std::int64_t shootdowns_outside_matched = 0;  // ... of them inside a victim sample
+  std::int64_t shootdowns_outside_matched = 0;   // ... of them inside a victim sample
   std::int64_t shootdowns_outside_stall_ns = 0;  // ... their share of the tlb-shootdown stall
   std::int64_t wrong_cpu_flushes =
       0;  // flushes for another mm in the span: reason 5, or reason 1 while another task ran (count in TLB, not ours)
@@ -115,7 +115,7 @@ struct VictimAttribution {
   // kernel has no csd tracepoints).
   std::int64_t tlb_local_wrong_cpu = 0;
   std::int64_t tlb_local_flush_runs = -1;
-  bool tlb_legacy = false;        // read from a result written before this split (reason 5 not split, untraced may be < 0)
+  bool tlb_legacy = false;  // read from a result written before this split (reason 5 not split, untraced may be < 0)
   std::string tlb_untraced_rule;  // the kernel rule that explains counted-not-traced flushes
 };
 
@@ -126,9 +126,9 @@ struct OwnFlush {
   std::int64_t mono_ns = 0;
   int cpu = -1;
   std::int32_t tid = 0;
-  std::string thread;  // "culprit", "drainer", "victim cpu3", or "thread <tid>"
+  std::string thread;      // "culprit", "drainer", "victim cpu3", or "thread <tid>"
   std::int64_t pages = 0;  // -1: a full flush (TLB_FLUSH_ALL)
-  std::string cause;        // from the kernel path (core/blame syscall_from_kernel): "page fault: write to a read-only page"
+  std::string cause;  // from the kernel path (core/blame syscall_from_kernel): "page fault: write to a read-only page"
   std::vector<std::string> kernel_path;  // function names, innermost first ("" when no callchain was kept)
 };
 

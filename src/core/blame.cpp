@@ -184,7 +184,8 @@ std::string advice_for(const std::string& sys, const std::vector<std::string>& f
   if (sys == "mremap") return "mremap moving/shrinking mappings: preallocate capacity instead of growing by remapping";
   if (sys == "page fault: write to a read-only page")
     return "first write to a page mapped read-only (do_wp_page): the shared zero page after a read of fresh memory "
-           "(calloc/mmap read before written), a MAP_PRIVATE file mapping written, or copy-on-write after fork; pre-fault by writing (memset) or "
+           "(calloc/mmap read before written), a MAP_PRIVATE file mapping written, or copy-on-write after fork; "
+           "pre-fault by writing (memset) or "
            "MAP_POPULATE before other threads run, and spawn children with posix_spawn instead of fork";
   if (sys == "page fault: NUMA hinting")
     return "NUMA balancing unmaps pages to sample access (do_numa_page): bind threads and memory to one node "

@@ -68,9 +68,9 @@ struct IpiSend {  // ipi:ipi_send_cpu / ipi_send_cpumask of a target thread
   int cpu = -1;
   int tid = 0;
   CpuMask targets;
-  bool queued = false;        // csd:csd_queue_cpu (else ipi:ipi_send_*)
-  bool tlb = false;           // queued function is flush_tlb_func
-  std::string callback;       // kernel function queued / IPI handler
+  bool queued = false;   // csd:csd_queue_cpu (else ipi:ipi_send_*)
+  bool tlb = false;      // queued function is flush_tlb_func
+  std::string callback;  // kernel function queued / IPI handler
 };
 
 struct BlameInput {
@@ -95,10 +95,10 @@ struct BlameOptions {
   int top = 10;  // formatting hint: how many sites the console shows
 };
 
-struct FrameAddress {  // where a site's frame is, from the first sample of the site
-  std::string kind;       // UserFrame::kind()
-  std::string module;     // mapped file path, "" for jit/raw
-  std::uint64_t offset;   // ELF address in module (the sample's, not the function start); the ip for jit/raw
+struct FrameAddress {    // where a site's frame is, from the first sample of the site
+  std::string kind;      // UserFrame::kind()
+  std::string module;    // mapped file path, "" for jit/raw
+  std::uint64_t offset;  // ELF address in module (the sample's, not the function start); the ip for jit/raw
 };
 
 struct CallSite {

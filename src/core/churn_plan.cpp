@@ -134,4 +134,3 @@ bool parse_allocator_conf(ReleaseStrategy s, const std::string& conf, std::vecto
 }
 
 }  // namespace shootdown
-

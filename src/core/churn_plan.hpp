@@ -21,9 +21,9 @@ struct ChurnPlan {
   std::int64_t freed_bytes = 0;           // sum of the freed blocks' sizes
 };
 
-inline constexpr std::uint32_t kChurnMinBlock = 16;          // bytes
-inline constexpr std::uint32_t kChurnMaxBlock = 1u << 20;    // 1 MiB: above glibc's initial mmap threshold
-inline constexpr int kChurnKeepOneIn = 8;                    // every 8th block (by a shuffled choice) stays live
+inline constexpr std::uint32_t kChurnMinBlock = 16;        // bytes
+inline constexpr std::uint32_t kChurnMaxBlock = 1u << 20;  // 1 MiB: above glibc's initial mmap threshold
+inline constexpr int kChurnKeepOneIn = 8;                  // every 8th block (by a shuffled choice) stays live
 inline constexpr std::uint64_t kChurnSeed = 0x5d0f7a11ULL;
 
 // Sizes log-uniform in [16 B, 1 MiB] until their sum reaches live_bytes (the
@@ -37,7 +37,6 @@ std::string churn_description(const ChurnPlan& plan);
 namespace shootdown {
 
 enum class ReleaseStrategy;
-
 
 // --allocator-conf: the allocator's own settings, in its own syntax, passed
 // through its own mechanism:

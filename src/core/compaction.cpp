@@ -6,8 +6,12 @@
 namespace shootdown {
 
 namespace {
-std::uint64_t sat_sub(std::uint64_t a, std::uint64_t b) { return a > b ? a - b : 0; }
-bool overlaps(const TickRange& b, std::uint64_t lo, std::uint64_t hi) { return b.from < hi && b.to > lo; }
+std::uint64_t sat_sub(std::uint64_t a, std::uint64_t b) {
+  return a > b ? a - b : 0;
+}
+bool overlaps(const TickRange& b, std::uint64_t lo, std::uint64_t hi) {
+  return b.from < hi && b.to > lo;
+}
 }  // namespace
 
 std::optional<std::size_t> choose_fold(std::span<const TickRange> blocks, const KeepRules& r) {
@@ -20,7 +24,9 @@ std::optional<std::size_t> choose_fold(std::span<const TickRange> blocks, const 
       if (overlaps(b, sat_sub(w.from, wm), w.to + wm)) return true;
     return false;
   };
-  auto first_baseline = [&](const TickRange& b) { return r.first && overlaps(b, sat_sub(*r.first, r.margin), *r.first); };
+  auto first_baseline = [&](const TickRange& b) {
+    return r.first && overlaps(b, sat_sub(*r.first, r.margin), *r.first);
+  };
   // The after phase of the newest closed window, up to `margin`: the last
   // release's counterpart of the first baseline (the phase table "after").
   auto last_after = [&](const TickRange& b) {

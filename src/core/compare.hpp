@@ -32,7 +32,7 @@ enum class Metric : int {
 };
 inline constexpr int kMetricCount = 8;
 
-const char* metric_key(Metric m);    // "stall_us", "p99_us", ... (gate and CSV names)
+const char* metric_key(Metric m);  // "stall_us", "p99_us", ... (gate and CSV names)
 std::optional<Metric> parse_metric(const std::string& key);
 inline constexpr std::array<Metric, kMetricCount> kAllMetrics = {
     Metric::kStallUs,    Metric::kP99Us,     Metric::kP999Us,        Metric::kMaxUs,

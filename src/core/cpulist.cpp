@@ -103,6 +103,8 @@ std::vector<int> CpuMask::cpus() const {
   return out;
 }
 
-std::string format_cpumask(const CpuMask& m) { return format_cpulist(m.cpus()); }
+std::string format_cpumask(const CpuMask& m) {
+  return format_cpulist(m.cpus());
+}
 
 }  // namespace shootdown

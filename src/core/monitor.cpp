@@ -100,7 +100,8 @@ MonitorInterval monitor_interval(const MonitorTotals& prev, const MonitorTotals&
   }
   cgroup_delta(cur.cgroup_other, &prev.cgroup_other);
   std::stable_sort(iv.cgroups.begin(), iv.cgroups.end(), [](const auto& a, const auto& b) {
-    if (a.wait_ns + a.handler_ns != b.wait_ns + b.handler_ns) return a.wait_ns + a.handler_ns > b.wait_ns + b.handler_ns;
+    if (a.wait_ns + a.handler_ns != b.wait_ns + b.handler_ns)
+      return a.wait_ns + a.handler_ns > b.wait_ns + b.handler_ns;
     return a.initiated + a.received > b.initiated + b.received;
   });
   return iv;

@@ -37,12 +37,12 @@ struct MonitorCpu {
 struct MonitorProcess {
   int pid = 0;
   std::string comm;
-  std::int64_t flushes = 0;  // reason-4 (remote IPI send) flushes
-  std::string cgroup;        // cgroup v2 path when known
-  std::int64_t wait_ns = 0;     // caused: waits for its remote flushes
-  std::int64_t received = 0;    // reason-1 flushes while one of its threads ran
-  std::int64_t handler_ns = 0;  // suffered: shootdown IPI handler time while one of its threads ran (reasons 1 and 5)
-  std::int64_t inflicted_ns = 0;        // csd link: its flushes' flush_tlb_func time on the targets
+  std::int64_t flushes = 0;       // reason-4 (remote IPI send) flushes
+  std::string cgroup;             // cgroup v2 path when known
+  std::int64_t wait_ns = 0;       // caused: waits for its remote flushes
+  std::int64_t received = 0;      // reason-1 flushes while one of its threads ran
+  std::int64_t handler_ns = 0;    // suffered: shootdown IPI handler time while one of its threads ran (reasons 1 and 5)
+  std::int64_t inflicted_ns = 0;  // csd link: its flushes' flush_tlb_func time on the targets
   std::int64_t inflicted_other_ns = 0;  // ... of it on tasks of another cgroup
 };
 
@@ -53,8 +53,8 @@ struct MonitorCgroup {
   std::string path;
   std::int64_t initiated = 0;
   std::int64_t received = 0;
-  std::int64_t wait_ns = 0;     // caused
-  std::int64_t handler_ns = 0;  // suffered
+  std::int64_t wait_ns = 0;             // caused
+  std::int64_t handler_ns = 0;          // suffered
   std::int64_t inflicted_ns = 0;        // caused, csd link: the targets' flush_tlb_func time
   std::int64_t inflicted_other_ns = 0;  // ... of it on tasks of other cgroups
 };
@@ -63,17 +63,17 @@ struct MonitorTotals {
   std::int64_t mono_ns = 0;
   std::int64_t wall_ns = 0;  // CLOCK_REALTIME, for Influx timestamps
   std::vector<MonitorCpu> cpus;
-  bool trace = false;       // flush counts are valid
-  bool attributed = false;  // per-process/cgroup tables are valid (not with --trace count)
-  bool timed = false;       // handler and wait times are valid (the BPF engine)
-  std::string wait_unmeasured;  // timed, but the initiators' wait is not measured: why
+  bool trace = false;                     // flush counts are valid
+  bool attributed = false;                // per-process/cgroup tables are valid (not with --trace count)
+  bool timed = false;                     // handler and wait times are valid (the BPF engine)
+  std::string wait_unmeasured;            // timed, but the initiators' wait is not measured: why
   std::optional<StallModel> stall_model;  // --calibrate-from: estimates stall from handler time
-  std::string unlinked;     // timed, but no csd link (inflicted time): why
-  std::string no_ipi_flushes;  // remote flushes here may go without IPIs (INVLPGB, arm64): doctor's finding
+  std::string unlinked;                   // timed, but no csd link (inflicted time): why
+  std::string no_ipi_flushes;             // remote flushes here may go without IPIs (INVLPGB, arm64): doctor's finding
   std::int64_t lost_events = 0;
-  std::map<int, MonitorProcess> processes;       // pid -> cumulative (bounded: at most max_series)
+  std::map<int, MonitorProcess> processes;                // pid -> cumulative (bounded: at most max_series)
   MonitorProcess process_other{-1, "other", 0, "other"};  // processes beyond the bounded set
-  std::map<std::string, MonitorCgroup> cgroups;  // path -> cumulative (bounded)
+  std::map<std::string, MonitorCgroup> cgroups;           // path -> cumulative (bounded)
   MonitorCgroup cgroup_other{"other"};
   std::size_t max_series = 0;
 };
@@ -87,7 +87,7 @@ struct MonitorInterval {
     std::int64_t tlb = 0, cal = 0;  // deltas
     double tlb_per_s = 0, cal_per_s = 0;
     std::int64_t tlb_total = 0, cal_total = 0;
-    std::array<std::int64_t, kTlbFlushReasons> flush{};  // deltas
+    std::array<std::int64_t, kTlbFlushReasons> flush{};                     // deltas
     std::int64_t handler_ns = 0, handler_irqs = 0, wait_ns = 0, waits = 0;  // deltas
     std::int64_t wrong_ns = 0, wrong_irqs = 0;                              // deltas
   };
@@ -99,17 +99,17 @@ struct MonitorInterval {
   std::optional<StallModel> stall_model;
   std::string unlinked;
   std::string no_ipi_flushes;
-  std::int64_t lost_events = 0;      // delta
-  std::vector<MonitorProcess> top;   // initiators (deltas), most flushes first, at most top_n
-  std::vector<MonitorProcess> hurt;  // processes interrupted (deltas), most handler time first, at most top_n
-  std::int64_t initiators_other = 0; // delta of the "other" process series' flushes
-  MonitorProcess process_other;      // deltas of the "other" process series
+  std::int64_t lost_events = 0;       // delta
+  std::vector<MonitorProcess> top;    // initiators (deltas), most flushes first, at most top_n
+  std::vector<MonitorProcess> hurt;   // processes interrupted (deltas), most handler time first, at most top_n
+  std::int64_t initiators_other = 0;  // delta of the "other" process series' flushes
+  MonitorProcess process_other;       // deltas of the "other" process series
   struct Cgroup {
-    std::string path;                          // or "other"
-    std::int64_t initiated = 0, received = 0;  // deltas
-    std::int64_t wait_ns = 0, handler_ns = 0;  // deltas: caused, suffered
+    std::string path;                                       // or "other"
+    std::int64_t initiated = 0, received = 0;               // deltas
+    std::int64_t wait_ns = 0, handler_ns = 0;               // deltas: caused, suffered
     std::int64_t inflicted_ns = 0, inflicted_other_ns = 0;  // deltas
-    std::vector<MonitorProcess> top;           // its top initiating processes (deltas), at most top_n
+    std::vector<MonitorProcess> top;                        // its top initiating processes (deltas), at most top_n
   };
   std::vector<Cgroup> cgroups;  // non-zero ones, most active first (time, then initiated + received)
 };

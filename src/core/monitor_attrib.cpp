@@ -81,8 +81,8 @@ void MonitorAttribution::fill(MonitorTotals& t) const {
   }
   t.process_other = process_of(-1, {kOtherSeries, kOtherSeries}, processes_.other());
   auto cgroup_of = [](const std::string& path, const std::vector<std::int64_t>& c) {
-    return MonitorCgroup{path, c[kInitiated], c[kReceived], c[kWaitNs], c[kHandlerNs], c[kInflictedNs],
-                         c[kInflictedOtherNs]};
+    return MonitorCgroup{path,          c[kInitiated],   c[kReceived],        c[kWaitNs],
+                         c[kHandlerNs], c[kInflictedNs], c[kInflictedOtherNs]};
   };
   t.cgroups.clear();
   for (const auto& e : cgroups_.entries()) t.cgroups[e.key] = cgroup_of(e.key, e.counts);

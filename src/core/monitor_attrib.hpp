@@ -53,8 +53,9 @@ class MonitorAttribution {
   void fill(MonitorTotals& t) const;
 
  private:
-  BoundedSeries processes_;  // key pid, attrs {comm, cgroup}, counts {initiated, wait, received, handler, inflicted, ...other}
-  BoundedSeries cgroups_;    // key cgroup path, same counts
+  BoundedSeries
+      processes_;  // key pid, attrs {comm, cgroup}, counts {initiated, wait, received, handler, inflicted, ...other}
+  BoundedSeries cgroups_;  // key cgroup path, same counts
 };
 
 }  // namespace shootdown

@@ -110,10 +110,10 @@ struct Plan {
   Trigger trigger = Trigger::kAfter;
   std::int64_t trigger_after_ns = 0;
   int repeat = 1;
-  std::int64_t every_ns = 0;            // between repeated releases
-  std::int64_t baseline_ns = 0;         // minimum baseline before the first release
-  std::int64_t settle_ns = 0;           // release window extends this far past "after"
-  std::int64_t after_ns = 0;            // measured after the last release window
+  std::int64_t every_ns = 0;     // between repeated releases
+  std::int64_t baseline_ns = 0;  // minimum baseline before the first release
+  std::int64_t settle_ns = 0;    // release window extends this far past "after"
+  std::int64_t after_ns = 0;     // measured after the last release window
   TraceMode trace = TraceMode::kAuto;
   std::int64_t stall_threshold_ns = 0;  // 0 = auto (8 x baseline median)
   double stall_factor = 8.0;
@@ -156,7 +156,7 @@ struct AllocatorReport {
   std::string purge_call;   // the call that ended each release ("" with --allocator-purge off)
   std::int64_t blocks = 0;  // blocks in the live set
   std::int64_t live_bytes = 0;
-  std::int64_t freed_bytes = 0;  // per release
+  std::int64_t freed_bytes = 0;            // per release
   std::int64_t allocator_free_bytes = -1;  // the allocator's own count of free bytes it holds when the release settled
   std::string allocator_free_source;       // which statistic ("stats.resident - stats.allocated", ...)
 };
@@ -222,9 +222,9 @@ std::optional<ProbeFate> parse_probe_fate(std::string_view s);
 struct ProbeProcess {
   int pid = 0;
   int ppid = 0;
-  std::string comm;   // the program's name in that image (after exec: the new program)
-  int image = 0;      // claim order among the target's images (0 = the command as started)
-  int cpu = -1;       // probe CPU, -1 none
+  std::string comm;  // the program's name in that image (after exec: the new program)
+  int image = 0;     // claim order among the target's images (0 = the command as started)
+  int cpu = -1;      // probe CPU, -1 none
   ProbeFate fate = ProbeFate::kUntilEnd;
   int successor_pid = 0;  // kExeced / kHandedOver: who took the probe CPU
   std::string successor_comm;
@@ -258,8 +258,8 @@ struct Result {
   std::vector<std::pair<std::int32_t, std::string>> own_threads;
   std::optional<AllocatorReport> allocator;  // allocator arms only
   std::optional<MemoryKept> memory;          // memory workload with a release
-  std::vector<VictimSamples> victims;  // every sample, in memory; not all serialized
-  std::vector<Interval> intervals;     // built from the samples after the run
+  std::vector<VictimSamples> victims;        // every sample, in memory; not all serialized
+  std::vector<Interval> intervals;           // built from the samples after the run
   std::vector<CpuCounters> counters;
   std::int64_t interrupts_span_ns = 0;  // between the two /proc/interrupts snapshots
   // mono ns of the first snapshot (0 = unknown). The window [start, start +
@@ -277,8 +277,8 @@ struct Result {
   // result is read back: analyze() uses it instead of recomputing from
   // partial samples (core/analysis.hpp result_attribution()).
   std::optional<Attribution> saved_attribution;
-  bool events_truncated = false;  // trace.events holds only the first kResultMaxEvents (read back)
-  std::optional<ProbeProcess> probe;  // `shootdown probe`: the process this result measured
+  bool events_truncated = false;         // trace.events holds only the first kResultMaxEvents (read back)
+  std::optional<ProbeProcess> probe;     // `shootdown probe`: the process this result measured
   std::vector<ProbeProcess> probe_seen;  // ... and every process image of the target it saw, in order
   // ... and who sent the shootdowns: the target's call sites (blame's report,
   // top sites only); result.json `callsites` (read back for report DIR).

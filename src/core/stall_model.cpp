@@ -18,10 +18,11 @@ std::int64_t StallModel::estimate_ns(std::int64_t handler, std::int64_t irqs) co
 }
 
 std::string StallModel::describe() const {
-  return fmt::format("stall per shootdown IPI = its handler time + {} delivery overhead, from {} ({} IPIs: {} stall, {} "
-                     "in handlers)",
-                     format_duration_ns(static_cast<std::int64_t>(std::llround(overhead_ns_per_ipi()))), source, ipis,
-                     format_duration_ns(stall_ns), format_duration_ns(handler_ns));
+  return fmt::format(
+      "stall per shootdown IPI = its handler time + {} delivery overhead, from {} ({} IPIs: {} stall, {} "
+      "in handlers)",
+      format_duration_ns(static_cast<std::int64_t>(std::llround(overhead_ns_per_ipi()))), source, ipis,
+      format_duration_ns(stall_ns), format_duration_ns(handler_ns));
 }
 
 std::optional<StallModel> stall_model_from(const Attribution& a, const std::string& source, std::string* why) {
@@ -43,7 +44,9 @@ std::optional<StallModel> stall_model_from(const Attribution& a, const std::stri
     weights += w;
   }
   if (m.ipis == 0 || m.handler_ns <= 0 || weights == 0) {
-    if (why) *why = "its victims received no shootdown IPI with a timed handler and a measured stall (nothing to calibrate on)";
+    if (why)
+      *why =
+          "its victims received no shootdown IPI with a timed handler and a measured stall (nothing to calibrate on)";
     return std::nullopt;
   }
   m.overhead_ns = weighted / static_cast<double>(weights);

@@ -30,11 +30,11 @@
 namespace shootdown {
 
 struct StallModel {
-  std::string source;          // where it was measured (a run's result.json)
-  std::int64_t ipis = 0;       // shootdown IPIs the victims of that run received
-  std::int64_t handler_ns = 0; // their handler time
-  std::int64_t stall_ns = 0;   // the victims' tlb-shootdown stall (excess over the baseline median)
-  double overhead_ns = 0;      // per IPI: median stall - median handler, victims weighted by their IPIs
+  std::string source;           // where it was measured (a run's result.json)
+  std::int64_t ipis = 0;        // shootdown IPIs the victims of that run received
+  std::int64_t handler_ns = 0;  // their handler time
+  std::int64_t stall_ns = 0;    // the victims' tlb-shootdown stall (excess over the baseline median)
+  double overhead_ns = 0;       // per IPI: median stall - median handler, victims weighted by their IPIs
 
   // Delivery overhead per IPI, ns (never below 0).
   double overhead_ns_per_ipi() const;

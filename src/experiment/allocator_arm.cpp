@@ -164,8 +164,7 @@ std::unique_ptr<AllocatorChurn> AllocatorChurn::open(ReleaseStrategy s, const Pl
       unsigned narenas = 0;
       r.settings = "dirty_decay_ms:" + (jectl(a, "opt.dirty_decay_ms", &dirty) ? std::to_string(dirty) : "?") +
                    ",muzzy_decay_ms:" + (jectl(a, "opt.muzzy_decay_ms", &muzzy) ? std::to_string(muzzy) : "?") +
-                   ",background_thread:" +
-                   (jectl(a, "opt.background_thread", &bg) ? (bg ? "true" : "false") : "?") +
+                   ",background_thread:" + (jectl(a, "opt.background_thread", &bg) ? (bg ? "true" : "false") : "?") +
                    ",retain:" + (jectl(a, "opt.retain", &retain) ? (retain ? "true" : "false") : "?") +
                    ",narenas:" + (jectl(a, "opt.narenas", &narenas) ? std::to_string(narenas) : "?");
       r.purge_call = c->purge_ ? "mallctl(\"arena.4096.purge\")" : "";
@@ -179,15 +178,15 @@ std::unique_ptr<AllocatorChurn> AllocatorChurn::open(ReleaseStrategy s, const Pl
       std::size_t aggressive = 0;
       r.settings = "tcmalloc.aggressive_memory_decommit=" +
                    (a.tc_property("tcmalloc.aggressive_memory_decommit", &aggressive) ? std::to_string(aggressive)
-                                                                                       : std::string("?"));
+                                                                                      : std::string("?"));
       r.settings += plan.allocator_conf.empty() ? ", TCMALLOC_RELEASE_RATE default (1.0)" : ", " + plan.allocator_conf;
       r.purge_call = c->purge_ ? "MallocExtension_ReleaseFreeMemory()" : "";
       break;
     }
     default: {
       const int v = a.mi_version();
-      r.version = "mimalloc " + std::to_string(v / 100) + "." + std::to_string(v / 10 % 10) + "." +
-                  std::to_string(v % 10);
+      r.version =
+          "mimalloc " + std::to_string(v / 100) + "." + std::to_string(v / 10 % 10) + "." + std::to_string(v % 10);
       r.settings = plan.allocator_conf.empty() ? "mimalloc defaults" : plan.allocator_conf;
       r.purge_call = c->purge_ ? "mi_collect(true)" : "";
       break;

@@ -19,7 +19,7 @@ constexpr int kMadvPopulateWrite = MADV_POPULATE_WRITE;
 #else
 constexpr int kMadvPopulateWrite = 23;  // include/uapi/asm-generic/mman-common.h, Linux 5.14
 #endif
-}
+}  // namespace
 
 Chunk::Chunk(std::size_t size, PageMode mode, Allocator alloc, int numa_node) : mode_(mode), alloc_(alloc) {
   if (alloc == Allocator::kMalloc) {

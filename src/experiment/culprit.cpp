@@ -55,7 +55,8 @@ ReleaseContext::~ReleaseContext() {
 bool ReleaseContext::prepare(ReleaseStrategy s, const Chunk& a, Pace pace, std::string* why) {
   if (is_paced(s)) {
     if (pace.step <= 0 || pace.gap_ns < 0) {
-      if (why) *why = "no pace (step " + std::to_string(pace.step) + " bytes, gap " + std::to_string(pace.gap_ns) + " ns)";
+      if (why)
+        *why = "no pace (step " + std::to_string(pace.step) + " bytes, gap " + std::to_string(pace.gap_ns) + " ns)";
       return false;
     }
     pace_ = pace;

@@ -54,8 +54,8 @@ std::int64_t capture_interrupts(sys::InterruptsCapture& c) {
   return c.read_ns();
 }
 std::string slow_read_warning(const char* end, std::int64_t ns) {
-  return "/proc/interrupts: the read at the " + std::string(end) + " of the span took " +
-         std::to_string(ns / kMs) + " ms in each of 3 tries: interrupts within that time of the edge may be traced but not counted";
+  return "/proc/interrupts: the read at the " + std::string(end) + " of the span took " + std::to_string(ns / kMs) +
+         " ms in each of 3 tries: interrupts within that time of the edge may be traced but not counted";
 }
 
 void sleep_ns(std::int64_t ns) {
@@ -261,7 +261,8 @@ void add_folded(Result& r, const Victim& v, const sys::TscClock& clock, const st
     folded_ns += iv.end_ns - iv.start_ns;
     if (iv.end_ns <= first_release) before_first += static_cast<std::int64_t>(f.samples);
     for (std::size_t k = 0; k < r.releases.size(); ++k)
-      if (iv.start_ns < r.releases[k].after_ns + r.plan.settle_ns && iv.end_ns > r.releases[k].before_ns) lost[k] = true;
+      if (iv.start_ns < r.releases[k].after_ns + r.plan.settle_ns && iv.end_ns > r.releases[k].before_ns)
+        lost[k] = true;
     r.intervals.push_back(std::move(iv));
   }
   // The victim's intervals in time order, the victims in their order.
@@ -308,9 +309,10 @@ void add_folded(Result& r, const Victim& v, const sys::TscClock& clock, const st
         "histograms but not attributed to causes (a larger --memory-limit keeps them)",
         cpu, nlost == 1 ? "" : "s", which));
   if (v.folds_coarsened())
-    r.warnings.push_back(fmt::format("victim cpu{}: the table of folded intervals filled: its last interval spans "
-                                     "stretches that are also kept raw",
-                                     cpu));
+    r.warnings.push_back(
+        fmt::format("victim cpu{}: the table of folded intervals filled: its last interval spans "
+                    "stretches that are also kept raw",
+                    cpu));
 }
 
 }  // namespace
@@ -394,7 +396,8 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
   ReleaseContext release_ctx;  // extents and pidfd, made before anything is timed
   sys::ResidentSet rss;        // /proc/self/statm, opened now: read around the releases without allocating
   long long rss_before = -1;
-  if (!journal && !churn && !release_ctx.prepare(strategy, a, plan.pace(), &why)) throw std::runtime_error(plan_strategy_error(plan, why));
+  if (!journal && !churn && !release_ctx.prepare(strategy, a, plan.pace(), &why))
+    throw std::runtime_error(plan_strategy_error(plan, why));
 
   phase(hooks, "calibrating TSC");
   const sys::TscClock pre = sys::calibrate(50 * kMs);
@@ -409,9 +412,9 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
   // VM, a flush IPI of tens of us): allow 200 us per step besides the gap.
   const std::int64_t spread =
       is_paced(strategy) ? pace_steps(plan.chunk_size, plan.pace_step) * (plan.pace_gap_ns + 200 * 1000) : 0;
-  planned += static_cast<std::int64_t>(std::max(plan.repeat, 1)) *
-                 (plan.every_ns + plan.settle_ns + 2000 * kMs + spread) +
-             plan.after_ns;
+  planned +=
+      static_cast<std::int64_t>(std::max(plan.repeat, 1)) * (plan.every_ns + plan.settle_ns + 2000 * kMs + spread) +
+      plan.after_ns;
 
   // Under a memory cgroup's limit, what is left after chunk A (and the
   // churn) is shared by the victims' chunks B and their sample rings, and
@@ -443,7 +446,8 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
       }
     }
     if (const auto cg = sys::read_cgroup_memory(); cg && cg->limit >= 0) {
-      const auto b = static_cast<std::size_t>(std::max<std::int64_t>((cg->limit - cg->usage - victims_b) / n / 8, 1LL << 20));
+      const auto b =
+          static_cast<std::size_t>(std::max<std::int64_t>((cg->limit - cg->usage - victims_b) / n / 8, 1LL << 20));
       if (ring_budget == 0 || b < ring_budget) {
         ring_budget = b;
         ring_budget_why = fmt::format("the memory cgroup {} (limit {}) leaves room for {} of samples per victim",
@@ -569,7 +573,8 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
   std::vector<std::string> release_phases;
   release_phases.reserve(static_cast<std::size_t>(repeat));
   for (int i = 0; i < repeat; ++i)
-    release_phases.push_back(repeat > 1 ? "release " + std::to_string(i + 1) + "/" + std::to_string(repeat) : "release");
+    release_phases.push_back(repeat > 1 ? "release " + std::to_string(i + 1) + "/" + std::to_string(repeat)
+                                        : "release");
   const std::string baseline_phase = "baseline", after_phase = "after";
   r.releases.reserve(static_cast<std::size_t>(repeat));
   Waiter wait{hooks, victims, 0, 0, {}, nullptr, nullptr, 0, nullptr, {}, 0, false, {}, {}, {}};
@@ -651,7 +656,8 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
       if (sys::mono_now_ns() > next) next = sys::mono_now_ns();
     }
   }
-  if (ctl.open_from.load(std::memory_order_relaxed) != 0) ctl.close_window(sys::rdtsc_fenced());  // a release that failed or was stopped
+  if (ctl.open_from.load(std::memory_order_relaxed) != 0)
+    ctl.close_window(sys::rdtsc_fenced());  // a release that failed or was stopped
   if (ok) {
     phase(hooks, after_phase);
     const std::int64_t last = r.releases.empty() ? sys::mono_now_ns() : r.releases.back().after_ns;
@@ -677,9 +683,11 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
   const sys::TscPoint last = sys::tsc_point();
   r.own_pid = static_cast<std::int32_t>(::getpid());
   r.own_threads.emplace_back(static_cast<std::int32_t>(::gettid()), "culprit");
-  if (const std::int32_t t = drainer_tid.load(std::memory_order_relaxed); t > 0) r.own_threads.emplace_back(t, "drainer");
+  if (const std::int32_t t = drainer_tid.load(std::memory_order_relaxed); t > 0)
+    r.own_threads.emplace_back(t, "drainer");
   for (const auto& v : victims)
-    if (v->output().tid > 0) r.own_threads.emplace_back(v->output().tid, "victim cpu" + std::to_string(v->config().cpu));
+    if (v->output().tid > 0)
+      r.own_threads.emplace_back(v->output().tid, "victim cpu" + std::to_string(v->config().cpu));
   // From here on the cost is post-processing (bench/long_run.sh times it).
   phase(hooks, "analysing");
   if (trace) {

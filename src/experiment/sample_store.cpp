@@ -26,7 +26,8 @@ SampleStore::SampleStore(std::size_t max_samples, int numa_node, bool recycle)
 
 std::uint32_t SampleStore::operator[](std::size_t i) const noexcept {
   const std::size_t g = i >> kBlockShift;
-  const auto it = std::lower_bound(held_.begin(), held_.end(), g, [](const Held& h, std::size_t b) { return h.block < b; });
+  const auto it =
+      std::lower_bound(held_.begin(), held_.end(), g, [](const Held& h, std::size_t b) { return h.block < b; });
   return data(*it)[i & (kBlockSamples - 1)];
 }
 

@@ -81,9 +81,9 @@ class SampleStore {
  private:
   bool next_block() noexcept;  // a slot for block size_ >> kBlockShift: a free one, or a new mapping
 
-  std::vector<Chunk> blocks_;       // by slot; capacity reserved up front
-  std::vector<Held> held_;          // capacity slots_
-  std::vector<std::size_t> free_;   // dropped slots, capacity slots_
+  std::vector<Chunk> blocks_;      // by slot; capacity reserved up front
+  std::vector<Held> held_;         // capacity slots_
+  std::vector<std::size_t> free_;  // dropped slots, capacity slots_
   std::size_t size_ = 0;
   std::size_t dropped_ = 0;  // samples of the dropped blocks
   std::size_t max_ = 0;      // samples held at most (held())

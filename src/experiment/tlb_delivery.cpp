@@ -13,8 +13,7 @@
 
 namespace shootdown::exp {
 
-std::optional<DoctorFacts::TlbDelivery> measure_tlb_delivery(int from_cpu, int to_cpu, int requests,
-                                                             std::string* why) {
+std::optional<DoctorFacts::TlbDelivery> measure_tlb_delivery(int from_cpu, int to_cpu, int requests, std::string* why) {
   auto fail = [&](std::string w) {
     if (why) *why = std::move(w);
     return std::nullopt;
@@ -30,8 +29,7 @@ std::optional<DoctorFacts::TlbDelivery> measure_tlb_delivery(int from_cpu, int t
       return;
     }
     spinner.store(1);
-    while (!stop.load(std::memory_order_relaxed)) {
-    }
+    while (!stop.load(std::memory_order_relaxed)) {}
   });
   while (spinner.load() == 0) std::this_thread::yield();
   std::optional<DoctorFacts::TlbDelivery> out;
@@ -51,8 +49,8 @@ std::optional<DoctorFacts::TlbDelivery> measure_tlb_delivery(int from_cpu, int t
       }
       int done = 0;
       for (; done < requests; ++done) {
-        void* p = ::mmap(nullptr, static_cast<std::size_t>(page), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                         -1, 0);
+        void* p =
+            ::mmap(nullptr, static_cast<std::size_t>(page), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED) break;
         static_cast<volatile char*>(p)[0] = 1;  // a TLB entry to flush
         ::munmap(p, static_cast<std::size_t>(page));

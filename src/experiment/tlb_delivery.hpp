@@ -16,7 +16,6 @@
 
 namespace shootdown::exp {
 
-std::optional<DoctorFacts::TlbDelivery> measure_tlb_delivery(int from_cpu, int to_cpu, int requests,
-                                                             std::string* why);
+std::optional<DoctorFacts::TlbDelivery> measure_tlb_delivery(int from_cpu, int to_cpu, int requests, std::string* why);
 
 }  // namespace shootdown::exp

@@ -36,7 +36,7 @@ constexpr std::int64_t kSliceNs = 1'000'000'000;
 // Raw samples kept around an IPI the run marked (its stall and the
 // neighbours that give its baseline): the block holding it stays raw.
 constexpr std::int64_t kMarkKeepNs = 10'000'000;
-}
+}  // namespace
 
 Victim::Victim(VictimConfig cfg, Control& ctl) : cfg_(std::move(cfg)), ctl_(ctl) {}
 
@@ -159,8 +159,8 @@ bool Victim::prepare() {
   // fastest warm-up rate, +64k, and never under kRingMinSamples; the store's
   // budget caps both. Under emulation (the lab's TCG) a victim later ran up
   // to 30x faster than its warm-up, so the margin is wide on purpose.
-  const double span_ns =
-      std::clamp(static_cast<double>(cfg_.planned_ns) * 1.25, static_cast<double>(kRingMinNs), static_cast<double>(kRingMaxNs));
+  const double span_ns = std::clamp(static_cast<double>(cfg_.planned_ns) * 1.25, static_cast<double>(kRingMinNs),
+                                    static_cast<double>(kRingMaxNs));
   ring_cap_ = static_cast<std::size_t>(
       std::min(std::max(span_ns / fastest_ns + 65536.0, kRingMinSamples), static_cast<double>(store_max)));
   // A borrowed slot large enough keeps its pages (already faulted and
@@ -249,7 +249,8 @@ void Victim::drain() noexcept {
       if (d != UINT32_MAX) {
         ticks_ += d;
       } else {  // its length is in the overflow list, written before the victim published it
-        ticks_ += of_cursor_ < of_known && overflow_[of_cursor_].index == c + j ? overflow_[of_cursor_].ticks : UINT32_MAX;
+        ticks_ +=
+            of_cursor_ < of_known && overflow_[of_cursor_].index == c + j ? overflow_[of_cursor_].ticks : UINT32_MAX;
         ++of_cursor_;
       }
     }
@@ -263,7 +264,8 @@ void Victim::drain() noexcept {
 std::uint64_t Victim::overflow_ticks(std::size_t i) const noexcept {
   const std::size_t known = std::min(overflow_.size(), of_cursor_);  // the ones the drainer has passed
   const auto end = overflow_.begin() + static_cast<std::ptrdiff_t>(known);
-  const auto it = std::lower_bound(overflow_.begin(), end, i, [](const Overflow& o, std::size_t x) { return o.index < x; });
+  const auto it =
+      std::lower_bound(overflow_.begin(), end, i, [](const Overflow& o, std::size_t x) { return o.index < x; });
   return it != end && it->index == i ? it->ticks : UINT32_MAX;
 }
 
@@ -285,7 +287,8 @@ std::optional<std::size_t> Victim::choose(bool final) noexcept {
   // steady state here (pre-faulting), and a margin from it held 6 of 8
   // blocks for the first baseline, leaving a --repeat no room for windows.
   std::uint64_t full_ticks = 0;
-  for (std::size_t i = 0; i + 1 < blocks_scratch_.size(); ++i) full_ticks += blocks_scratch_[i].to - blocks_scratch_[i].from;
+  for (std::size_t i = 0; i + 1 < blocks_scratch_.size(); ++i)
+    full_ticks += blocks_scratch_[i].to - blocks_scratch_[i].from;
   const std::size_t full = blocks_scratch_.size() > 1 ? blocks_scratch_.size() - 1 : 0;
   const std::uint64_t quarter = full ? full_ticks / full * std::max<std::size_t>(1, store_.slots() / 4) : keep_ticks_;
   KeepRules rules;
@@ -368,7 +371,8 @@ bool Victim::close_slice(bool last) noexcept {
   slice_open_ = false;
   // As the table fills, slices get longer: each halving of the room left
   // doubles them, so the table covers ever longer runs.
-  const double used = static_cast<double>(counts_.size()) / static_cast<double>(counts_.capacity() - hist.counts_length());
+  const double used =
+      static_cast<double>(counts_.size()) / static_cast<double>(counts_.capacity() - hist.counts_length());
   if (used > 1.0 - std::ldexp(1.0, -(slice_doublings_ + 1))) {
     slice_ticks_ *= 2;
     ++slice_doublings_;

@@ -90,11 +90,11 @@ struct VictimConfig {
   // than the kernel OOM-killing the run; the victim says so in a warning.
   std::size_t ring_budget_bytes = 0;
   std::string ring_budget_why;  // "the memory cgroup /x allows 80 MiB more"
-  double ns_per_tick = 0;  // pre-run TSC calibration (sizes the ring, converts dropped samples)
+  double ns_per_tick = 0;       // pre-run TSC calibration (sizes the ring, converts dropped samples)
   // A full store summarizes blocks of samples into interval histograms
   // (core/compaction chooses which) instead of ending the measurement.
   bool compact = true;
-  bool rt = false;         // SCHED_FIFO: the victim keeps its CPU (and so gets its IPIs)
+  bool rt = false;  // SCHED_FIFO: the victim keeps its CPU (and so gets its IPIs)
 };
 
 struct VictimOutput {
@@ -169,9 +169,9 @@ class Victim {
  private:
   bool prepare();
   void measure();
-  bool make_room() noexcept;            // drainer: fold the block core/compaction chooses
+  bool make_room() noexcept;                               // drainer: fold the block core/compaction chooses
   std::optional<std::size_t> choose(bool final) noexcept;  // core/compaction's choice among the held blocks
-  void read_windows(KeepRules& rules) noexcept;  // the release windows of Control, in ticks after start_tsc
+  void read_windows(KeepRules& rules) noexcept;            // the release windows of Control, in ticks after start_tsc
   void fold_block(std::size_t k) noexcept;
   bool close_slice(bool last) noexcept;  // the open slice's histogram into counts_
   void publish_spans();
@@ -194,11 +194,11 @@ class Victim {
   std::atomic<bool> store_full_{false};
   // Drainer-side state (written by the drainer only; every container is
   // reserved in prepare(): the drainer never allocates or frees).
-  std::uint64_t ticks_ = 0;      // ticks of every sample drained (overflowed ones from overflow_)
-  std::size_t of_cursor_ = 0;    // overflow_ entries the drainer has passed
+  std::uint64_t ticks_ = 0;    // ticks of every sample drained (overflowed ones from overflow_)
+  std::size_t of_cursor_ = 0;  // overflow_ entries the drainer has passed
   std::size_t cur_slot_ = SIZE_MAX;
   std::vector<std::uint64_t> slot_from_, slot_to_;  // by store slot: the held block's ticks
-  std::uint64_t keep_ticks_ = 0;  // cfg_.keep_ns in ticks (choose() caps it)
+  std::uint64_t keep_ticks_ = 0;                    // cfg_.keep_ns in ticks (choose() caps it)
   std::vector<TickRange> blocks_scratch_, windows_scratch_;
   std::vector<std::uint64_t> marks_scratch_;
   std::uint64_t mark_margin_ticks_ = 0;
@@ -231,9 +231,9 @@ struct BatchRecorder {
   // the ring ends the loop when it has been filled once.
   const std::atomic<std::size_t>* consumed;
   const std::atomic<bool>* stop;
-  std::uint64_t prev = 0;  // TSC at the end of the previous batch
-  std::size_t n = 0;       // samples so far (overflow entries index these)
-  std::size_t pos = 0;     // n modulo cap
+  std::uint64_t prev = 0;   // TSC at the end of the previous batch
+  std::size_t n = 0;        // samples so far (overflow entries index these)
+  std::size_t pos = 0;      // n modulo cap
   std::size_t limit = cap;  // n may grow to this before the ring would overwrite unread samples
   std::size_t overflow_n = 0;
 

@@ -61,7 +61,9 @@ static void fail(struct sd_probe_slot* sl, const char* what, int err) {
   __atomic_store_n(&sl->state, SD_PROBE_FAILED, __ATOMIC_RELEASE);
 }
 
-static uint32_t load_state(const struct sd_probe_slot* sl) { return __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE); }
+static uint32_t load_state(const struct sd_probe_slot* sl) {
+  return __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE);
+}
 
 static void sleep_ms(long ms) {
   struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
@@ -157,7 +159,9 @@ static int threads_of(pid_t pid) {
   return t ? atoi(t + 9) : 0;
 }
 
-static int live(uint32_t st) { return st == SD_PROBE_INIT || st == SD_PROBE_PREPARING || st == SD_PROBE_RUNNING; }
+static int live(uint32_t st) {
+  return st == SD_PROBE_INIT || st == SD_PROBE_PREPARING || st == SD_PROBE_RUNNING;
+}
 
 /* Claim a slot for this process image and, if a probe CPU is to be had,
  * start its probe thread (see probe_shm.h for the rules). */

@@ -65,8 +65,8 @@ enum sd_probe_stop {
 };
 
 struct sd_probe_slot {
-  int32_t pid;   /* claimed by (CAS 0 -> pid) */
-  int32_t ppid;  /* its parent at claim time */
+  int32_t pid;  /* claimed by (CAS 0 -> pid) */
+  int32_t ppid; /* its parent at claim time */
   uint32_t state;
   int32_t tid;   /* probe thread id */
   int32_t cpu;   /* probe CPU, -1 none */
@@ -125,7 +125,9 @@ static inline uint64_t sd_probe_layout(struct sd_probe_shm* s, uint32_t ncpus, u
   return rings_off + (uint64_t)nslots * capacity * 8;
 }
 
-static inline int32_t* sd_probe_cpus(struct sd_probe_shm* s) { return (int32_t*)(void*)((char*)s + s->cpus_off); }
+static inline int32_t* sd_probe_cpus(struct sd_probe_shm* s) {
+  return (int32_t*)(void*)((char*)s + s->cpus_off);
+}
 static inline int32_t* sd_probe_holders(struct sd_probe_shm* s) {
   return (int32_t*)(void*)((char*)s + s->holder_off);
 }

@@ -107,8 +107,7 @@ void AtomicStream::commit() {
     written = false;
     err = std::strerror(errno);
   }
-  if (!written)
-    throw std::runtime_error("cannot write " + tmp_ + ": " + err + " (what was written is kept there)");
+  if (!written) throw std::runtime_error("cannot write " + tmp_ + ": " + err + " (what was written is kept there)");
   if (::rename(tmp_.c_str(), path_.c_str()) != 0)
     throw std::runtime_error("cannot rename " + tmp_ + " to " + path_ + ": " + std::strerror(errno) +
                              " (the output is kept in " + tmp_ + ")");

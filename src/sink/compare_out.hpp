@@ -27,7 +27,7 @@ struct CompareReport {
   std::string started_at;
   std::string workload = "memory";   // memory|journal
   std::vector<CompareArmInfo> arms;  // --arms order, first = control
-  int trials_per_arm = 0;  // the maximum with sequential stopping
+  int trials_per_arm = 0;            // the maximum with sequential stopping
   // Group-sequential stopping (core/sequential); off = the fixed design.
   bool sequential = false;
   sequential::Design design;

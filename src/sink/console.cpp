@@ -24,9 +24,10 @@ namespace {
 // "reason 1 6 + reason 5 in an IPI 0 + lazy TLB 0 + counted, not traced 0"
 std::string tlb_accounting_terms(const VictimAttribution& v) {
   if (v.tlb_legacy)  // saved before the split: reason 5 was not split by IPI
-    return fmt::format("reason 1 {} + reason 5 {} + counted, not traced {} (saved by an older shootdown: reason 5 "
-                       "not split by IPI, so it may include this CPU's own flushes)",
-                       v.tlb_traced_remote, v.tlb_traced_wrong_cpu, v.tlb_untraced);
+    return fmt::format(
+        "reason 1 {} + reason 5 {} + counted, not traced {} (saved by an older shootdown: reason 5 "
+        "not split by IPI, so it may include this CPU's own flushes)",
+        v.tlb_traced_remote, v.tlb_traced_wrong_cpu, v.tlb_untraced);
   std::string s = fmt::format("reason 1 {} + reason 5 in an IPI {} + lazy TLB {} + counted, not traced {}",
                               v.tlb_traced_remote, v.tlb_traced_wrong_cpu, v.tlb_lazy, v.tlb_untraced);
   if (v.tlb_traced_beyond > 0)
@@ -39,9 +40,9 @@ std::string tlb_accounting_lines(const VictimAttribution& v, const std::string& 
   std::string out = fmt::format("{}/proc/interrupts TLB {} = {}\n", indent, v.tlb_counted, tlb_accounting_terms(v));
   if (v.tlb_untraced != 0) out += indent + "  (" + v.tlb_untraced_rule + ")\n";
   if (!v.tlb_legacy && (v.tlb_local_wrong_cpu > 0 || v.tlb_local_flush_runs > 0)) {
-    out += fmt::format("{}  apart, no IPI and not in the row: this CPU's own flush_tlb_func runs {}", indent,
-                       v.tlb_local_flush_runs < 0 ? std::string("(no csd tracepoints)")
-                                                  : std::to_string(v.tlb_local_flush_runs));
+    out += fmt::format(
+        "{}  apart, no IPI and not in the row: this CPU's own flush_tlb_func runs {}", indent,
+        v.tlb_local_flush_runs < 0 ? std::string("(no csd tracepoints)") : std::to_string(v.tlb_local_flush_runs));
     out += fmt::format(", reason 5 traced by them {}\n", v.tlb_local_wrong_cpu);
   }
   return out;
@@ -109,13 +110,14 @@ std::string kernel_path_text(const std::vector<std::string>& path, std::size_t f
 // (culprit: page fault: write to a read-only page, ...)": who sent it and by
 // which kernel path, so it is never read as the strategy's.
 std::string own_flushes_clause(const VictimVerdict& x, const std::vector<OwnFlush>& own, const std::string& cpu) {
-  std::string s = fmt::format("{} shootdown IPI{} of the tool's own reached {} outside the release calls ({} stalled, "
-                              "not counted above",
-                              x.own_outside, x.own_outside == 1 ? "" : "s", cpu,
-                              format_duration_ns(x.own_outside_stall_ns));
+  std::string s = fmt::format(
+      "{} shootdown IPI{} of the tool's own reached {} outside the release calls ({} stalled, "
+      "not counted above",
+      x.own_outside, x.own_outside == 1 ? "" : "s", cpu, format_duration_ns(x.own_outside_stall_ns));
   if (own.empty()) return s + "; no initiator traced)";
   std::map<std::string, std::int64_t> by;  // "culprit: cause (path)" -> flushes
-  for (const OwnFlush& f : own) ++by[f.thread + ": " + f.cause + (f.kernel_path.empty() ? "" : ", " + kernel_path_text(f.kernel_path, 4))];
+  for (const OwnFlush& f : own)
+    ++by[f.thread + ": " + f.cause + (f.kernel_path.empty() ? "" : ", " + kernel_path_text(f.kernel_path, 4))];
   std::string who;
   for (const auto& [k, n] : by) who += (who.empty() ? "" : "; ") + (n > 1 ? std::to_string(n) + " x " : "") + k;
   return s + "; initiated by " + who + ": a defect of shootdown run, please report it)";
@@ -129,10 +131,11 @@ std::string verdict_line(const Result& r, const Verdict& v, const VictimVerdict&
   if (v.releases == 0)
     head = "no release performed" + (r.complete ? std::string() : " (" + r.incomplete_reason + ")");
   else if (v.releases == 1)
-    head = fmt::format("{} of {} ({})", strategy_name(p.release), released_what(p.release, p.chunk_size, p.pace()), d(v.release_window_ns));
+    head = fmt::format("{} of {} ({})", strategy_name(p.release), released_what(p.release, p.chunk_size, p.pace()),
+                       d(v.release_window_ns));
   else
-    head = fmt::format("{} x {} of {} ({} each, p50)", v.releases, strategy_name(p.release), released_what(p.release, p.chunk_size, p.pace()),
-                       d(v.release_p50_ns));
+    head = fmt::format("{} x {} of {} ({} each, p50)", v.releases, strategy_name(p.release),
+                       released_what(p.release, p.chunk_size, p.pace()), d(v.release_p50_ns));
   for (const auto& rel : r.releases)
     if (rel.partial) {
       head += " (" + partial_release_note(rel.bytes, released_bytes(p.release, p.chunk_size)) + ")";
@@ -214,18 +217,20 @@ std::string release_cost_lines(const Result& r, const Analysis& a) {
   }
   if (r.memory) {
     const MemoryKept& m = *r.memory;
-    out += fmt::format("memory kept: {} of the {} {} still resident when the release settled (RSS {} before it, {} "
-                       "settled)",
-                       size(m.kept_bytes), format_size(m.released_bytes),
-                       r.plan.release == ReleaseStrategy::kReuse ? "rewritten" : "released", size(m.rss_before),
-                       size(m.rss_settled));
+    out += fmt::format(
+        "memory kept: {} of the {} {} still resident when the release settled (RSS {} before it, {} "
+        "settled)",
+        size(m.kept_bytes), format_size(m.released_bytes),
+        r.plan.release == ReleaseStrategy::kReuse ? "rewritten" : "released", size(m.rss_before), size(m.rss_settled));
     if (r.allocator && r.allocator->allocator_free_bytes >= 0)
-      out += fmt::format("; {}'s own count: {} free ({})", r.allocator->name, format_size(r.allocator->allocator_free_bytes),
-                         r.allocator->allocator_free_source);
+      out += fmt::format("; {}'s own count: {} free ({})", r.allocator->name,
+                         format_size(r.allocator->allocator_free_bytes), r.allocator->allocator_free_source);
     out += "\n";
   }
   if (const auto c = release_cost(r, a.verdict)) {
-    auto num = [](double x, const char* f) { return std::isfinite(x) ? fmt::format(fmt::runtime(f), x) : std::string("?"); };
+    auto num = [](double x, const char* f) {
+      return std::isfinite(x) ? fmt::format(fmt::runtime(f), x) : std::string("?");
+    };
     out += fmt::format("per GiB released: {} shootdown IPIs and {} ms stall per victim, {} ms release, {} MiB kept\n",
                        num(c->shootdowns_per_gib, "{:.0f}"), num(c->stall_ms_per_gib, "{:.1f}"),
                        num(c->release_ms_per_gib, "{:.1f}"), num(c->kept_mib_per_gib, "{:.1f}"));
@@ -250,12 +255,14 @@ std::string attribution_section(const Result& r, const Analysis& a) {
     constexpr std::size_t kShown = 10;
     for (std::size_t i = 0; i < at.own_flushes.size() && i < kShown; ++i) {
       const OwnFlush& f = at.own_flushes[i];
-      out += fmt::format("  +{} {} (tid {}) on cpu{}, {}: {}\n", d(f.mono_ns - t0), f.thread, f.tid, f.cpu,
-                         f.pages < 0 ? std::string("full flush") : fmt::format("{} page{}", f.pages, f.pages == 1 ? "" : "s"),
-                         f.cause);
+      out += fmt::format(
+          "  +{} {} (tid {}) on cpu{}, {}: {}\n", d(f.mono_ns - t0), f.thread, f.tid, f.cpu,
+          f.pages < 0 ? std::string("full flush") : fmt::format("{} page{}", f.pages, f.pages == 1 ? "" : "s"),
+          f.cause);
       if (!f.kernel_path.empty()) out += "      " + kernel_path_text(f.kernel_path, 8) + "\n";
     }
-    if (at.own_flushes.size() > kShown) out += fmt::format("  ... and {} more (result.json attribution.own_flushes)\n", at.own_flushes.size() - kShown);
+    if (at.own_flushes.size() > kShown)
+      out += fmt::format("  ... and {} more (result.json attribution.own_flushes)\n", at.own_flushes.size() - kShown);
   }
   for (std::size_t i = 0; i < at.victims.size(); ++i) {
     const VictimAttribution& v = at.victims[i];
@@ -270,7 +277,8 @@ std::string attribution_section(const Result& r, const Analysis& a) {
     out += fmt::format("  TLB IPIs: {} ran flush_tlb_func; reason 1 (this mm) {}, reason 5 (other mm) {}\n",
                        v.flush_ipis, v.shootdowns_received, v.wrong_cpu_flushes);
     if (v.tlb_counted >= 0) out += tlb_accounting_lines(v, "  ");
-    out += fmt::format("  {:<22}{:>12}{:>12}{:>12}{:>8}{:>12}\n", "per shootdown IPI", "p50", "p90", "max", "n", "total");
+    out +=
+        fmt::format("  {:<22}{:>12}{:>12}{:>12}{:>8}{:>12}\n", "per shootdown IPI", "p50", "p90", "max", "n", "total");
     auto row = [&](const char* name, const Quantiles& q) {
       if (q.count == 0) return fmt::format("  {:<22}{:>12}{:>12}{:>12}{:>8}{:>12}\n", name, "-", "-", "-", 0, "-");
       return fmt::format("  {:<22}{:>12}{:>12}{:>12}{:>8}{:>12}\n", name, d(q.p50), d(q.p90), d(q.max), q.count,
@@ -324,13 +332,14 @@ std::string console_summary(const Result& r, const Analysis& a, bool verbose) {
   out += "\n";
   if (!r.releases.empty()) {
     if (r.releases.size() == 1)
-      out += fmt::format("release: {} of {} took {}\n", strategy_name(p.release), released_what(p.release, p.chunk_size, p.pace()),
+      out += fmt::format("release: {} of {} took {}\n", strategy_name(p.release),
+                         released_what(p.release, p.chunk_size, p.pace()),
                          format_duration_ns(r.releases[0].duration_ns()));
     else
-      out +=
-          fmt::format("releases: {} x {} of {}: duration p50 {}, max {}\n", r.releases.size(), strategy_name(p.release),
-                      released_what(p.release, p.chunk_size, p.pace()), format_duration_ns(static_cast<std::int64_t>(a.release_duration.p50)),
-                      format_duration_ns(static_cast<std::int64_t>(a.release_duration.max)));
+      out += fmt::format("releases: {} x {} of {}: duration p50 {}, max {}\n", r.releases.size(),
+                         strategy_name(p.release), released_what(p.release, p.chunk_size, p.pace()),
+                         format_duration_ns(static_cast<std::int64_t>(a.release_duration.p50)),
+                         format_duration_ns(static_cast<std::int64_t>(a.release_duration.max)));
     for (const auto& rel : r.releases)
       if (rel.partial)
         out += fmt::format("release {}: {}\n", rel.index + 1,
@@ -344,8 +353,8 @@ std::string console_summary(const Result& r, const Analysis& a, bool verbose) {
     out += fmt::format("  {:<8}{:<9}{:>10}{:>10}{:>10}{:>10}\n", "cpu", "role", "TLB", "CAL", "LOC", "RES");
     for (const auto& c : r.counters) {
       if (c.role == CpuRole::kOther && c.tlb == 0 && c.cal == 0) continue;
-      out += fmt::format("  {:<8}{:<9}{:>10}{:>10}{:>10}{:>10}\n", "cpu" + std::to_string(c.cpu), to_string(c.role), c.tlb, c.cal,
-                         c.loc, c.res);
+      out += fmt::format("  {:<8}{:<9}{:>10}{:>10}{:>10}{:>10}\n", "cpu" + std::to_string(c.cpu), to_string(c.role),
+                         c.tlb, c.cal, c.loc, c.res);
     }
   }
   out += fmt::format("kernel trace: {}\n", r.trace.status.empty() ? "off" : r.trace.status);
@@ -404,16 +413,16 @@ std::string probe_processes(const std::vector<ProbeProcess>& ps, const std::stri
 }
 
 std::string probe_callsites(const BlameReport& r, const BlameOptions& o, const std::string& command) {
-  std::string s = fmt::format("who sent them: {} shootdowns initiated by the target's threads ({} process{}, {} "
-                              "flush IPIs)\n",
-                              r.flushes, r.processes, r.processes == 1 ? "" : "es", r.ipis);
+  std::string s = fmt::format(
+      "who sent them: {} shootdowns initiated by the target's threads ({} process{}, {} "
+      "flush IPIs)\n",
+      r.flushes, r.processes, r.processes == 1 ? "" : "es", r.ipis);
   const std::size_t n = std::min<std::size_t>(r.sites.size(), static_cast<std::size_t>(std::max(o.top, 1)));
   for (std::size_t i = 0; i < n; ++i) {
     const CallSite& c = r.sites[i];
     s += fmt::format("  {:>2}. {}\n      {} flushes ({:.0f} %), {} IPIs, cause: {}{}\n", i + 1, c.stack, c.flushes,
-                     r.flushes ? 100.0 * static_cast<double>(c.flushes) / static_cast<double>(r.flushes) : 0.0,
-                     c.ipis, c.syscall.empty() ? "unknown" : c.syscall,
-                     c.location.empty() ? "" : " at " + c.location);
+                     r.flushes ? 100.0 * static_cast<double>(c.flushes) / static_cast<double>(r.flushes) : 0.0, c.ipis,
+                     c.syscall.empty() ? "unknown" : c.syscall, c.location.empty() ? "" : " at " + c.location);
     if (!c.advice.empty()) s += "      advice: " + c.advice + "\n";
   }
   if (r.sites.empty()) s += "  none: the target's threads initiated no shootdown while probed\n";
@@ -426,8 +435,8 @@ std::string probe_summary(const Result& r, const Analysis& a, const std::string&
   const Attribution& at = a.attribution;
   const std::int64_t span = r.measure_end_ns - r.measure_start_ns;
   const int cpu = r.plan.victim_cpus.empty() ? -1 : r.plan.victim_cpus.front();
-  std::string s = r.probe ? fmt::format("pid {} ({}), probe thread on cpu{}, {} probed\n", r.probe->pid,
-                                        r.probe->comm, cpu, format_duration_ns(span))
+  std::string s = r.probe ? fmt::format("pid {} ({}), probe thread on cpu{}, {} probed\n", r.probe->pid, r.probe->comm,
+                                        cpu, format_duration_ns(span))
                           : fmt::format("shootdown probe: {}, probe thread on cpu{}, {} probed\n", command, cpu,
                                         format_duration_ns(span));
   for (const auto& line : verdict_lines(r, a)) s += line + "\n";

@@ -24,8 +24,8 @@ std::string timeline_csv(const Result& r) {
     const Summary& s = iv.summary;
     out += fmt::format("{},{},{},{},{:.6f},{},{},{:.0f},{:.1f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{},{}\n",
                        iv.victim_cpu, idx++, iv.start_ns, iv.end_ns,
-                       static_cast<double>(iv.end_ns - r.measure_start_ns) / 1e9, to_string(iv.phase), s.count, s.min, s.mean,
-                       s.p50, s.p90, s.p99, s.p999, s.max, unix_ns(iv.start_ns), unix_ns(iv.end_ns));
+                       static_cast<double>(iv.end_ns - r.measure_start_ns) / 1e9, to_string(iv.phase), s.count, s.min,
+                       s.mean, s.p50, s.p90, s.p99, s.p999, s.max, unix_ns(iv.start_ns), unix_ns(iv.end_ns));
   }
   return out;
 }

@@ -149,9 +149,10 @@ std::string header_section(const Result& r, const Analysis& a) {
     // A probe measured a foreign program: no culprit, no release of ours.
     const std::string who = r.probe ? fmt::format("pid {} ({})", r.probe->pid, r.probe->comm) : "the target";
     o += fmt::format("<header>\n<h1>shootdown probe: {}</h1>\n", escape(who));
-    o += fmt::format("<p class=\"sub\">a probe thread on CPU {} inside the program felt its shootdowns · {} · run {}</p>\n",
-                     escape(format_cpulist(p.victim_cpus)), escape(r.started_at.empty() ? "time unknown" : r.started_at),
-                     escape(r.run_id.empty() ? "-" : r.run_id));
+    o += fmt::format(
+        "<p class=\"sub\">a probe thread on CPU {} inside the program felt its shootdowns · {} · run {}</p>\n",
+        escape(format_cpulist(p.victim_cpus)), escape(r.started_at.empty() ? "time unknown" : r.started_at),
+        escape(r.run_id.empty() ? "-" : r.run_id));
   } else {
     o += fmt::format("<header>\n<h1>shootdown: {} of {} ({} pages)</h1>\n", escape(strategy_name(p.release)),
                      escape(format_size(p.chunk_size)), escape(page_mode_name(p.pages)));
@@ -176,8 +177,8 @@ std::string header_section(const Result& r, const Analysis& a) {
       seen += fmt::format("{}pid {} {} ({}, {} samples)", seen.empty() ? "" : "; ", x.pid, x.comm,
                           probe_fate_name(x.fate), x.samples);
     if (!seen.empty()) o += fact("processes seen", seen);
-    o += fact("probe", fmt::format("{} of writes per timed sample, arena {}", format_size(p.batch),
-                                   format_size(p.chunk_size)));
+    o += fact("probe",
+              fmt::format("{} of writes per timed sample, arena {}", format_size(p.batch), format_size(p.chunk_size)));
     if (r.measure_end_ns > r.measure_start_ns)
       o += fact("probed", dur(static_cast<double>(r.measure_end_ns - r.measure_start_ns)));
   } else {
@@ -203,7 +204,7 @@ std::string header_section(const Result& r, const Analysis& a) {
     o += fact("report interval", p.report_every_ns > 0 ? dur(static_cast<double>(p.report_every_ns)) + " of wall time"
                                                        : format_size(p.report_every) + " of victim writes");
     std::string trig = p.trigger == Trigger::kAfter ? "after " + dur(static_cast<double>(p.trigger_after_ns))
-                                                   : std::string(trigger_name(p.trigger));
+                                                    : std::string(trigger_name(p.trigger));
     o += fact("trigger", trig);
     if (p.repeat > 1)
       o += fact("repeat", fmt::format("{} releases every {}", p.repeat, dur(static_cast<double>(p.every_ns))));
@@ -253,9 +254,10 @@ std::string header_section(const Result& r, const Analysis& a) {
 // probe: who sent the shootdowns (the target's call sites, blame's report).
 std::string callsites_section(const BlameReport& b) {
   std::string o = "<section id=\"callsites\">\n<h2>Who sent them</h2>\n";
-  o += fmt::format("<p>{} shootdowns initiated by the target's threads ({} process{}, {} flush IPIs); the "
-                   "call sites, as <code>shootdown blame</code> names them:</p>\n",
-                   b.flushes, b.processes, b.processes == 1 ? "" : "es", b.ipis);
+  o += fmt::format(
+      "<p>{} shootdowns initiated by the target's threads ({} process{}, {} flush IPIs); the "
+      "call sites, as <code>shootdown blame</code> names them:</p>\n",
+      b.flushes, b.processes, b.processes == 1 ? "" : "es", b.ipis);
   if (b.sites.empty()) return o + "<p>None while probed.</p>\n</section>\n";
   o += "<table class=\"callsites\"><tr><th>#</th><th>call site</th><th>cause</th><th>flushes</th><th>IPIs</th>"
        "<th>advice</th></tr>\n";
@@ -263,8 +265,8 @@ std::string callsites_section(const BlameReport& b) {
     const CallSite& c = b.sites[i];
     o += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{} ({:.0f} %)</td><td>{}</td><td>{}</td></tr>\n", i + 1,
                      escape(c.stack), escape(c.syscall.empty() ? "unknown" : c.syscall), c.flushes,
-                     b.flushes ? 100.0 * static_cast<double>(c.flushes) / static_cast<double>(b.flushes) : 0.0,
-                     c.ipis, escape(c.advice));
+                     b.flushes ? 100.0 * static_cast<double>(c.flushes) / static_cast<double>(b.flushes) : 0.0, c.ipis,
+                     escape(c.advice));
   }
   return o + "</table>\n</section>\n";
 }
@@ -281,19 +283,22 @@ std::string meaning_section(const Result& r, const Analysis& a, const Attributio
   const Plan& p = r.plan;
   std::vector<std::string> s;
   if (p.release == ReleaseStrategy::kProbe) {
-    s.push_back(fmt::format("A probe thread inside {} measured it for {}: every shootdown below was sent by the "
-                            "program's own threads (their call sites: shootdown blame, or blame.json next to this "
-                            "report); with no release of ours, every sample is in the baseline phase.",
-                            r.probe ? fmt::format("pid {} ({})", r.probe->pid, r.probe->comm) : "the program",
-                            dur(static_cast<double>(r.measure_end_ns - r.measure_start_ns))));
+    s.push_back(
+        fmt::format("A probe thread inside {} measured it for {}: every shootdown below was sent by the "
+                    "program's own threads (their call sites: shootdown blame, or blame.json next to this "
+                    "report); with no release of ours, every sample is in the baseline phase.",
+                    r.probe ? fmt::format("pid {} ({})", r.probe->pid, r.probe->comm) : "the program",
+                    dur(static_cast<double>(r.measure_end_ns - r.measure_start_ns))));
   } else if (r.releases.empty()) {
     s.push_back("No release was performed, so every sample is baseline.");
   } else if (r.releases.size() == 1) {
-    s.push_back(fmt::format("{} of {} on CPU {} took {}.", strategy_name(p.release), released_what(p.release, p.chunk_size, p.pace()),
-                            p.culprit_cpu, dur(static_cast<double>(r.releases[0].duration_ns()))));
+    s.push_back(fmt::format("{} of {} on CPU {} took {}.", strategy_name(p.release),
+                            released_what(p.release, p.chunk_size, p.pace()), p.culprit_cpu,
+                            dur(static_cast<double>(r.releases[0].duration_ns()))));
   } else {
     s.push_back(fmt::format("{} releases ({} of {} each) on CPU {} took {} at the median, {} at most.",
-                            r.releases.size(), strategy_name(p.release), released_what(p.release, p.chunk_size, p.pace()), p.culprit_cpu,
+                            r.releases.size(), strategy_name(p.release),
+                            released_what(p.release, p.chunk_size, p.pace()), p.culprit_cpu,
                             dur(a.release_duration.p50), dur(a.release_duration.max)));
   }
   for (const auto& rel : r.releases)
@@ -879,8 +884,8 @@ std::string stalls_section(const Result& r, const Analysis& a, const Attribution
           va.cpu);
       o += "<tr><th></th><th>count</th><th>p50</th><th>p90</th><th>max</th><th>total</th></tr>\n";
       auto row = [&](const char* name, const Quantiles& q) {
-        o += fmt::format("<tr><th>{}</th><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n", name,
-                         q.count, escape(dur(static_cast<double>(q.p50))), escape(dur(static_cast<double>(q.p90))),
+        o += fmt::format("<tr><th>{}</th><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n", name, q.count,
+                         escape(dur(static_cast<double>(q.p50))), escape(dur(static_cast<double>(q.p90))),
                          escape(dur(static_cast<double>(q.max))),
                          q.total < 0 ? std::string("-") : escape(dur(static_cast<double>(q.total))));
       };

@@ -3,7 +3,6 @@
 
 #include <cmath>
 
-
 #include "sink/blame_out.hpp"
 
 #include <algorithm>
@@ -291,16 +290,16 @@ json attribution_json(const Result& r, const Analysis& a) {
             {"release_on_cpu", on_cpu},
             {"label_runs", runs}};
     if (v.tlb_counted >= 0)
-      jv["tlb_accounting"] = {{"counted", v.tlb_counted},
-                              {"traced_remote", v.tlb_traced_remote},
-                              {"traced_wrong_cpu", v.tlb_traced_wrong_cpu},
-                              {"lazy_tlb", v.tlb_lazy},
-                              {"counted_not_traced", v.tlb_untraced},
-                              {"traced_beyond_count", v.tlb_traced_beyond},
-                              {"local_wrong_cpu", v.tlb_local_wrong_cpu},
-                              {"local_flush_runs", v.tlb_local_flush_runs < 0 ? json(nullptr)
-                                                                               : json(v.tlb_local_flush_runs)},
-                              {"rule", v.tlb_untraced_rule}};
+      jv["tlb_accounting"] = {
+          {"counted", v.tlb_counted},
+          {"traced_remote", v.tlb_traced_remote},
+          {"traced_wrong_cpu", v.tlb_traced_wrong_cpu},
+          {"lazy_tlb", v.tlb_lazy},
+          {"counted_not_traced", v.tlb_untraced},
+          {"traced_beyond_count", v.tlb_traced_beyond},
+          {"local_wrong_cpu", v.tlb_local_wrong_cpu},
+          {"local_flush_runs", v.tlb_local_flush_runs < 0 ? json(nullptr) : json(v.tlb_local_flush_runs)},
+          {"rule", v.tlb_untraced_rule}};
     if (i < a.clean_victims.size()) {
       json ph;
       for (const auto& ps : a.clean_victims[i].phases) ph[to_string(ps.phase)] = phase_json(ps);
@@ -450,7 +449,8 @@ json result_json(const Result& r, const Analysis& a) {
   j["raw_windows"] = raw_windows(r);
   json cs = json::array();
   for (const auto& c : r.counters)
-    cs.push_back({{"cpu", c.cpu}, {"role", to_string(c.role)}, {"tlb", c.tlb}, {"cal", c.cal}, {"loc", c.loc}, {"res", c.res}});
+    cs.push_back(
+        {{"cpu", c.cpu}, {"role", to_string(c.role)}, {"tlb", c.tlb}, {"cal", c.cal}, {"loc", c.loc}, {"res", c.res}});
   j["interrupts"] = {{"source", "/proc/interrupts"},
                      {"start_ns", r.interrupts_start_ns},
                      {"span_ns", r.interrupts_span_ns},

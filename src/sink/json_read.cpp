@@ -213,7 +213,7 @@ Plan read_plan(const Node& n) {
   p.stall_threshold_ns = n["stall_threshold_ns"].i64();
   p.stall_factor = n["stall_factor"].f64();
   p.mlock = n["mlock"].boolean();
-  if (n.has("rt")) p.rt = n["rt"].boolean();  // added within schema 1: optional
+  if (n.has("rt")) p.rt = n["rt"].boolean();                            // added within schema 1: optional
   if (n.has("memory_limit")) p.memory_limit = n["memory_limit"].i64();  // added within schema 1: optional
   if (p.memory_limit < 0) fail(join(n.path(), "memory_limit"), "must not be negative");
   p.numa_node = n["numa_node"].i32();
@@ -355,7 +355,8 @@ void read_events_table(const Node& n, Result& r) {
     const auto lists = n["cpumasks"].strings();
     for (std::size_t k = 0; k < lists.size(); ++k) {
       std::string why;
-      auto cpus = lists[k].empty() ? std::optional<std::vector<int>>(std::vector<int>{}) : parse_cpulist(lists[k], &why);
+      auto cpus =
+          lists[k].empty() ? std::optional<std::vector<int>>(std::vector<int>{}) : parse_cpulist(lists[k], &why);
       if (!cpus) fail(join(n["cpumasks"].path(), k), "not a CPU list: " + why);
       r.trace.cpumasks.push_back(CpuMask::of(*cpus));
     }
@@ -674,7 +675,8 @@ LoadedResult result_from_json(std::string_view text) {
     const Node p = root["process"];
     r.own_pid = p["pid"].i32();
     const Node th = p["threads"];
-    for (std::size_t i = 0; i < th.array_size(); ++i) r.own_threads.emplace_back(th[i]["tid"].i32(), th[i]["role"].str());
+    for (std::size_t i = 0; i < th.array_size(); ++i)
+      r.own_threads.emplace_back(th[i]["tid"].i32(), th[i]["role"].str());
   }
   a.release_duration = read_summary(root["release_duration_ns"]);
   read_victims(root["victims"], a);

@@ -11,8 +11,8 @@ namespace {
 constexpr const char* kSeriesNote = "at most --series named, the rest in \"other\".";
 
 nlohmann::json process_json(const MonitorProcess& p, bool waited) {
-  nlohmann::json o = {{"pid", p.pid},           {"comm", p.comm},         {"cgroup", p.cgroup},
-                      {"flushes", p.flushes},   {"received", p.received}, {"handler_ns", p.handler_ns}};
+  nlohmann::json o = {{"pid", p.pid},         {"comm", p.comm},         {"cgroup", p.cgroup},
+                      {"flushes", p.flushes}, {"received", p.received}, {"handler_ns", p.handler_ns}};
   if (waited) o["wait_ns"] = p.wait_ns;
   return o;
 }
@@ -22,23 +22,32 @@ void append_attrib_families(const MonitorTotals& t, std::vector<prom::Family>& o
   if (!t.attributed) return;
   prom::Family proc{"shootdown_process_initiated_total",
                     std::string("TLB shootdowns initiated (tlb_flush reason 4, remote IPI send) by a process's "
-                                "threads since the monitor started; ") + kSeriesNote,
+                                "threads since the monitor started; ") +
+                        kSeriesNote,
                     "counter",
                     {}};
   prom::Family pwait{"shootdown_process_caused_wait_seconds_total",
                      std::string("Time a process's threads waited for their remote TLB flushes (tlb_flush reason 4 "
-                                 "to the return of native_flush_tlb_multi) since the monitor started; ") + kSeriesNote,
-                     "counter", {}, 9};
+                                 "to the return of native_flush_tlb_multi) since the monitor started; ") +
+                         kSeriesNote,
+                     "counter",
+                     {},
+                     9};
   prom::Family phandler{"shootdown_process_suffered_seconds_total",
                         std::string("Time CPUs spent in TLB shootdown IPI handlers (call-function interrupt entry to "
                                     "exit) while they interrupted a process's threads, since the monitor started; ") +
                             kSeriesNote,
-                        "counter", {}, 9};
+                        "counter",
+                        {},
+                        9};
   prom::Family pinf{"shootdown_process_inflicted_seconds_total",
                     std::string("Time the targets of a process's remote TLB flushes spent running flush_tlb_func for "
                                 "them (csd_function_entry to exit, linked to the sender by its csd) since the monitor "
-                                "started; ") + kSeriesNote,
-                    "counter", {}, 9};
+                                "started; ") +
+                        kSeriesNote,
+                    "counter",
+                    {},
+                    9};
   auto add_process = [&](const MonitorProcess& p) {
     const std::string pid = p.pid >= 0 ? std::to_string(p.pid) : kOtherSeries;
     std::vector<std::pair<std::string, std::string>> labels{{"pid", pid}, {"comm", p.comm}, {"cgroup", p.cgroup}};
@@ -51,30 +60,44 @@ void append_attrib_families(const MonitorTotals& t, std::vector<prom::Family>& o
   add_process(t.process_other);
   prom::Family ini{"shootdown_cgroup_initiated_total",
                    std::string("TLB shootdowns initiated (tlb_flush reason 4) by tasks of a cgroup v2 path since the "
-                               "monitor started; ") + kSeriesNote,
+                               "monitor started; ") +
+                       kSeriesNote,
                    "counter",
                    {}};
   prom::Family rec{"shootdown_cgroup_received_total",
                    std::string("TLB shootdown flushes (tlb_flush reason 1) that interrupted a task of a cgroup v2 "
-                               "path since the monitor started (\"(idle)\": no task); ") + kSeriesNote,
+                               "path since the monitor started (\"(idle)\": no task); ") +
+                       kSeriesNote,
                    "counter",
                    {}};
   prom::Family cwait{"shootdown_cgroup_caused_wait_seconds_total",
                      std::string("Time tasks of a cgroup v2 path waited for their remote TLB flushes since the "
-                                 "monitor started; ") + kSeriesNote,
-                     "counter", {}, 9};
+                                 "monitor started; ") +
+                         kSeriesNote,
+                     "counter",
+                     {},
+                     9};
   prom::Family chandler{"shootdown_cgroup_suffered_seconds_total",
                         std::string("Time CPUs spent in TLB shootdown IPI handlers while they interrupted a task of a "
-                                    "cgroup v2 path since the monitor started (\"(idle)\": no task); ") + kSeriesNote,
-                        "counter", {}, 9};
+                                    "cgroup v2 path since the monitor started (\"(idle)\": no task); ") +
+                            kSeriesNote,
+                        "counter",
+                        {},
+                        9};
   prom::Family cinf{"shootdown_cgroup_inflicted_seconds_total",
                     std::string("Time the targets of remote TLB flushes by tasks of a cgroup v2 path spent running "
-                                "flush_tlb_func for them (csd link) since the monitor started; ") + kSeriesNote,
-                    "counter", {}, 9};
+                                "flush_tlb_func for them (csd link) since the monitor started; ") +
+                        kSeriesNote,
+                    "counter",
+                    {},
+                    9};
   prom::Family cinfo{"shootdown_cgroup_inflicted_other_seconds_total",
                      std::string("The part of shootdown_cgroup_inflicted_seconds_total that ran while the target CPU "
-                                 "ran a task of another cgroup (the cost one service puts on others); ") + kSeriesNote,
-                     "counter", {}, 9};
+                                 "ran a task of another cgroup (the cost one service puts on others); ") +
+                         kSeriesNote,
+                     "counter",
+                     {},
+                     9};
   auto add = [&](const MonitorCgroup& c) {
     ini.samples.push_back({{{"cgroup", c.path}}, c.initiated});
     rec.samples.push_back({{{"cgroup", c.path}}, c.received});
@@ -96,8 +119,11 @@ void append_attrib_families(const MonitorTotals& t, std::vector<prom::Family>& o
     // estimate then counts the overhead more than once).
     prom::Family est{"shootdown_cgroup_estimated_stall_seconds_total",
                      "ESTIMATE of the time tasks of a cgroup v2 path stalled from TLB shootdown IPIs since the monitor "
-                     "started: " + t.stall_model->describe() + "; " + kSeriesNote,
-                     "counter", {}, 9};
+                     "started: " +
+                         t.stall_model->describe() + "; " + kSeriesNote,
+                     "counter",
+                     {},
+                     9};
     auto add_est = [&](const MonitorCgroup& c) {
       est.samples.push_back({{{"cgroup", c.path}}, t.stall_model->estimate_ns(c.handler_ns, c.received)});
     };
@@ -125,7 +151,8 @@ void append_attrib_points(const MonitorInterval& iv, const std::string& host, st
     if (iv.timed) {
       p.integer("handler_ns", c.handler_ns);
       if (iv.wait_unmeasured.empty()) p.integer("wait_ns", c.wait_ns);
-      if (iv.unlinked.empty()) p.integer("inflicted_ns", c.inflicted_ns).integer("inflicted_other_ns", c.inflicted_other_ns);
+      if (iv.unlinked.empty())
+        p.integer("inflicted_ns", c.inflicted_ns).integer("inflicted_other_ns", c.inflicted_other_ns);
     }
     p.field("interval_s", iv.seconds);
     p.timestamp_ns = iv.wall_ns;

@@ -39,15 +39,20 @@ std::vector<prom::Family> monitor_families(const MonitorTotals& t) {
                      "Time per CPU in call-function IPI handlers that ran a TLB shootdown flush (interrupt entry to "
                      "exit) since the monitor started; reason remote_wrong_cpu: the handler's only flush was for an "
                      "mm the CPU no longer ran (another process's flush, 6.14+).",
-                     "counter", {}, 9};
+                     "counter",
+                     {},
+                     9};
       prom::Family hn{"shootdown_ipi_handler_interrupts_total",
                       "Call-function IPIs per CPU that ran a TLB shootdown flush since the monitor started (reason as "
                       "in shootdown_ipi_handler_seconds_total).",
-                      "counter", {}};
+                      "counter",
+                      {}};
       prom::Family w{"shootdown_flush_wait_seconds_total",
                      "Time initiators on a CPU waited for remote TLB flushes (tlb_flush reason 4 to the return of "
                      "native_flush_tlb_multi) since the monitor started.",
-                     "counter", {}, 9};
+                     "counter",
+                     {},
+                     9};
       for (const auto& c : t.cpus) {
         const std::string cpu = std::to_string(c.cpu);
         h.samples.push_back({{{"cpu", cpu}, {"reason", "remote_shootdown"}}, c.handler_ns});
@@ -62,10 +67,14 @@ std::vector<prom::Family> monitor_families(const MonitorTotals& t) {
       if (t.stall_model) {
         prom::Family e{"shootdown_estimated_stall_seconds_total",
                        "ESTIMATE of the time threads on a CPU stalled from TLB shootdown IPIs since the monitor "
-                       "started: " + t.stall_model->describe() + ".",
-                       "counter", {}, 9};
+                       "started: " +
+                           t.stall_model->describe() + ".",
+                       "counter",
+                       {},
+                       9};
         for (const auto& c : t.cpus)
-          e.samples.push_back({{{"cpu", std::to_string(c.cpu)}}, t.stall_model->estimate_ns(c.handler_ns, c.handler_irqs)});
+          e.samples.push_back(
+              {{{"cpu", std::to_string(c.cpu)}}, t.stall_model->estimate_ns(c.handler_ns, c.handler_irqs)});
         fam.push_back(std::move(e));
       }
     }
@@ -217,18 +226,20 @@ std::string format_monitor_lines(const MonitorInterval& iv, const std::string& c
     const bool waited = iv.wait_unmeasured.empty();
     for (const auto& c : iv.cpus)
       if (c.handler_irqs > 0 || c.waits > 0)
-        out += fmt::format("{:<8}  cpu {} shootdown IPI handlers {} in {}{}{}\n", clock, c.cpu,
-                           format_duration_ns(c.handler_ns), c.handler_irqs,
-                           iv.stall_model ? fmt::format(", est. stall {}", format_duration_ns(iv.stall_model->estimate_ns(
-                                                                               c.handler_ns, c.handler_irqs)))
-                                          : "",
-                           waited ? fmt::format("; initiators here waited {}", format_duration_ns(c.wait_ns)) : "");
+        out += fmt::format(
+            "{:<8}  cpu {} shootdown IPI handlers {} in {}{}{}\n", clock, c.cpu, format_duration_ns(c.handler_ns),
+            c.handler_irqs,
+            iv.stall_model ? fmt::format(", est. stall {}",
+                                         format_duration_ns(iv.stall_model->estimate_ns(c.handler_ns, c.handler_irqs)))
+                           : "",
+            waited ? fmt::format("; initiators here waited {}", format_duration_ns(c.wait_ns)) : "");
   }
   if (iv.trace)
     for (const auto& t : iv.top)
-      out += fmt::format("{:<8}  top pid {} comm {} sends {}/s{}{}\n", clock, t.pid, t.comm, per_s(t.flushes, iv.seconds),
-                         iv.timed && iv.wait_unmeasured.empty() ? " waited " + format_duration_ns(t.wait_ns) : "",
-                         iv.timed && iv.unlinked.empty() ? " inflicted " + format_duration_ns(t.inflicted_ns) : "");
+      out +=
+          fmt::format("{:<8}  top pid {} comm {} sends {}/s{}{}\n", clock, t.pid, t.comm, per_s(t.flushes, iv.seconds),
+                      iv.timed && iv.wait_unmeasured.empty() ? " waited " + format_duration_ns(t.wait_ns) : "",
+                      iv.timed && iv.unlinked.empty() ? " inflicted " + format_duration_ns(t.inflicted_ns) : "");
   if (iv.timed)
     for (const auto& t : iv.hurt)
       out += fmt::format("{:<8}  hurt pid {} comm {} handlers {}\n", clock, t.pid, t.comm,
@@ -255,13 +266,13 @@ std::string format_monitor_screen(const MonitorInterval& iv, const std::string& 
   const bool waited = iv.timed && iv.wait_unmeasured.empty();
   if (iv.timed) {
     out += "\nTime this interval: shootdown IPI handlers (suffered), initiators' wait (caused)\n";
-    out += fmt::format("{:>4} {:>10} {:>8} {:>11} {:>10} {:>8}\n", "CPU", "HANDLERS", "IRQS", "EST.STALL", "WAIT", "WAITS");
+    out += fmt::format("{:>4} {:>10} {:>8} {:>11} {:>10} {:>8}\n", "CPU", "HANDLERS", "IRQS", "EST.STALL", "WAIT",
+                       "WAITS");
     for (const auto& c : iv.cpus)
-      out += fmt::format("{:>4} {:>10} {:>8} {:>11} {:>10} {:>8}\n", c.cpu, format_duration_ns(c.handler_ns),
-                         c.handler_irqs,
-                         iv.stall_model ? format_duration_ns(iv.stall_model->estimate_ns(c.handler_ns, c.handler_irqs))
-                                        : "-",
-                         waited ? format_duration_ns(c.wait_ns) : "-", waited ? std::to_string(c.waits) : "-");
+      out += fmt::format(
+          "{:>4} {:>10} {:>8} {:>11} {:>10} {:>8}\n", c.cpu, format_duration_ns(c.handler_ns), c.handler_irqs,
+          iv.stall_model ? format_duration_ns(iv.stall_model->estimate_ns(c.handler_ns, c.handler_irqs)) : "-",
+          waited ? format_duration_ns(c.wait_ns) : "-", waited ? std::to_string(c.waits) : "-");
     if (!waited) out += "wait not measured: " + iv.wait_unmeasured.substr(0, 58) + "\n";
     if (!iv.stall_model) out += "stall not estimated: no calibration (--calibrate-from a run's DIR)\n";
   }

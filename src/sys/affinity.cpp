@@ -36,7 +36,8 @@ PreferredNode::PreferredNode(int node) {
     return;
   }
   unsigned long mask[sizeof(old_mask_) / sizeof(unsigned long)] = {};
-  mask[static_cast<unsigned>(node) / (8 * sizeof(unsigned long))] = 1UL << (static_cast<unsigned>(node) % (8 * sizeof(unsigned long)));
+  mask[static_cast<unsigned>(node) / (8 * sizeof(unsigned long))] =
+      1UL << (static_cast<unsigned>(node) % (8 * sizeof(unsigned long)));
   if (syscall(SYS_set_mempolicy, MPOL_PREFERRED, mask, kMaxNode) != 0) {
     why_ = std::string("set_mempolicy: ") + std::strerror(errno);
     return;

@@ -107,10 +107,10 @@ std::string open_variant(bpf_object*& obj, const Variant& want, int only_tgid, s
   bpf_program* p = nullptr;
   bpf_object__for_each_program(p, obj) {
     const std::string name = bpf_program__name(p);
-    const bool mine = name == "wait_end_fexit"        ? want.fexit
-                      : name.rfind("link_", 0) == 0 ? want.csd
-                                                    : name.size() > 4 &&
-                                                          name.compare(name.size() - 4, 4, want.suffix) == 0;
+    const bool mine = name == "wait_end_fexit" ? want.fexit
+                      : name.rfind("link_", 0) == 0
+                          ? want.csd
+                          : name.size() > 4 && name.compare(name.size() - 4, 4, want.suffix) == 0;
     bpf_program__set_autoload(p, mine);
     if (mine) progs.push_back(p);
   }
@@ -165,8 +165,7 @@ std::string load_attach(bpf_object* obj, const std::vector<bpf_program*>& progs,
 
 }  // namespace
 
-std::unique_ptr<BpfFlushCounter> BpfFlushCounter::open(int only_tgid, std::uint64_t flush_tlb_func,
-                                                       std::string* why) {
+std::unique_ptr<BpfFlushCounter> BpfFlushCounter::open(int only_tgid, std::uint64_t flush_tlb_func, std::string* why) {
   std::string last;
   g_last_line = &last;
   libbpf_set_print(keep_last_line);
@@ -183,7 +182,7 @@ std::unique_ptr<BpfFlushCounter> BpfFlushCounter::open(int only_tgid, std::uint6
   // tracepoints (6.5+), and the fexit that ends the initiators' wait where
   // the kernel allows it (BTF, trampolines, not locked down); else the csd
   // link ends the wait; else it is not measured.
-  const Variant variants[] = {{"_btf", true, true},  {"_btf", true, false}, {"_btf", false, true},
+  const Variant variants[] = {{"_btf", true, true},   {"_btf", true, false}, {"_btf", false, true},
                               {"_btf", false, false}, {"_raw", false, true}, {"_raw", false, false}};
   std::string btf_failure, fexit_failure, csd_failure, both_failure;
   for (const Variant& want : variants) {
@@ -202,7 +201,9 @@ std::unique_ptr<BpfFlushCounter> BpfFlushCounter::open(int only_tgid, std::uint6
       im.attach_point = im.attach_point.substr(0, im.attach_point.find('/'));
       im.wait_method = want.fexit ? "fexit" : want.csd ? "csd" : "";
       const std::string fexit_why = fexit_failure.empty() ? "the kernel has no BTF" : fexit_failure;
-      const std::string csd_why = !csd_failure.empty() ? csd_failure : !both_failure.empty() ? both_failure : "not loaded";
+      const std::string csd_why = !csd_failure.empty()    ? csd_failure
+                                  : !both_failure.empty() ? both_failure
+                                                          : "not loaded";
       if (!want.fexit && !want.csd)
         im.wait_unmeasured = fmt::format("fexit/native_flush_tlb_multi: {}; csd tracepoints: {}", fexit_why, csd_why);
       if (!want.csd) im.unlinked = "no csd tracepoints to link a receiver to its sender (" + csd_why + ")";
@@ -291,9 +292,9 @@ std::vector<BpfCpuTime> BpfFlushCounter::read_times() const {
   std::vector<BpfCpuTime> out(static_cast<std::size_t>(im.ncpus));
   std::vector<std::uint64_t> v(static_cast<std::size_t>(im.ncpus));
   // flush_count.bpf.c T_* slots 0..6 (4: not read).
-  std::int64_t BpfCpuTime::*slots[] = {&BpfCpuTime::handler_ns, &BpfCpuTime::handler_irqs, &BpfCpuTime::wait_ns,
-                                       &BpfCpuTime::waits,      nullptr,                     &BpfCpuTime::wrong_ns,
-                                       &BpfCpuTime::wrong_irqs};
+  std::int64_t BpfCpuTime::*slots[] = {
+      &BpfCpuTime::handler_ns, &BpfCpuTime::handler_irqs, &BpfCpuTime::wait_ns, &BpfCpuTime::waits, nullptr,
+      &BpfCpuTime::wrong_ns,   &BpfCpuTime::wrong_irqs};
   for (std::uint32_t i = 0; i < 7; ++i) {
     if (!slots[i] || bpf_map_lookup_elem(im.times_fd, &i, v.data()) != 0) continue;
     for (std::size_t cpu = 0; cpu < v.size(); ++cpu) out[cpu].*slots[i] = static_cast<std::int64_t>(v[cpu]);
@@ -301,13 +302,21 @@ std::vector<BpfCpuTime> BpfFlushCounter::read_times() const {
   return out;
 }
 
-const std::string& BpfFlushCounter::attach_point() const { return impl_->attach_point; }
+const std::string& BpfFlushCounter::attach_point() const {
+  return impl_->attach_point;
+}
 
-const std::string& BpfFlushCounter::wait_method() const { return impl_->wait_method; }
+const std::string& BpfFlushCounter::wait_method() const {
+  return impl_->wait_method;
+}
 
-const std::string& BpfFlushCounter::wait_unmeasured() const { return impl_->wait_unmeasured; }
+const std::string& BpfFlushCounter::wait_unmeasured() const {
+  return impl_->wait_unmeasured;
+}
 
-const std::string& BpfFlushCounter::unlinked() const { return impl_->unlinked; }
+const std::string& BpfFlushCounter::unlinked() const {
+  return impl_->unlinked;
+}
 
 void BpfFlushCounter::erase(int tgid) {
   for (std::uint32_t reason : {1u, 4u}) {

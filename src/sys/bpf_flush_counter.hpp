@@ -24,14 +24,14 @@
 namespace shootdown::sys {
 
 struct BpfTaskCount {
-  int tgid = 0;      // 0: the idle task (reason 1 only)
-  int reason = 0;    // 1 (received: the interrupted task) or 4 (initiated)
-  std::int64_t count = 0;       // cumulative since open()
-  std::int64_t ns = 0;          // reason 1: handler time suffered; 4: wait in native_flush_tlb_multi
+  int tgid = 0;                         // 0: the idle task (reason 1 only)
+  int reason = 0;                       // 1 (received: the interrupted task) or 4 (initiated)
+  std::int64_t count = 0;               // cumulative since open()
+  std::int64_t ns = 0;                  // reason 1: handler time suffered; 4: wait in native_flush_tlb_multi
   std::int64_t inflicted_ns = 0;        // reason 4, csd link: its targets' flush_tlb_func time
   std::int64_t inflicted_other_ns = 0;  // ... on tasks of another cgroup
-  std::uint64_t cgroup_id = 0;  // cgroup v2 id of the process when first counted (0: unknown)
-  std::string comm;             // the comm of the thread counted first ("" unknown)
+  std::uint64_t cgroup_id = 0;          // cgroup v2 id of the process when first counted (0: unknown)
+  std::string comm;                     // the comm of the thread counted first ("" unknown)
 };
 
 // Per CPU, cumulative since open().
@@ -40,7 +40,7 @@ struct BpfCpuTime {
   std::int64_t handler_irqs = 0;  // those interrupts
   std::int64_t wait_ns = 0;       // initiators' wait in native_flush_tlb_multi on this CPU
   std::int64_t waits = 0;
-  std::int64_t wrong_ns = 0;    // handlers whose only flush was reason 5 (an mm no longer loaded)
+  std::int64_t wrong_ns = 0;  // handlers whose only flush was reason 5 (an mm no longer loaded)
   std::int64_t wrong_irqs = 0;
 };
 

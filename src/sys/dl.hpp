@@ -28,7 +28,7 @@ class SharedLibrary {
   // out or threads it started may still exist.
   ~SharedLibrary() = default;
 
-  void* symbol(const char* name) const;  // nullptr when the library lacks it
+  void* symbol(const char* name) const;              // nullptr when the library lacks it
   const std::string& path() const { return path_; }  // the file the loader chose (realpath)
 
  private:

@@ -45,8 +45,9 @@ struct MountInfo {
 };
 std::vector<MountInfo> parse_mountinfo(const std::string& text);
 
-std::optional<CgroupMemory> parse_cgroup_memory(const std::string& proc_cgroup, const std::string& mountinfo,
-                                                const std::function<std::optional<std::string>(const std::string&)>& read);
+std::optional<CgroupMemory> parse_cgroup_memory(
+    const std::string& proc_cgroup, const std::string& mountinfo,
+    const std::function<std::optional<std::string>(const std::string&)>& read);
 std::optional<CgroupMemory> read_cgroup_memory();
 
 // The process's resident set from /proc/self/statm, read into a buffer made

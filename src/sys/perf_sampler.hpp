@@ -60,16 +60,16 @@ struct SampledStack {
 struct SampledFlush {  // tlb_flush reason 4
   std::int64_t mono_ns = 0;
   int cpu = -1, pid = 0, tid = 0;
-  std::int64_t pages = 0;  // -1 = all
+  std::int64_t pages = 0;   // -1 = all
   std::uint32_t stack = 0;  // index into SamplerData::stacks
 };
 
 struct SampledIpi {
   std::int64_t mono_ns = 0;
   int cpu = -1, pid = 0, tid = 0;
-  bool single = false;        // ipi_send_cpu
-  bool queued = false;        // csd:csd_queue_cpu (callback = the function queued)
-  CpuMask targets;            // target CPUs (any number)
+  bool single = false;  // ipi_send_cpu
+  bool queued = false;  // csd:csd_queue_cpu (callback = the function queued)
+  CpuMask targets;      // target CPUs (any number)
   std::uint64_t callsite = 0, callback = 0;
 };
 

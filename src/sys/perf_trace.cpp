@@ -162,9 +162,10 @@ struct Tracer::Impl {
   }
 
   std::string mask_note() const {
-    return fmt::format("cpumasks: {} ipi_send_cpumask event(s) kept only CPUs 0-63 of their targets (more than {} "
-                       "distinct target sets)",
-                       masks_dropped, kMaxMasks);
+    return fmt::format(
+        "cpumasks: {} ipi_send_cpumask event(s) kept only CPUs 0-63 of their targets (more than {} "
+        "distinct target sets)",
+        masks_dropped, kMaxMasks);
   }
 
   std::thread reader;
@@ -458,8 +459,9 @@ void Tracer::take_events_between(std::span<const std::pair<std::int64_t, std::in
   std::lock_guard<std::mutex> lk(im.mu);
   im.events.remove_if([&](const KernelEvent& e) {
     // The last range starting at or before the event holds it, if any does.
-    auto it = std::upper_bound(ranges.begin(), ranges.end(), e.mono_ns,
-                               [](std::int64_t t, const std::pair<std::int64_t, std::int64_t>& r) { return t < r.first; });
+    auto it =
+        std::upper_bound(ranges.begin(), ranges.end(), e.mono_ns,
+                         [](std::int64_t t, const std::pair<std::int64_t, std::int64_t>& r) { return t < r.first; });
     if (it == ranges.begin() || e.mono_ns >= std::prev(it)->second) return false;
     each(e);
     return true;

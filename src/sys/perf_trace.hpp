@@ -88,8 +88,8 @@ class Tracer {
   // The interned target sets of ipi_send_cpumask events beyond CPU 63
   // (KernelEvent::cpumask indexes them; indices stay valid across takes).
   std::vector<CpuMask> cpumasks() const;
-  CpuMask cpumask(int index) const;  // empty when out of range
-  std::string cpumask_note() const;  // "" unless some sets were not kept (KernelTrace::missing)
+  CpuMask cpumask(int index) const;                     // empty when out of range
+  std::string cpumask_note() const;                     // "" unless some sets were not kept (KernelTrace::missing)
   Callchain callchain(int index) const;                 // symbolized
   std::string symbolize(std::uint64_t addr) const;      // "func+0xoff" or "0x..."
   std::string function_name(std::uint64_t addr) const;  // "func" or ""

@@ -70,7 +70,9 @@ bool eh_sections(Elf* elf, EhSection& hdr, EhSection& eh) {
     if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS) continue;
     const char* name = elf_strptr(elf, shstrndx, sh.sh_name);
     if (!name) continue;
-    EhSection* into = std::strcmp(name, ".eh_frame_hdr") == 0 ? &hdr : std::strcmp(name, ".eh_frame") == 0 ? &eh : nullptr;
+    EhSection* into = std::strcmp(name, ".eh_frame_hdr") == 0 ? &hdr
+                      : std::strcmp(name, ".eh_frame") == 0   ? &eh
+                                                              : nullptr;
     if (!into) continue;
     Elf_Data* d = elf_getdata(scn, nullptr);
     if (!d || !d->d_buf) continue;
@@ -131,7 +133,7 @@ struct UserSymbols::Impl {
     for (const auto& [start, m] : p.maps)
       if (m.path != kAnonExec)
         text += fmt::format("{:x}-{:x} {} {:08x} {:02x}:{:02x} {} {}\n", start, m.end, m.perms, m.pgoff, m.maj, m.min,
-                          m.ino, m.path);
+                            m.ino, m.path);
     if (text.empty()) return nullptr;
     p.dwfl = dwfl_begin(&kCallbacks);
     if (!p.dwfl) return nullptr;

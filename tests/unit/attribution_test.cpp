@@ -396,9 +396,9 @@ TEST(Attribution, AFlushOfOursOutsideTheReleaseCallsIsNamedNotTheStrategys) {
   for (auto& x : e)
     if (x.cpu == 1) x.tid = 4243;  // the victim thread
   KernelTrace t = make_trace(e);
-  t.callchains.push_back(Callchain{{1, 2, 3, 4},
-                                   {"native_flush_tlb_multi+0x7f", "flush_tlb_mm_range+0x12a", "ptep_clear_flush+0x3c",
-                                    "do_wp_page+0x2e1"}});
+  t.callchains.push_back(Callchain{
+      {1, 2, 3, 4},
+      {"native_flush_tlb_multi+0x7f", "flush_tlb_mm_range+0x12a", "ptep_clear_flush+0x3c", "do_wp_page+0x2e1"}});
   AttributionOptions o;
   o.releases = {{v.span_start(590), v.span_end(620)}};
   o.own_pid = 4242;
@@ -416,8 +416,8 @@ TEST(Attribution, AFlushOfOursOutsideTheReleaseCallsIsNamedNotTheStrategys) {
   EXPECT_EQ(f.cpu, 0);
   EXPECT_EQ(f.pages, 1);
   EXPECT_EQ(f.cause, "kernel (do_wp_page)");
-  EXPECT_EQ(f.kernel_path,
-            (std::vector<std::string>{"native_flush_tlb_multi", "flush_tlb_mm_range", "ptep_clear_flush", "do_wp_page"}));
+  EXPECT_EQ(f.kernel_path, (std::vector<std::string>{"native_flush_tlb_multi", "flush_tlb_mm_range", "ptep_clear_flush",
+                                                     "do_wp_page"}));
   // Without the process (a probe, or a result from before): no split.
   const Attribution plain = attribute({v}, t, AttributionOptions{});
   EXPECT_EQ(plain.victims.at(0).shootdowns_outside_releases, 0);
@@ -681,7 +681,8 @@ TEST(AttributionOffCpu, FlushRequestsCountOnlyWhileTheVictimRan) {
   e.push_back(sw(t0 + 300'000, 1, 77, 500));  // off 300..400 us
   e.push_back(sw(t0 + 400'000, 1, 500, 77));
   // Release 1 (on CPU): 3 requests, 1 delivered (a paravirtual flush took two).
-  for (std::int64_t t : {110'000, 112'000, 114'000}) e.push_back(ev(t0 + t, 0, EventType::kTlbFlush, kTlbRemoteSendIpi));
+  for (std::int64_t t : {110'000, 112'000, 114'000})
+    e.push_back(ev(t0 + t, 0, EventType::kTlbFlush, kTlbRemoteSendIpi));
   e.push_back(ev(t0 + 112'500, 1, EventType::kTlbFlush, kTlbRemoteShootdown));
   // Release 2 (victim switched out): not counted.
   e.push_back(ev(t0 + 325'000, 0, EventType::kTlbFlush, kTlbRemoteSendIpi));
@@ -754,8 +755,7 @@ TEST(AttributionOffCpu, AReleaseWhoseRawWindowWasFoldedIsUnknown) {
                 {v.span_start(190), v.span_end(195)}};
   const Attribution at = attribute({p}, t, o);
   const auto& a = at.victims.at(0);
-  EXPECT_EQ(a.release_on_cpu,
-            (std::vector<std::optional<bool>>{std::nullopt, true, std::nullopt, std::nullopt, true}));
+  EXPECT_EQ(a.release_on_cpu, (std::vector<std::optional<bool>>{std::nullopt, true, std::nullopt, std::nullopt, true}));
   EXPECT_EQ(a.releases_on_cpu, 2);
 }
 
@@ -794,8 +794,8 @@ TEST(FoldedEvents, CountsAndTlbAccountingAsIfKept) {
   r.counters = {CpuCounters{1, CpuRole::kVictim, 700, 0, 0, 0}, CpuCounters{2, CpuRole::kVictim, 50, 0, 0, 0}};
   // Events every 1 us over the span on CPUs 0..2, blocks of six per CPU: a
   // tlb_flush inside a call-function interrupt and one outside, reasons 0..5.
-  const EventType types[] = {EventType::kLocalTimerEntry, EventType::kCallFunctionEntry, EventType::kTlbFlush,
-                             EventType::kCallFunctionExit,  EventType::kSchedSwitch,       EventType::kTlbFlush};
+  const EventType types[] = {EventType::kLocalTimerEntry,  EventType::kCallFunctionEntry, EventType::kTlbFlush,
+                             EventType::kCallFunctionExit, EventType::kSchedSwitch,       EventType::kTlbFlush};
   for (std::int64_t i = 0; i < 9000; ++i) {
     KernelEvent e;
     e.mono_ns = 500 + i * 1000;  // the first one before the span: never folded

@@ -132,17 +132,16 @@ TEST(Blame, Folded) {
 // is gone from the chain (do_syscall_64 -> vm_mmap_pgoff): named from its body,
 // not "kernel (entry_SYSCALL_64_after_hwframe)".
 TEST(Blame, SyscallFromItsBodyWhenTheWrapperIsInlined) {
-  const std::vector<std::string> jvm_uncommit = {"native_flush_tlb_multi", "flush_tlb_mm_range",
-                                                 "tlb_flush_mmu_tlbonly", "tlb_finish_mmu",
-                                                 "__mmap_region",          "do_mmap",
-                                                 "vm_mmap_pgoff",          "do_syscall_64",
-                                                 "entry_SYSCALL_64_after_hwframe"};
+  const std::vector<std::string> jvm_uncommit = {
+      "native_flush_tlb_multi", "flush_tlb_mm_range", "tlb_flush_mmu_tlbonly",
+      "tlb_finish_mmu",         "__mmap_region",      "do_mmap",
+      "vm_mmap_pgoff",          "do_syscall_64",      "entry_SYSCALL_64_after_hwframe"};
   EXPECT_EQ(syscall_from_kernel(jvm_uncommit), "mmap");
   EXPECT_NE(advice_for("mmap", {"__mmap", "os::pd_uncommit_memory", "G1PageBasedVirtualSpace::uncommit"}).find("-Xms"),
             std::string::npos);
   EXPECT_NE(advice_for("mmap", {"Pool::release"}).find("MAP_FIXED"), std::string::npos);
-  EXPECT_EQ(syscall_from_kernel({"flush_tlb_mm_range", "change_protection", "mprotect_fixup", "do_mprotect_pkey",
-                                 "do_syscall_64"}),
+  EXPECT_EQ(syscall_from_kernel(
+                {"flush_tlb_mm_range", "change_protection", "mprotect_fixup", "do_mprotect_pkey", "do_syscall_64"}),
             "mprotect");
   EXPECT_EQ(syscall_from_kernel({"flush_tlb_mm_range", "do_vmi_munmap", "move_vma", "do_mremap", "do_syscall_64"}),
             "mremap");

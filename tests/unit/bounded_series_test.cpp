@@ -44,7 +44,7 @@ TEST(BoundedSeries, HeavyHitterTakesTheWeakestSlot) {
   EXPECT_FALSE(s.has("b"));
   EXPECT_TRUE(s.has("a"));
   EXPECT_EQ(other, 3);
-  EXPECT_EQ(s.other()[0], 3);  // the counts before the promotion stay in other: series only grow
+  EXPECT_EQ(s.other()[0], 3);                // the counts before the promotion stay in other: series only grow
   EXPECT_EQ(s.find("heavy")->counts[0], 7);  // the promoting count starts the new series
   // Every total is conserved across slots, evicted series aside.
   EXPECT_EQ(s.find("a")->counts[0] + s.find("heavy")->counts[0] + s.other()[0], 110);
@@ -163,12 +163,12 @@ TEST(MonitorAttribution, TimeCausedAndSufferedPerProcessAndCgroup) {
     return TaskInfo{"p" + std::to_string(pid), pid == 42 ? "/batch.slice" : "/trading.slice"};
   };
   a.add(4, 42, 3, 9000, 0, lookup, 2400, 800);  // pid 42 sent 3 flushes, waited 9 us; they ran 2.4 us on targets
-                                                 // (0.8 us of it on another cgroup's tasks)
-  a.add(1, 7, 2, 0, 1, lookup);         // its IPIs interrupted pid 7 twice ...
-  a.add(1, 7, 0, 5000, 2, lookup, 99, 99);  // ... for 5 us of handler time; inflicted is a sender's only
-  a.add(1, 0, 1, 100, 3, lookup);       // and the idle task once
-  a.add(2, 7, 10, 10, 4, lookup);       // local flush: neither caused nor suffered
-  a.add(4, 0, 1, 1, 5, lookup);         // the idle task sends nothing
+                                                // (0.8 us of it on another cgroup's tasks)
+  a.add(1, 7, 2, 0, 1, lookup);                 // its IPIs interrupted pid 7 twice ...
+  a.add(1, 7, 0, 5000, 2, lookup, 99, 99);      // ... for 5 us of handler time; inflicted is a sender's only
+  a.add(1, 0, 1, 100, 3, lookup);               // and the idle task once
+  a.add(2, 7, 10, 10, 4, lookup);               // local flush: neither caused nor suffered
+  a.add(4, 0, 1, 1, 5, lookup);                 // the idle task sends nothing
   MonitorTotals t;
   a.fill(t);
   ASSERT_EQ(t.processes.size(), 2u);

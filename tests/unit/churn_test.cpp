@@ -57,7 +57,8 @@ TEST(Churn, ConfParsing) {
   std::string why;
   EXPECT_TRUE(parse_allocator_conf(ReleaseStrategy::kGlibcMalloc, "", &out, &why));
   EXPECT_TRUE(out.empty());
-  ASSERT_TRUE(parse_allocator_conf(ReleaseStrategy::kGlibcMalloc, "M_TRIM_THRESHOLD=0,M_MMAP_THRESHOLD=4096", &out, &why));
+  ASSERT_TRUE(
+      parse_allocator_conf(ReleaseStrategy::kGlibcMalloc, "M_TRIM_THRESHOLD=0,M_MMAP_THRESHOLD=4096", &out, &why));
   ASSERT_EQ(out.size(), 2u);
   EXPECT_EQ(out[1].name, "M_MMAP_THRESHOLD");
   EXPECT_EQ(out[1].value, "4096");
@@ -86,7 +87,7 @@ TEST(ReleaseCost, PerGib) {
   m.rss_before = 900LL << 20;
   m.rss_settled = (900LL << 20) - (448LL << 20);
   m.kept_bytes = memory_kept_bytes(m.released_bytes, m.rss_before, m.rss_settled);
-  EXPECT_EQ(m.kept_bytes, 64LL << 20);  // 512 MiB released, RSS fell by 448 MiB
+  EXPECT_EQ(m.kept_bytes, 64LL << 20);             // 512 MiB released, RSS fell by 448 MiB
   EXPECT_EQ(memory_kept_bytes(100, 500, 300), 0);  // RSS fell by more (other memory went too): 0, not negative
   EXPECT_EQ(memory_kept_bytes(100, -1, 300), -1);
   r.memory = m;

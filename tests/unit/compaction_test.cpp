@@ -14,7 +14,8 @@ namespace {
 // Ten blocks of 100 ticks: [0,100), [100,200), ...
 std::vector<TickRange> blocks(int n) {
   std::vector<TickRange> b;
-  for (int i = 0; i < n; ++i) b.push_back({static_cast<std::uint64_t>(i) * 100, static_cast<std::uint64_t>(i + 1) * 100});
+  for (int i = 0; i < n; ++i)
+    b.push_back({static_cast<std::uint64_t>(i) * 100, static_cast<std::uint64_t>(i + 1) * 100});
   return b;
 }
 
@@ -109,7 +110,8 @@ TEST(ChooseFold, ClosedWindowsKeepASmallerMarginThanTheFirstBaseline) {
   EXPECT_EQ(choose_fold(later, r), 0u) << "block 4 (400..500): 10 from the windows, not 150";
   r.final = true;
   std::vector<TickRange> at_end(b.begin() + 2, b.end());
-  EXPECT_EQ(choose_fold(at_end, r), 2u) << "after the run the first baseline (blocks 2-3) and block 5 stay; block 4 goes";
+  EXPECT_EQ(choose_fold(at_end, r), 2u)
+      << "after the run the first baseline (blocks 2-3) and block 5 stay; block 4 goes";
 }
 
 TEST(ChooseFold, AfterTheRunTheLastReleasesAfterPhaseStaysRaw) {

@@ -92,11 +92,12 @@ TEST(Doctor, TunedPassesEverything) {
 TEST(Doctor, UntunedWarns) {
   auto m = by_name(run_doctor_checks(facts_of("untuned"), {0, 1}));
   const std::map<std::string, DoctorStatus> want = {
-      {"cpus", P},        {"isolcpus", W},    {"nohz_full", W},     {"rcu_nocbs", W},  {"smt", W},
-      {"thp", W},         {"cpuidle", W},     {"cpufreq", W},       {"irqbalance", W}, {"irq_affinity", W},
-      {"numa", W},        {"clocksource", W}, {"invariant_tsc", P}, {"pcid", W},       {"pti", W},
-      {"mitigations", W}, {"watchdogs", W},   {"stat_interval", W}, {"vm", W},         {"pv_tlb_flush", W},
-      {"tracing", W},     {"memlock", W},     {"hugepages", W},     {"tlb_broadcast", P},  // INVLPGB, PTI on
+      {"cpus", P},          {"isolcpus", W},      {"nohz_full", W}, {"rcu_nocbs", W},
+      {"smt", W},           {"thp", W},           {"cpuidle", W},   {"cpufreq", W},
+      {"irqbalance", W},    {"irq_affinity", W},  {"numa", W},      {"clocksource", W},
+      {"invariant_tsc", P}, {"pcid", W},          {"pti", W},       {"mitigations", W},
+      {"watchdogs", W},     {"stat_interval", W}, {"vm", W},        {"pv_tlb_flush", W},
+      {"tracing", W},       {"memlock", W},       {"hugepages", W}, {"tlb_broadcast", P},  // INVLPGB, PTI on
   };
   EXPECT_EQ(m, want);
 }
@@ -110,7 +111,7 @@ TEST(Doctor, BrokenFails) {
   EXPECT_EQ(m["invariant_tsc"], F);
   EXPECT_EQ(m["tracing"], F);
   EXPECT_EQ(m["pcid"], W);
-  EXPECT_EQ(m["pti"], P);  // "Vulnerable": no PTI cost on flushes
+  EXPECT_EQ(m["pti"], P);            // "Vulnerable": no PTI cost on flushes
   EXPECT_EQ(m["tlb_broadcast"], W);  // 7.3, INVLPGB in the CPU, no PTI
   EXPECT_EQ(m["memlock"], W);
   EXPECT_NE(find(v, "cpus").found.find("cpu 1 not online"), std::string::npos);
@@ -135,7 +136,8 @@ TEST(DoctorFacts, ReadsTheBroadcastFlushFacts) {
   EXPECT_EQ(t.kernel_rar, std::optional<bool>(false));
   EXPECT_EQ(facts_of("untuned").kernel_rar, std::optional<bool>(true));
   EXPECT_FALSE(b.kernel_rar.has_value());
-  EXPECT_EQ(check_broadcast_flush(t).found, "no INVLPGB in this CPU, no Intel RAR in this kernel: remote flushes are IPIs");
+  EXPECT_EQ(check_broadcast_flush(t).found,
+            "no INVLPGB in this CPU, no Intel RAR in this kernel: remote flushes are IPIs");
 }
 
 // Each way a remote flush can go without an IPI, and each thing that turns
@@ -200,7 +202,8 @@ TEST(Doctor, BroadcastFlushFromFixtures) {
     g.cpu_flags.insert("rar");
   });
   EXPECT_EQ(rar_cpu.status, W);
-  EXPECT_EQ(rar_cpu.found, "Intel RAR remote flush on (kernel 7.9.0-1-amd64 carries RAR code, its BTF names it; CPU flag rar)");
+  EXPECT_EQ(rar_cpu.found,
+            "Intel RAR remote flush on (kernel 7.9.0-1-amd64 carries RAR code, its BTF names it; CPU flag rar)");
   EXPECT_NE(flushes_without_ipis_note(rar_cpu).find("Intel RAR"), std::string::npos);
   const DoctorFinding rar_maybe = intel([](DoctorFacts& g) { g.kernel_rar = true; });
   EXPECT_EQ(rar_maybe.status, W);

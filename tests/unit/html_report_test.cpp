@@ -304,9 +304,9 @@ TEST(HtmlReport, ConsoleJsonAndHtmlStateTheSameFacts) {
       const double recall = 100 * v["shootdowns"]["recall"].get<double>();
       ASSERT_GT(recv, 0);
       EXPECT_NE(con.find(fmt::format("victim cpu{} (", v["cpu"].get<int>())), std::string::npos);
-      EXPECT_NE(con.find(fmt::format("shootdown IPIs: {} received (kernel), {} in samples ({:.1f}%)", recv, matched,
-                                     recall)),
-                std::string::npos)
+      EXPECT_NE(
+          con.find(fmt::format("shootdown IPIs: {} received (kernel), {} in samples ({:.1f}%)", recv, matched, recall)),
+          std::string::npos)
           << con;
       EXPECT_NE(h.find(fmt::format("shootdowns received (kernel count) {}, matched to a victim sample {} (recall "
                                    "{:.1f}%)",

@@ -113,9 +113,9 @@ TEST(TracerLive, SeesMembarrierIpisWithMonotonicTimestamps) {
 
 TEST(BpfFlushCounter, TaskTableMemoryBoundedByCpuCount) {
   EXPECT_EQ(shootdown::sys::task_slots(2), 8192u);
-  EXPECT_EQ(shootdown::sys::task_slots(64), 8192u);     // 8192 x (64 + 1024) bytes = 8.5 MiB
-  EXPECT_EQ(shootdown::sys::task_slots(512), 2032u);    // 2032 x (64 + 8192) bytes < 16 MiB
-  EXPECT_EQ(shootdown::sys::task_slots(8192), 256u);    // the floor
+  EXPECT_EQ(shootdown::sys::task_slots(64), 8192u);   // 8192 x (64 + 1024) bytes = 8.5 MiB
+  EXPECT_EQ(shootdown::sys::task_slots(512), 2032u);  // 2032 x (64 + 8192) bytes < 16 MiB
+  EXPECT_EQ(shootdown::sys::task_slots(8192), 256u);  // the floor
   for (int n : {1, 8, 72, 128, 256, 512, 1024})
     EXPECT_LE(static_cast<std::uint64_t>(shootdown::sys::task_slots(n)) * (64 + 16 * static_cast<std::uint64_t>(n)),
               16ULL << 20)

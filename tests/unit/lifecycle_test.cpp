@@ -39,10 +39,11 @@ TEST(StrategyTable, NamesRoundTripAndListsComeFromTheTable) {
   EXPECT_EQ(run_strategy_list(),
             "free, munmap, madvise-dontneed, madvise-free, mprotect, madvise-ranges, process-madvise, paced, chunked, "
             "glibc-malloc, jemalloc, tcmalloc, mimalloc, reuse, membarrier");
-  EXPECT_EQ(run_strategy_help(),
-            "free, munmap, madvise-dontneed, madvise-free, mprotect, madvise-ranges, process-madvise, paced, chunked, "
-            "glibc-malloc (allocator), jemalloc (allocator), tcmalloc (allocator), mimalloc (allocator), reuse (control), "
-            "membarrier (IPI validation)");
+  EXPECT_EQ(
+      run_strategy_help(),
+      "free, munmap, madvise-dontneed, madvise-free, mprotect, madvise-ranges, process-madvise, paced, chunked, "
+      "glibc-malloc (allocator), jemalloc (allocator), tcmalloc (allocator), mimalloc (allocator), reuse (control), "
+      "membarrier (IPI validation)");
   EXPECT_EQ(compare_arm_list(Workload::kMemory),
             "free, munmap, madvise-dontneed, madvise-free, mprotect, madvise-ranges, process-madvise, paced, chunked, "
             "glibc-malloc, jemalloc, tcmalloc, mimalloc, reuse");

@@ -22,8 +22,8 @@ struct Ring {
   std::atomic<bool> stop{false};
   BatchRecorder rec;
   explicit Ring(std::size_t cap, bool drained)
-      : data(cap),
-        rec{data.data(), cap, overflow.data(), overflow.size(), &published, drained ? &consumed : nullptr, &stop} {}
+      : data(cap), rec{data.data(), cap, overflow.data(), overflow.size(), &published, drained ? &consumed : nullptr,
+                       &stop} {}
 };
 
 TEST(BatchRecorder, UndrainedRingEndsWhenFilledOnce) {
@@ -37,11 +37,11 @@ TEST(BatchRecorder, UndrainedRingEndsWhenFilledOnce) {
 TEST(BatchRecorder, DrainedRingWrapsAndStopsOnlyWhenTheDrainerFallsBehind) {
   Ring r(8, true);
   for (int i = 0; i < 7; ++i) ASSERT_FALSE(r.rec.end_batch()) << i;
-  r.consumed.store(5);  // the drainer copied 5: 5 more slots are free
-  ASSERT_FALSE(r.rec.end_batch());  // n = 8: the limit is re-read (5 + 8 = 13)
-  EXPECT_EQ(r.rec.pos, 0u);         // wrapped
+  r.consumed.store(5);                                               // the drainer copied 5: 5 more slots are free
+  ASSERT_FALSE(r.rec.end_batch());                                   // n = 8: the limit is re-read (5 + 8 = 13)
+  EXPECT_EQ(r.rec.pos, 0u);                                          // wrapped
   for (int i = 0; i < 4; ++i) ASSERT_FALSE(r.rec.end_batch()) << i;  // n = 12
-  EXPECT_TRUE(r.rec.end_batch());  // n = 13: unread samples would be overwritten next
+  EXPECT_TRUE(r.rec.end_batch());                                    // n = 13: unread samples would be overwritten next
   EXPECT_EQ(r.rec.n, 13u);
   EXPECT_EQ(r.published.load(), 13u);
 }
@@ -155,7 +155,8 @@ TEST(SampleStore, DropsABlockFromTheMiddleAndReusesItsSlot) {
   EXPECT_EQ(s.held_blocks()[2].block, 3u);
   EXPECT_EQ(s.held_blocks()[2].slot, slot1);
   EXPECT_EQ(s.first(), 0u);
-  for (std::size_t i : {std::size_t{0}, B - 1, 2 * B, 3 * B - 1, 3 * B, 4 * B - 1}) EXPECT_EQ(s[i], static_cast<std::uint32_t>(i)) << i;
+  for (std::size_t i : {std::size_t{0}, B - 1, 2 * B, 3 * B - 1, 3 * B, 4 * B - 1})
+    EXPECT_EQ(s[i], static_cast<std::uint32_t>(i)) << i;
 }
 
 }  // namespace

@@ -215,8 +215,9 @@ TEST(Sink, VerdictSaysBroadcastFlushesSendNoIpi) {
   a.verdict = make_verdict(r, a);
   ASSERT_TRUE(a.verdict.victims[0].broadcast_flush);
   const std::string line = sink::verdict_lines(r, a)[0];
-  EXPECT_NE(line.find("; this CPU and kernel flush remote TLBs by AMD INVLPGB broadcast (shootdown doctor: tlb_broadcast)"),
-            std::string::npos)
+  EXPECT_NE(
+      line.find("; this CPU and kernel flush remote TLBs by AMD INVLPGB broadcast (shootdown doctor: tlb_broadcast)"),
+      std::string::npos)
       << line;
   EXPECT_NE(line.find("TLBSYNC"), std::string::npos);
   EXPECT_EQ(nlohmann::json::parse(sink::result_to_string(r, a))["summary"]["victims"][0]["broadcast_flush"], true);
@@ -274,9 +275,7 @@ TEST(Sink, AtomicStreamPublishesWholeOrNothing) {
   const auto dir = std::filesystem::temp_directory_path() / ("sd-stream-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string path = (dir / "trace.txt").string();
-  {
-    std::ofstream(path) << "old\n";
-  }
+  { std::ofstream(path) << "old\n"; }
   auto read_all = [](const std::string& p) {
     std::ifstream in(p);
     return std::string(std::istreambuf_iterator<char>(in), {});

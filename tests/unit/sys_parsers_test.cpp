@@ -148,7 +148,8 @@ TEST(CgroupMemory, V2TakesTheLowestMaxUpToTheMountRoot) {
   // No memory controller enabled (no memory.current): nothing to say.
   EXPECT_FALSE(parse_cgroup_memory(cg, mi, files({})).has_value());
   // A cgroup outside the mount's root (another namespace): not ours to read.
-  EXPECT_FALSE(parse_cgroup_memory("0::/elsewhere\n", mi, files({{"/sys/fs/cgroup/memory.current", "1\n"}})).has_value());
+  EXPECT_FALSE(
+      parse_cgroup_memory("0::/elsewhere\n", mi, files({{"/sys/fs/cgroup/memory.current", "1\n"}})).has_value());
   // Nothing mounted.
   EXPECT_FALSE(parse_cgroup_memory(cg, "", files({})).has_value());
 }
