@@ -70,6 +70,7 @@ class Checks:
         self.rows = []  # dicts: kernel topology case check ok value
 
     def add(self, kernel, topo, case, check, ok, value):
+        value = " ".join(str(value).split())  # one line: a table cell
         self.rows.append(dict(kernel=kernel, topology=topo, case=case, check=check, ok=bool(ok), value=value))
         print(f"{'PASS' if ok else 'FAIL'}  {kernel:<28} {topo:<10} {case:<22} {check:<26} {value}")
 
@@ -580,7 +581,8 @@ def check_probe(c, k, t, case, d):
     rc = read(os.path.join(d, "rc")).strip()
     res = load(os.path.join(d, "probe.json"))
     c.add(k, t, case, "probe exits 0", rc == "0" and isinstance(res, list) and len(res) > 0,
-          f"rc={rc}, {len(res) if isinstance(res, list) else 0} results, {read(os.path.join(d, 'stderr'))[-200:]}")
+          f"rc={rc}, {len(res) if isinstance(res, list) else 0} results"
+          + ("" if rc == "0" else ", " + read(os.path.join(d, "stderr"))[-200:]))
     if not isinstance(res, list) or not res:
         return
     procs = res[0].get("probe", {}).get("processes", [])
