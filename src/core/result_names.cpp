@@ -19,18 +19,26 @@ constexpr std::array<std::pair<ProbeFate, std::string_view>, 8> kFates{{
     {ProbeFate::kNoCpu, "no-probe-cpu"},
     {ProbeFate::kGone, "probe-gone"},
 }};
+template <class E, std::size_t N>
+std::string_view name_in(const std::array<std::pair<E, std::string_view>, N>& table, E e) {
+  for (const auto& [k, n] : table)
+    if (k == e) return n;
+  return "unknown";
+}
+template <class E, std::size_t N>
+std::optional<E> parse_in(const std::array<std::pair<E, std::string_view>, N>& table, std::string_view s) {
+  for (const auto& [k, n] : table)
+    if (n == s) return k;
+  return std::nullopt;
+}
 }  // namespace
 
 std::string_view probe_fate_name(ProbeFate f) {
-  for (const auto& [k, n] : kFates)
-    if (k == f) return n;
-  return "unknown";
+  return name_in(kFates, f);
 }
 
 std::optional<ProbeFate> parse_probe_fate(std::string_view s) {
-  for (const auto& [k, n] : kFates)
-    if (n == s) return k;
-  return std::nullopt;
+  return parse_in(kFates, s);
 }
 
 namespace {
@@ -47,18 +55,6 @@ constexpr std::array<std::pair<TraceMode, std::string_view>, 6> kTraceModes{{
     {TraceMode::kBpf, "bpf"},
     {TraceMode::kRing, "ring"},
 }};
-template <class E, std::size_t N>
-std::string_view name_in(const std::array<std::pair<E, std::string_view>, N>& table, E e) {
-  for (const auto& [k, n] : table)
-    if (k == e) return n;
-  return "unknown";
-}
-template <class E, std::size_t N>
-std::optional<E> parse_in(const std::array<std::pair<E, std::string_view>, N>& table, std::string_view s) {
-  for (const auto& [k, n] : table)
-    if (n == s) return k;
-  return std::nullopt;
-}
 }  // namespace
 
 const char* to_string(CpuRole r) {
