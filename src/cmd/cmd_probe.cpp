@@ -139,7 +139,6 @@ class ProbeShm {
   sd_probe_shm* operator->() const { return shm_; }
   sd_probe_shm* get() const { return shm_; }
   sd_probe_slot& slot(int k) const { return sd_probe_slots(shm_)[k]; }
-  int nslots() const { return static_cast<int>(shm_->nslots); }
   int fd() const { return fd_; }
 
  private:

@@ -44,7 +44,7 @@ Summary summarize(const hdr::Histogram& h) {
 
 std::size_t nearest_rank_index(std::size_t n, double p) {
   const double rank = std::ceil(std::clamp(p, 0.0, 100.0) / 100.0 * static_cast<double>(n));
-  return std::clamp<std::size_t>(static_cast<std::size_t>(std::max(1.0, rank)), 1, n) - 1;
+  return std::clamp<std::size_t>(static_cast<std::size_t>(rank), 1, n) - 1;
 }
 
 double percentile_sorted(const std::vector<std::int64_t>& sorted, double p) {

@@ -4,7 +4,9 @@
 #include <dirent.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 
@@ -36,8 +38,7 @@ bool raise_fd_limit(std::uint64_t more, std::string* why) {
     return false;
   }
   const std::uint64_t need = open_fds() + more + 32;  // 32: files, sockets, the result writer
-  if (cur.rlim_cur != RLIM_INFINITY && cur.rlim_cur >= need) return true;
-  if (cur.rlim_cur == RLIM_INFINITY) return true;
+  if (cur.rlim_cur == RLIM_INFINITY || cur.rlim_cur >= need) return true;
   if (!g_saved) {
     g_original = cur;
     g_saved = true;
@@ -59,7 +60,10 @@ bool raise_fd_limit(std::uint64_t more, std::string* why) {
                " descriptors needed (ulimit -Hn; root can raise it)";
       return false;
     }
-    return want.rlim_cur >= need;
+    if (want.rlim_cur >= need) return true;
+    if (why)
+      *why = "fs.nr_open " + std::to_string(nr_open) + " below the " + std::to_string(need) + " descriptors needed";
+    return false;
   }
   if (::setrlimit(RLIMIT_NOFILE, &want) != 0) {
     if (why) *why = std::string("setrlimit(RLIMIT_NOFILE): ") + std::strerror(errno);
