@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "core/errors.hpp"
+
 namespace CLI {
 class App;
 }
@@ -22,12 +24,8 @@ inline constexpr int kExitError = 1;
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitGateFailed = 3;
 
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-struct RuntimeError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+using shootdown::RuntimeError;
+using shootdown::UsageError;
 
 struct Command {
   CLI::App* app = nullptr;

@@ -62,7 +62,7 @@ std::vector<std::uint8_t> zwrap(const std::vector<std::uint8_t>& plain) {
   return o;
 }
 
-void expect_error(const Result<Histogram>& r, const std::string& needle) {
+void expect_error(const Expected<Histogram>& r, const std::string& needle) {
   ASSERT_FALSE(r.ok()) << "expected an error containing '" << needle << "'";
   EXPECT_NE(r.error().find(needle), std::string::npos) << r.error();
 }

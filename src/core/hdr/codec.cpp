@@ -66,7 +66,7 @@ std::string hex32(std::uint32_t v) {
   return s;
 }
 
-Result<Histogram> decode_uncompressed(std::span<const std::uint8_t> bytes, const DecodeLimits& limits) {
+Expected<Histogram> decode_uncompressed(std::span<const std::uint8_t> bytes, const DecodeLimits& limits) {
   if (bytes.size() < kEncodingHeaderSize)
     return Error{"hdr decode: truncated: header needs " + std::to_string(kEncodingHeaderSize) + " bytes, got " +
                  std::to_string(bytes.size())};
@@ -141,7 +141,7 @@ Result<Histogram> decode_uncompressed(std::span<const std::uint8_t> bytes, const
   return h;
 }
 
-Result<Histogram> decode_compressed(std::span<const std::uint8_t> bytes, const DecodeLimits& limits) {
+Expected<Histogram> decode_compressed(std::span<const std::uint8_t> bytes, const DecodeLimits& limits) {
   if (bytes.size() < kCompressedHeaderSize)
     return Error{"hdr decode: truncated: compressed header needs 8 bytes, got " + std::to_string(bytes.size())};
   const auto length = static_cast<std::int32_t>(get_u32(bytes.data() + 4));
@@ -302,7 +302,7 @@ std::string base64_encode(std::span<const std::uint8_t> bytes) {
   return out;
 }
 
-Result<std::vector<std::uint8_t>> base64_decode(std::string_view text) {
+Expected<std::vector<std::uint8_t>> base64_decode(std::string_view text) {
   if (text.size() % 4 != 0)
     return Error{"bad base64: length " + std::to_string(text.size()) + " is not a multiple of 4"};
   std::size_t pad = 0;
@@ -331,7 +331,7 @@ Result<std::vector<std::uint8_t>> base64_decode(std::string_view text) {
   return out;
 }
 
-Result<Histogram> decode(std::span<const std::uint8_t> bytes, const DecodeLimits& limits) {
+Expected<Histogram> decode(std::span<const std::uint8_t> bytes, const DecodeLimits& limits) {
   if (bytes.size() < 4) return Error{"hdr decode: truncated: " + std::to_string(bytes.size()) + " bytes, no cookie"};
   const std::uint32_t base = get_u32(bytes.data()) & ~0xf0u;
   if (base == kV2CompressedEncodingCookieBase) return decode_compressed(bytes, limits);
@@ -340,7 +340,7 @@ Result<Histogram> decode(std::span<const std::uint8_t> bytes, const DecodeLimits
                hex32(kV2EncodingCookie) + " or compressed " + hex32(kV2CompressedEncodingCookie) + ")"};
 }
 
-Result<Histogram> decode_base64(std::string_view text, const DecodeLimits& limits) {
+Expected<Histogram> decode_base64(std::string_view text, const DecodeLimits& limits) {
   auto bytes = base64_decode(text);
   if (!bytes) return Error{"hdr decode: " + bytes.error()};
   return decode(bytes.value(), limits);

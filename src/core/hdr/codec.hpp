@@ -25,38 +25,15 @@
 #include <variant>
 #include <vector>
 
+#include "core/expected.hpp"
 #include "core/hdr/histogram.hpp"
 
 namespace shootdown::hdr {
 
-struct Error {
-  std::string message;
-};
-
-// C++20 has no std::expected: the value or one clear error message.
-template <typename T>
-class [[nodiscard]] Result {
- public:
-  Result(T value) : state_(std::in_place_index<0>, std::move(value)) {}      // NOLINT: implicit on purpose
-  Result(Error error) : state_(std::in_place_index<1>, std::move(error)) {}  // NOLINT
-  bool ok() const noexcept { return state_.index() == 0; }
-  explicit operator bool() const noexcept { return ok(); }
-  // Preconditions: ok() for value(), !ok() for error().
-  T& value() & { return std::get<0>(state_); }
-  const T& value() const& { return std::get<0>(state_); }
-  T&& value() && { return std::get<0>(std::move(state_)); }
-  T& operator*() & { return value(); }
-  const T& operator*() const& { return value(); }
-  T* operator->() { return &value(); }
-  const T* operator->() const { return &value(); }
-  const std::string& error() const { return std::get<1>(state_).message; }
-
- private:
-  std::variant<T, Error> state_;
-};
-
-struct Ok {};
-using Status = Result<Ok>;
+using shootdown::Error;
+using shootdown::Expected;
+using shootdown::Ok;
+using shootdown::Status;
 
 inline constexpr std::uint32_t kV2EncodingCookieBase = 0x1c849303;
 inline constexpr std::uint32_t kV2CompressedEncodingCookieBase = 0x1c849304;
@@ -83,16 +60,16 @@ std::vector<std::uint8_t> encode_compressed(const Histogram& histogram, int leve
 // RFC 4648 base64 with '=' padding (what java.util.Base64 / DatatypeConverter write).
 std::string base64_encode(std::span<const std::uint8_t> bytes);
 // Strict: rejects characters outside the alphabet, bad padding, bad length.
-Result<std::vector<std::uint8_t>> base64_decode(std::string_view text);
+Expected<std::vector<std::uint8_t>> base64_decode(std::string_view text);
 
 // Decodes a compressed or an uncompressed V2 histogram (chosen by cookie).
 // The input must be exactly one encoding: trailing bytes are an error.
 // Errors (one message each): truncated input, wrong cookie, invalid header,
 // payload longer/shorter than declared, bad zlib data, a count or zero run
 // that overflows, counts beyond the layout the header declares, limits.
-Result<Histogram> decode(std::span<const std::uint8_t> bytes, const DecodeLimits& limits = {});
+Expected<Histogram> decode(std::span<const std::uint8_t> bytes, const DecodeLimits& limits = {});
 // base64 text of a compressed (or uncompressed) encoding, as found in .hlog lines.
-Result<Histogram> decode_base64(std::string_view text, const DecodeLimits& limits = {});
+Expected<Histogram> decode_base64(std::string_view text, const DecodeLimits& limits = {});
 // Convenience for log writers: base64(encode_compressed(h, 9)).
 std::string encode_compressed_base64(const Histogram& histogram);
 

@@ -36,7 +36,7 @@ std::optional<double> header_number(std::string_view line, std::string_view key)
 
 }  // namespace
 
-Result<std::string> format_interval_line(std::string_view tag, double start_sec, double length_sec,
+Expected<std::string> format_interval_line(std::string_view tag, double start_sec, double length_sec,
                                          const Histogram& histogram, double max_value_divisor) {
   if (!valid_tag(tag))
     return Error{"hlog: tag \"" + std::string(tag) + "\" must not contain commas, spaces or line breaks"};
@@ -74,7 +74,7 @@ Status HlogWriter::add(std::string_view tag, double start_sec, double length_sec
   return Ok{};
 }
 
-Result<ParsedLog> parse_log(std::string_view text, const ReadLimits& limits) {
+Expected<ParsedLog> parse_log(std::string_view text, const ReadLimits& limits) {
   ParsedLog log;
   std::int64_t total_counts = 0;
   std::size_t line_no = 0;

@@ -61,7 +61,7 @@ class HlogWriter {
 };
 
 // One interval line, without the newline (exposed for tests and sinks).
-Result<std::string> format_interval_line(std::string_view tag, double start_sec, double length_sec,
+Expected<std::string> format_interval_line(std::string_view tag, double start_sec, double length_sec,
                                          const Histogram& histogram, double max_value_divisor);
 
 struct LogInterval {
@@ -88,6 +88,6 @@ struct ReadLimits {
 // Parses a whole log. Comment lines other than StartTime/BaseTime/
 // MaxValueDivisor, the legend and blank lines are skipped (CRLF accepted).
 // Any other malformed line is an error "line N: ...".
-Result<ParsedLog> parse_log(std::string_view text, const ReadLimits& limits = {});
+Expected<ParsedLog> parse_log(std::string_view text, const ReadLimits& limits = {});
 
 }  // namespace shootdown::hdr
