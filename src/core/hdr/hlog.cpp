@@ -37,7 +37,7 @@ std::optional<double> header_number(std::string_view line, std::string_view key)
 }  // namespace
 
 Expected<std::string> format_interval_line(std::string_view tag, double start_sec, double length_sec,
-                                         const Histogram& histogram, double max_value_divisor) {
+                                           const Histogram& histogram, double max_value_divisor) {
   if (!valid_tag(tag))
     return Error{"hlog: tag \"" + std::string(tag) + "\" must not contain commas, spaces or line breaks"};
   std::string line;

@@ -62,7 +62,7 @@ class HlogWriter {
 
 // One interval line, without the newline (exposed for tests and sinks).
 Expected<std::string> format_interval_line(std::string_view tag, double start_sec, double length_sec,
-                                         const Histogram& histogram, double max_value_divisor);
+                                           const Histogram& histogram, double max_value_divisor);
 
 struct LogInterval {
   std::string tag;       // empty: untagged
