@@ -7,7 +7,8 @@ cmake_minimum_required(VERSION 3.25)
 #   core/hdr    core/hdr
 #   core        core            (standard library only, no OS headers)
 #   sys         sys core
-#   experiment  experiment sys core
+#   experiment  experiment sys core probe  (probe_shm.h: the protocol
+#                                          the probe session speaks)
 #   sink        sink core       and none of the analysis headers that compute
 #                               (sinks format what core computed: they read
 #                               core/analysis_types.hpp, not core/analysis.hpp)
@@ -17,11 +18,14 @@ cmake_minimum_required(VERSION 3.25)
 set(allowed_core_hdr "core/hdr")
 set(allowed_core "core")
 set(allowed_sys "sys;core")
-set(allowed_experiment "experiment;sys;core")
+set(allowed_experiment "experiment;sys;core;probe")
 set(allowed_sink "sink;core")
 set(allowed_cli "cli;sys;core")
 set(allowed_cmd "cmd;cli;experiment;sink;sys;core;probe")
 set(allowed_probe "probe")
+# Standalone core headers (standard library only, no other project header)
+# every C++ layer may include: the project's error types.
+set(everywhere "core/expected.hpp;core/errors.hpp")
 # Core headers whose functions compute analysis: never included by a sink.
 set(sink_forbidden "core/analysis.hpp;core/attribution.hpp;core/event_counts.hpp;core/overhead.hpp;core/plan_warnings.hpp;core/timeline.hpp")
 # System headers core may not include (it is pure: no OS access).
@@ -49,6 +53,9 @@ foreach(layer core_hdr core sys experiment sink cli cmd probe)
             set(ok TRUE)
           endif()
         endforeach()
+        if(path IN_LIST everywhere AND NOT layer STREQUAL "probe")
+          set(ok TRUE)
+        endif()
         if(layer STREQUAL "sink" AND path IN_LIST sink_forbidden)
           set(ok FALSE)
         endif()

@@ -3,10 +3,12 @@
 // pinned victim thread lives inside it (only threads of the same mm receive
 // its shootdowns), trace kernel events with sys::Tracer meanwhile, and
 // analyse the probe's samples exactly like a run's victim.
-// plan (validate) → prepare (memfd ring, Tracer on every online CPU) → run
-// (spawn with LD_PRELOAD + SHOOTDOWN_PROBE_FD, drain the ring) → report
-// (Result → analyze → console/JSON/--out files) → restore (Tracer closes
-// its fds; the memfd goes with its last mapping).
+// Wiring: the shared memory, its samples and their bound are
+// exp::ProbeSession (experiment/probe_session.hpp).
+// plan (validate) → prepare (ProbeSession, Tracer on every online CPU) → run
+// (spawn with LD_PRELOAD + SHOOTDOWN_PROBE_FD, drain the session) → analyze
+// (one Result per measured process) → report (console/JSON/--out files) →
+// restore (Tracer closes its fds; the memfd goes with its last mapping).
 #include <CLI/CLI.hpp>
 #include <cerrno>
 #include <cstdio>
@@ -39,6 +41,7 @@
 #include "core/cpulist.hpp"
 #include "core/units.hpp"
 #include "experiment/finish.hpp"
+#include "experiment/probe_session.hpp"
 #include "probe/probe_shm.h"
 #include "sink/atomic_writer.hpp"
 #include "sink/blame_out.hpp"
@@ -64,10 +67,6 @@ namespace shootdown::cmd {
 
 namespace {
 
-// Raw samples a long probe keeps around each IPI on its CPU, and the kernel
-// events kept around raw samples when the rest fold.
-constexpr std::int64_t kProbeKeepNs = 2'000'000;
-constexpr std::int64_t kProbeEventMarginNs = 10'000'000;
 constexpr std::int64_t kProbeMemoryLeast = 64LL << 20;
 
 struct ProbeOpts {
@@ -106,46 +105,6 @@ std::string find_library() {
     if (!t.empty() && ::access(t.c_str(), R_OK) == 0) return t;
   return {};
 }
-
-// The shared slots and rings: a memfd the command inherits (no MFD_CLOEXEC:
-// the library keeps it open so the images it execs and the children it
-// starts find it), mapped here for the tool's side.
-class ProbeShm {
- public:
-  ProbeShm(std::uint32_t ncpus, std::uint32_t nslots, std::uint64_t capacity)
-      : len_(sd_probe_layout(nullptr, ncpus, nslots, capacity)) {
-    if (len_ == 0) throw RuntimeError(fmt::format("probe region for {} CPUs and {} slots: too large", ncpus, nslots));
-    // Anonymous (no name anyone can open), mode 0600, size sealed after sizing:
-    // the library refuses any fd that is not exactly this (probe.c).
-    fd_ = ::memfd_create("shootdown-probe", MFD_ALLOW_SEALING);
-    if (fd_ < 0) throw RuntimeError(fmt::format("memfd_create: {}", std::strerror(errno)));
-    if (::fchmod(fd_, 0600) != 0 || ::ftruncate(fd_, static_cast<off_t>(len_)) != 0 ||
-        ::fcntl(fd_, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)
-      throw RuntimeError(fmt::format("sizing the probe ring: {}", std::strerror(errno)));
-    void* base = ::mmap(nullptr, len_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
-    if (base == MAP_FAILED) throw RuntimeError(fmt::format("mapping the probe ring: {}", std::strerror(errno)));
-    shm_ = static_cast<sd_probe_shm*>(base);
-    shm_->ncpus = ncpus;
-    shm_->nslots = nslots;
-    shm_->capacity = capacity;
-    sd_probe_layout(shm_, ncpus, nslots, capacity);
-  }
-  ~ProbeShm() {
-    if (shm_) ::munmap(shm_, len_);
-    if (fd_ >= 0) ::close(fd_);
-  }
-  ProbeShm(const ProbeShm&) = delete;
-  ProbeShm& operator=(const ProbeShm&) = delete;
-  sd_probe_shm* operator->() const { return shm_; }
-  sd_probe_shm* get() const { return shm_; }
-  sd_probe_slot& slot(int k) const { return sd_probe_slots(shm_)[k]; }
-  int fd() const { return fd_; }
-
- private:
-  std::size_t len_;
-  int fd_ = -1;
-  sd_probe_shm* shm_ = nullptr;
-};
 
 class ProbeTool final : public Tool {
  public:
@@ -245,30 +204,20 @@ class ProbeTool final : public Tool {
   }
 
   void prepare() override {
-    nslots_ = static_cast<int>(cpus_.size()) + SD_PROBE_SPARE_SLOTS;
-    series_.assign(static_cast<std::size_t>(nslots_), Series{});
-    exited_.assign(static_cast<std::size_t>(nslots_), false);
-    shm_.emplace(static_cast<std::uint32_t>(cpus_.size()), static_cast<std::uint32_t>(nslots_), capacity_);
-    sd_probe_shm* shm = shm_->get();
-    shm->magic = SD_PROBE_MAGIC;
-    shm->version = SD_PROBE_VERSION;
-    shm->batch_pages = static_cast<std::uint32_t>(o_.batch_pages);
-    shm->arena_bytes = static_cast<std::uint64_t>(arena_pages_) * 4096;
-    shm->sched_fifo = o_.rt ? 1u : 0u;
-    for (std::size_t k = 0; k < cpus_.size(); ++k) {
-      sd_probe_cpus(shm)[k] = cpus_[k];
-      sd_probe_holders(shm)[k] = -1;
-    }
-    for (int k = 0; k < nslots_; ++k) {
-      shm_->slot(k).successor = -1;
-      shm_->slot(k).cpu = -1;
-    }
+    exp::ProbeConfig pc;
+    pc.cpus = cpus_;
+    pc.capacity = capacity_;
+    pc.batch_pages = static_cast<std::uint32_t>(o_.batch_pages);
+    pc.arena_bytes = static_cast<std::uint64_t>(arena_pages_) * 4096;
+    pc.sched_fifo = o_.rt;
+    pc.max_samples = max_samples_;
+    session_.emplace(std::move(pc));
 
     Plan& p = r_.plan;
     p.culprit_cpu = -1;
     p.victim_cpus = {cpu_};
     p.cpu_choice = !o_.cpu.empty() ? "given" : "default: the last online CPU";
-    p.chunk_size = p.chunk_size_requested = static_cast<std::int64_t>(shm->arena_bytes);
+    p.chunk_size = p.chunk_size_requested = static_cast<std::int64_t>(session_->shm().arena_bytes);
     p.batch = static_cast<std::int64_t>(o_.batch_pages) * 4096;
     // Intervals by time (10 ms, as run's default): by size (32 MiB, 16 of
     // the probe's 2 MiB batches) a 20 s probe wrote 79 k intervals and took
@@ -305,7 +254,7 @@ class ProbeTool final : public Tool {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));  // enabling tracepoints sends IPIs: let them pass
     irq0_ = sys::read_interrupts();
     first_ = sys::tsc_point();
-    events_folded_until_ = pre_.to_mono(first_.tsc);
+    session_->attach(pre_, tracer_.get(), pre_.to_mono(first_.tsc));
   }
 
   void run() override {
@@ -319,7 +268,7 @@ class ProbeTool final : public Tool {
         env.push_back(kv);
     }
     env.push_back("LD_PRELOAD=" + preload);
-    env.push_back(fmt::format("{}={}", SD_PROBE_ENV_FD, shm_->fd()));
+    env.push_back(fmt::format("{}={}", SD_PROBE_ENV_FD, session_->fd()));
     child_ = sys::ChildProcess::spawn(o_.command, env);
     std::fprintf(stderr, "shootdown probe: pid %d (%s), probe thread on cpu%s; %s\n", child_.pid(), command_.c_str(),
                  format_cpulist(cpus_).c_str(), duration_ns_ ? "for the given duration" : "until the command exits");
@@ -330,8 +279,8 @@ class ProbeTool final : public Tool {
     w.duration_ns = duration_ns_;
     w.period_ms = 5;
     w.tick = [this] {
-      drain();
-      sweep();
+      session_->drain();
+      session_->sweep();
       return false;
     };
     const StopCause cause = watch(w);
@@ -339,29 +288,16 @@ class ProbeTool final : public Tool {
       stop_reason_ = fmt::format("interrupted by signal {}", sys::StopSignals::pending());
     else if (cause == StopCause::kDuration)
       stop_reason_ = "--duration reached";
-    // The end: every probe still measuring stops at its next batch.
-    stopping_ = true;
-    sd_probe_shm* shm = shm_->get();
-    for (int k = 0; k < nslots_; ++k) {
-      sd_probe_slot& sl = shm_->slot(k);
-      std::uint32_t none = SD_PROBE_STOP_NONE;
-      __atomic_compare_exchange_n(&sl.stop, &none, std::uint32_t{SD_PROBE_STOP_TOOL}, false, __ATOMIC_ACQ_REL,
-                                  __ATOMIC_ACQUIRE);
-    }
-    for (int i = 0; i < 100 && running_probes() > 0; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-      sweep();
-    }
-    drain();
+    session_->stop_all();  // every probe still measuring stops at its next batch
     last_ = sys::tsc_point();
     irq1_ = sys::read_interrupts();
     r_.trace = tracer_->stop();
-    r_.trace.folded = std::move(folded_events_);
+    r_.trace.folded = session_->take_folded_events();
     if (sampler_) sampler_data_ = sampler_->stop();
     child_done_ = child_.done();
     child_.terminate();  // --duration or a signal: do not leave the command behind
     r_.exit_signal = sys::StopSignals::pending();
-    if (shm->claimed == 0)
+    if (session_->shm().claimed == 0)
       throw RuntimeError(
           fmt::format("the probe never started in '{}' (a static or setuid binary ignores LD_PRELOAD; so does a "
                       "program started with a cleared environment)",
@@ -369,75 +305,8 @@ class ProbeTool final : public Tool {
   }
 
   void analyze() override {
-    sd_probe_shm* shm = shm_->get();
     const sys::TscClock clock = sys::TscClock::from(first_, last_);
-    // The processes of the target in claim order.
-    std::vector<int> order;
-    for (int k = 0; k < nslots_; ++k)
-      if (shm_->slot(k).pid != 0) order.push_back(k);
-    std::sort(order.begin(), order.end(), [&](int x, int y) { return shm_->slot(x).seq < shm_->slot(y).seq; });
-    std::string failures;
-    bool any_samples = false;
-    for (int k : order) {
-      const sd_probe_slot& sl = shm_->slot(k);
-      ProbeProcess p;
-      p.pid = sl.pid;
-      p.ppid = sl.ppid;
-      p.comm = std::string(sl.comm, strnlen(sl.comm, sizeof sl.comm));
-      p.image = static_cast<int>(sl.seq);
-      p.cpu = sl.cpu;
-      const Series& se = series_[k];
-      p.samples = static_cast<std::int64_t>(se.samples());
-      if (!se.tail.empty()) p.probed_ns = clock.to_mono(se.tail.back()) - clock.to_mono(sl.start_tsc);
-      if (sl.successor >= 0 && sl.successor < nslots_) {
-        p.successor_pid = shm_->slot(sl.successor).pid;
-        const char* c = shm_->slot(sl.successor).comm;
-        p.successor_comm = std::string(c, strnlen(c, sizeof shm_->slot(sl.successor).comm));
-      }
-      p.fate = fate_of(k);
-      if (p.fate == ProbeFate::kFailed) {
-        p.error = std::string(sl.error, strnlen(sl.error, sizeof sl.error));
-        failures += fmt::format("{}pid {} ({}): {}", failures.empty() ? "" : "; ", p.pid, p.comm, p.error);
-      }
-      any_samples = any_samples || p.samples > 0;
-      processes_.push_back(p);
-      slot_of_.push_back(k);
-    }
-    if (!any_samples) {
-      // Never empty tables: say why in one line (exit 1).
-      if (!failures.empty()) throw RuntimeError("the probe failed inside the command: " + failures);
-      std::string seen;
-      for (const auto& p : processes_)
-        seen += fmt::format("{}pid {} {} ({})", seen.empty() ? "" : ", ", p.pid, p.comm, probe_fate_name(p.fate));
-      // A probe that ran for a while and completed no batch was kept off its
-      // CPU (another real-time thread spinning there, CPU isolation, ...).
-      std::string starved;
-      for (int k : order) {
-        const sd_probe_slot& sl = shm_->slot(k);
-        if (sl.cpu >= 0 && sl.start_tsc != 0 && sl.end_tsc > sl.start_tsc &&
-            clock.to_mono(sl.end_tsc) - clock.to_mono(sl.start_tsc) > 10'000'000)
-          starved = fmt::format(
-              "; the probe of pid {} ran {} on cpu{} without completing a batch: is a real-time "
-              "thread spinning there (ps -eLo cls,rtprio,psr,comm)?",
-              sl.pid, format_duration_ns(clock.to_mono(sl.end_tsc) - clock.to_mono(sl.start_tsc)), sl.cpu);
-      }
-      throw RuntimeError(fmt::format("no sample arrived from '{}' ({}; processes seen: {}){}", command_, stop_reason_,
-                                     seen.empty() ? "none" : seen, starved));
-    }
-    if (!failures.empty()) r_.warnings.push_back("the probe failed in " + failures);
-    if (shm->unslotted > 0)
-      r_.warnings.push_back(
-          fmt::format("{} more processes of the target found every one of the {} probe slots "
-                      "taken: not probed",
-                      shm->unslotted, nslots_));
-    const int status = child_.status();
-    if (!child_done_ || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      r_.complete = child_done_ && WIFEXITED(status);
-      if (!child_done_)
-        r_.incomplete_reason = stop_reason_;
-      else
-        r_.warnings.push_back("command " + child_.describe_exit());
-    }
+    collect_processes(clock);
     r_.env.tsc_hz = r_.env.tsc_hz_pre = clock.hz();
     if (irq0_ && irq1_) {
       // interrupts_start_ns stays 0: the attribution span is each probe's
@@ -450,74 +319,8 @@ class ProbeTool final : public Tool {
     exp::finish_result(r_, fo);
     // One result per process image that was measured, each analysed on its
     // own: its probe thread (tid), its CPU, its span.
-    for (std::size_t i = 0; i < processes_.size(); ++i) {
-      const ProbeProcess& p = processes_[i];
-      const int k = slot_of_[i];
-      if (p.samples == 0 || !selected(p)) continue;
-      const sd_probe_slot& sl = shm_->slot(k);
-      Result r = r_;
-      r.probe = p;
-      r.probe_seen = processes_;
-      r.plan.victim_cpus = {p.cpu};
-      if (!sl.mlocked)
-        r.warnings.push_back("probe arena/ring not mlocked (RLIMIT_MEMLOCK): page faults may show as stalls");
-      if (p.fate == ProbeFate::kOverrun)
-        r.warnings.push_back("probe ring full (the tool fell behind): measurement ended early; raise --ring");
-      Series& se = series_[k];
-      VictimSamples v;
-      v.cpu = p.cpu;
-      v.tid = sl.tid;
-      v.pages_per_batch = o_.batch_pages;
-      // A probe past its --memory-limit: the raw windows kept around IPIs,
-      // then the raw tail (partial: index[] numbers the samples).
-      const bool partial = !se.folded.empty();
-      v.start_ns = clock.to_mono(partial && !se.kept_index.empty() ? se.kept_start.front() : se.prev);
-      const std::size_t n = se.kept_index.size() + se.tail.size();
-      v.end_ns.reserve(n);
-      v.lat_ns.reserve(n);
-      if (partial) v.index.reserve(n);
-      for (std::size_t j = 0; j < se.kept_index.size(); ++j) {
-        const std::int64_t e = clock.to_mono(se.kept_end[j]);
-        v.end_ns.push_back(e);
-        v.lat_ns.push_back(e - clock.to_mono(se.kept_start[j]));
-        v.index.push_back(static_cast<std::int64_t>(se.kept_index[j]));
-      }
-      std::int64_t prev = clock.to_mono(se.prev);
-      for (std::size_t j = 0; j < se.tail.size(); ++j) {
-        const std::int64_t e = clock.to_mono(se.tail[j]);
-        v.end_ns.push_back(e);
-        v.lat_ns.push_back(e - prev);
-        if (partial) v.index.push_back(static_cast<std::int64_t>(se.tail_first + j));
-        prev = e;
-      }
-      se.tail = {};
-      r.measure_start_ns = clock.to_mono(sl.start_tsc);
-      r.measure_end_ns = v.end_ns.back();
-      r.victims.push_back(std::move(v));
-      if (irq0_ && irq1_) r.counters = exp::cpu_counters(*irq0_, *irq1_, r.plan);
-      build_intervals(r);
-      if (partial) {
-        hdr::Histogram all = make_latency_histogram();
-        for (const Interval& iv : se.folded) iv.add_to(all);
-        const Summary sum = summarize(all);
-        r.warnings.push_back(fmt::format(
-            "the probe's samples passed --memory-limit ({} raw samples at most): {} of them ({}) are kept only as {} "
-            "interval histograms (p50 {}, max {}); raw samples are kept for the last {} and within {} of each of "
-            "the {} IPIs on cpu{} in the folded stretch{}, and the attribution covers those",
-            max_samples_, se.folded_samples, format_duration_ns(se.folded.back().end_ns - se.folded.front().start_ns),
-            se.folded.size(), format_duration_ns(std::llround(sum.p50)), format_duration_ns(std::llround(sum.max)),
-            format_duration_ns(r.measure_end_ns - clock.to_mono(se.prev)), format_duration_ns(kProbeKeepNs), se.ipis,
-            p.cpu,
-            se.ipis_dropped ? fmt::format(" ({} samples near IPIs folded too: the raw windows took half the budget)",
-                                          se.ipis_dropped)
-                            : ""));
-        r.intervals.insert(r.intervals.begin(), se.folded.begin(), se.folded.end());
-        std::stable_sort(r.intervals.begin(), r.intervals.end(),
-                         [](const Interval& x, const Interval& y) { return x.start_ns < y.start_ns; });
-      }
-      Analysis a = shootdown::analyze(r);
-      results_.push_back({std::move(r), std::move(a)});
-    }
+    for (std::size_t i = 0; i < processes_.size(); ++i)
+      if (processes_[i].samples > 0 && selected(processes_[i])) analyze_process(i, clock);
     if (results_.empty()) {
       std::string seen;
       for (const auto& p : processes_)
@@ -525,16 +328,7 @@ class ProbeTool final : public Tool {
       throw RuntimeError(fmt::format("--only {}: no measured process matches (measured: {})", o_.only, seen));
     }
     r_.trace = {};
-    if (sampler_) {
-      BlameInput in = blame_input(child_.pid(), command_, sampler_data_, syms_, irq0_ ? &*irq0_ : nullptr,
-                                  irq1_ ? &*irq1_ : nullptr);
-      blame_opts_.top = 3;
-      callsites_ = blame(in, blame_opts_);
-      sampler_data_ = {};
-      BlameReport top = *callsites_;
-      if (top.sites.size() > 10) top.sites.resize(10);  // result.json keeps the top 10; blame.json has all
-      for (auto& [r, a] : results_) r.probe_callsites = top;
-    }
+    if (sampler_) add_callsites();
     // The main result (console first, result.json in --out): the process
     // probed longest.
     std::stable_sort(results_.begin(), results_.end(),
@@ -615,178 +409,71 @@ class ProbeTool final : public Tool {
     return o.empty() ? "process" : o;
   }
 
-  void drain() {
-    sd_probe_shm* shm = shm_->get();
-    for (int k = 0; k < nslots_; ++k) {
-      sd_probe_slot& sl = shm_->slot(k);
-      if (__atomic_load_n(&sl.pid, __ATOMIC_ACQUIRE) == 0) continue;
-      const std::uint64_t* ring = sd_probe_ring(shm, k);
-      const std::uint64_t count = __atomic_load_n(&sl.count, __ATOMIC_ACQUIRE);
-      std::uint64_t c = sl.consumed;
-      Series& se = series_[k];
-      if (c < count && se.samples() == 0) se.prev = sl.start_tsc;
-      for (; c < count; ++c) se.tail.push_back(ring[c % capacity_]);
-      __atomic_store_n(&sl.consumed, c, __ATOMIC_RELEASE);
+  // The processes of the target in claim order; none measured: one line
+  // saying why (exit 1), never empty tables.
+  void collect_processes(const sys::TscClock& clock) {
+    std::string failures;
+    bool any_samples = false;
+    for (int k : session_->claim_order()) {
+      ProbeProcess p = session_->process(k, clock);
+      if (p.fate == ProbeFate::kFailed)
+        failures += fmt::format("{}pid {} ({}): {}", failures.empty() ? "" : "; ", p.pid, p.comm, p.error);
+      any_samples = any_samples || p.samples > 0;
+      processes_.push_back(p);
+      slot_of_.push_back(k);
     }
-    bound();
-  }
-
-  // Past the budget: the largest tail folds its oldest 1 Mi samples, then
-  // the kernel events no raw sample needs any more are counted, not kept.
-  void bound() {
-    constexpr std::size_t kFold = std::size_t{1} << 20;
-    for (;;) {
-      std::size_t held = 0;
-      int largest = -1;
-      for (int k = 0; k < nslots_; ++k) {
-        held += series_[k].tail.size() + series_[k].kept_index.size();
-        if (largest < 0 || series_[k].tail.size() > series_[largest].tail.size()) largest = k;
-      }
-      if (held <= max_samples_ || largest < 0 || series_[largest].tail.size() < 2 * kFold) break;
-      fold(largest, kFold);
+    if (!any_samples) {
+      if (!failures.empty()) throw RuntimeError("the probe failed inside the command: " + failures);
+      std::string seen;
+      for (const auto& p : processes_)
+        seen += fmt::format("{}pid {} {} ({})", seen.empty() ? "" : ", ", p.pid, p.comm, probe_fate_name(p.fate));
+      throw RuntimeError(fmt::format("no sample arrived from '{}' ({}; processes seen: {}){}", command_, stop_reason_,
+                                     seen.empty() ? "none" : seen, session_->starved(clock)));
     }
-    fold_unheld_events();
-  }
-
-  static bool is_ipi(const KernelEvent& e) {
-    return (e.type == EventType::kTlbFlush && e.a == kTlbRemoteShootdown) || e.type == EventType::kCallFunctionEntry ||
-           e.type == EventType::kCallFunctionSingleEntry;
-  }
-
-  void fold(int k, std::size_t n) {
-    Series& se = series_[k];
-    const int cpu = shm_->slot(k).cpu;
-    const std::int64_t start = pre_.to_mono(se.prev);
-    std::vector<std::int64_t> end(n);
-    for (std::size_t i = 0; i < n; ++i) end[i] = pre_.to_mono(se.tail[i]);
-    std::vector<std::int64_t> ipis;
-    if (tracer_) tracer_->event_times(cpu, start - kProbeKeepNs, end.back() + kProbeKeepNs, is_ipi, ipis);
-    std::vector<bool> keep;
-    mark_near(start, end, ipis, kProbeKeepNs, keep);
-    se.ipis += static_cast<std::size_t>(
-        std::count_if(ipis.begin(), ipis.end(), [&](std::int64_t t) { return t >= start && t < end.back(); }));
-    hdr::Histogram h = make_latency_histogram();
-    std::uint64_t from = se.prev;
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::uint64_t to = se.tail[i];
-      // Raw windows take at most half the budget; beyond it they fold too.
-      if (keep[i] && se.kept_index.size() < max_samples_ / (2 * static_cast<std::size_t>(nslots_))) {
-        se.kept_index.push_back(se.tail_first + i);
-        se.kept_start.push_back(from);
-        se.kept_end.push_back(to);
-      } else {
-        if (keep[i]) ++se.ipis_dropped;
-        h.record(std::max<std::int64_t>(1, end[i] - (i ? end[i - 1] : start)));
-      }
-      from = to;
-    }
-    Interval iv;
-    iv.victim_cpu = cpu;
-    iv.start_ns = start;
-    iv.end_ns = end.back();
-    iv.phase = Phase::kBaseline;
-    iv.folded = true;
-    iv.set_histogram(h);
-    se.folded_samples += static_cast<std::size_t>(h.total_count());
-    se.folded.push_back(std::move(iv));
-    se.prev = se.tail[n - 1];
-    se.tail.erase(se.tail.begin(), se.tail.begin() + static_cast<std::ptrdiff_t>(n));
-    se.tail_first += n;
-  }
-
-  // Once a probe folded samples, the kernel events farther than
-  // kProbeEventMarginNs from every raw sample (each probe's raw tail and the
-  // windows kept around IPIs) are counted and dropped, up to the newest
-  // sample of the probes still running.
-  void fold_unheld_events() {
-    if (!tracer_) return;
-    bool folded_any = false;
-    std::int64_t hi = INT64_MAX, newest = INT64_MIN;
-    std::vector<std::pair<std::int64_t, std::int64_t>> kept, gaps;
-    for (int k = 0; k < nslots_; ++k) {
-      const Series& se = series_[k];
-      if (se.samples() == 0) continue;
-      folded_any = folded_any || !se.folded.empty();
-      const std::int64_t a = pre_.to_mono(se.prev), b = se.tail.empty() ? a : pre_.to_mono(se.tail.back());
-      kept.emplace_back(a, b);
-      newest = std::max(newest, b);
-      const auto st = __atomic_load_n(&shm_->slot(k).state, __ATOMIC_ACQUIRE);
-      if (st == SD_PROBE_RUNNING || st == SD_PROBE_PREPARING) hi = std::min(hi, b);
-      for (std::size_t i = 0; i < se.kept_index.size(); ++i) {
-        const std::int64_t x = pre_.to_mono(se.kept_start[i]), y = pre_.to_mono(se.kept_end[i]);
-        if (y + kProbeEventMarginNs > events_folded_until_) kept.emplace_back(x, y);
-      }
-    }
-    if (!folded_any) return;  // a probe that fits keeps every event
-    hi = (hi == INT64_MAX ? newest : hi) - kProbeEventMarginNs;
-    if (hi <= events_folded_until_) return;
-    fold_gaps(kept, events_folded_until_, hi, kProbeEventMarginNs, gaps);
-    cmd::fold_ranges(*tracer_, gaps, folded_events_);
-    events_folded_until_ = hi;
-  }
-
-  int running_probes() const {
-    int n = 0;
-    for (int k = 0; k < nslots_; ++k) {
-      const sd_probe_slot& sl = shm_->slot(k);
-      const auto st = __atomic_load_n(&sl.state, __ATOMIC_ACQUIRE);
-      n += st == SD_PROBE_RUNNING || st == SD_PROBE_PREPARING;
-    }
-    return n;
-  }
-
-  // Probe threads that vanished without saying so (the process was killed,
-  // called _exit, or exec'd into a program that ignores LD_PRELOAD) are
-  // marked gone, and the CPU they held is free for the next process.
-  void sweep() {
-    sd_probe_shm* shm = shm_->get();
-    for (int k = 0; k < nslots_; ++k) {
-      sd_probe_slot& sl = shm_->slot(k);
-      const int pid = __atomic_load_n(&sl.pid, __ATOMIC_ACQUIRE);
-      if (pid == 0) continue;
-      auto st = __atomic_load_n(&sl.state, __ATOMIC_ACQUIRE);
-      if (st == SD_PROBE_DONE && !stopping_ && !exited_[k] &&
-          __atomic_load_n(&sl.stop, __ATOMIC_ACQUIRE) != SD_PROBE_STOP_HANDOVER)
-        exited_[k] = true;  // it stopped before the tool asked: the process exited
-      if (st == SD_PROBE_RUNNING || st == SD_PROBE_PREPARING) {
-        const int tid = __atomic_load_n(&sl.tid, __ATOMIC_ACQUIRE);
-        const bool gone = tid > 0 ? !sys::thread_alive(pid, tid) : !sys::process_alive(pid);
-        if (gone) {
-          exited_[k] = !sys::process_alive(pid);  // else: alive, exec'd into a program without the probe
-          std::uint32_t expect = st;
-          __atomic_compare_exchange_n(&sl.state, &expect, std::uint32_t{SD_PROBE_GONE}, false, __ATOMIC_ACQ_REL,
-                                      __ATOMIC_ACQUIRE);
-          st = __atomic_load_n(&sl.state, __ATOMIC_ACQUIRE);
-        }
-      }
-      if (st == SD_PROBE_RUNNING || st == SD_PROBE_PREPARING || st == SD_PROBE_INIT) continue;
-      for (std::uint32_t c = 0; c < shm->ncpus; ++c) {
-        std::int32_t h = k;
-        __atomic_compare_exchange_n(&sd_probe_holders(shm)[c], &h, std::int32_t{-1}, false, __ATOMIC_ACQ_REL,
-                                    __ATOMIC_ACQUIRE);
-      }
+    if (!failures.empty()) r_.warnings.push_back("the probe failed in " + failures);
+    if (session_->shm().unslotted > 0)
+      r_.warnings.push_back(
+          fmt::format("{} more processes of the target found every one of the {} probe slots "
+                      "taken: not probed",
+                      session_->shm().unslotted, session_->slots()));
+    const int status = child_.status();
+    if (!child_done_ || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      r_.complete = child_done_ && WIFEXITED(status);
+      if (!child_done_)
+        r_.incomplete_reason = stop_reason_;
+      else
+        r_.warnings.push_back("command " + child_.describe_exit());
     }
   }
 
-  ProbeFate fate_of(int k) const {
-    const sd_probe_slot& sl = shm_->slot(k);
-    switch (sl.state) {
-      case SD_PROBE_EXECED:
-        return ProbeFate::kExeced;
-      case SD_PROBE_OVERRUN:
-        return ProbeFate::kOverrun;
-      case SD_PROBE_FAILED:
-        return ProbeFate::kFailed;
-      case SD_PROBE_NO_CPU:
-        return ProbeFate::kNoCpu;
-      case SD_PROBE_GONE:
-        return exited_[k] ? ProbeFate::kExited : ProbeFate::kGone;
-      case SD_PROBE_DONE:
-        if (sl.stop == SD_PROBE_STOP_HANDOVER) return ProbeFate::kHandedOver;
-        return exited_[k] ? ProbeFate::kExited : ProbeFate::kUntilEnd;
-      default:
-        return ProbeFate::kGone;
-    }
+  // Process i's own result: what all share, its samples, its analysis.
+  void analyze_process(std::size_t i, const sys::TscClock& clock) {
+    const ProbeProcess& p = processes_[i];
+    const int k = slot_of_[i];
+    Result r = r_;
+    r.probe = p;
+    r.probe_seen = processes_;
+    r.plan.victim_cpus = {p.cpu};
+    if (!session_->slot(k).mlocked)
+      r.warnings.push_back("probe arena/ring not mlocked (RLIMIT_MEMLOCK): page faults may show as stalls");
+    if (p.fate == ProbeFate::kOverrun)
+      r.warnings.push_back("probe ring full (the tool fell behind): measurement ended early; raise --ring");
+    if (irq0_ && irq1_) r.counters = exp::cpu_counters(*irq0_, *irq1_, r.plan);
+    session_->fill_result(k, clock, r);
+    Analysis a = shootdown::analyze(r);
+    results_.push_back({std::move(r), std::move(a)});
+  }
+
+  // Who sent them: the target's reason-4 call sites (blame's report).
+  void add_callsites() {
+    BlameInput in =
+        blame_input(child_.pid(), command_, sampler_data_, syms_, irq0_ ? &*irq0_ : nullptr, irq1_ ? &*irq1_ : nullptr);
+    blame_opts_.top = 3;
+    callsites_ = blame(in, blame_opts_);
+    sampler_data_ = {};
+    BlameReport top = *callsites_;
+    if (top.sites.size() > 10) top.sites.resize(10);  // result.json keeps the top 10; blame.json has all
+    for (auto& [r, a] : results_) r.probe_callsites = top;
   }
 
   const ProbeOpts& o_;
@@ -801,7 +488,7 @@ class ProbeTool final : public Tool {
   std::unique_ptr<sink::OutputDir> out_;
   std::string lib_;
   std::string command_;
-  std::optional<ProbeShm> shm_;
+  std::optional<exp::ProbeSession> session_;
   std::unique_ptr<sys::Tracer> tracer_;
   std::unique_ptr<sys::FlushSampler> sampler_;
   sys::SamplerData sampler_data_;
@@ -810,31 +497,11 @@ class ProbeTool final : public Tool {
   std::optional<BlameReport> callsites_;
   std::optional<sys::InterruptsSnapshot> irq0_, irq1_;
   sys::TscPoint first_{}, last_{};
-  sys::ChildProcess child_;  // declared after shm_ and tracer_: terminated before they go
+  sys::ChildProcess child_;  // declared after session_ and tracer_: terminated before they go
   bool child_done_ = false;
-  bool stopping_ = false;
   std::string stop_reason_ = "command exited";
-  // Per slot: the probe's samples, bounded by --memory-limit. The
-  // newest are raw batch-end TSC values; past the budget the oldest 1 Mi
-  // fold into an interval histogram, keeping raw the samples within
-  // kProbeKeepNs of an IPI on the probe's CPU (attribution reads them).
-  struct Series {
-    std::deque<std::uint64_t> tail;                   // batch-end TSC, oldest first
-    std::size_t tail_first = 0;                       // sample number of tail.front()
-    std::uint64_t prev = 0;                           // TSC where tail.front() began (the slot's start_tsc at first)
-    std::vector<std::size_t> kept_index;              // raw samples kept from folded stretches
-    std::vector<std::uint64_t> kept_start, kept_end;  // their TSC span
-    std::vector<Interval> folded;
-    std::size_t folded_samples = 0, ipis = 0, ipis_dropped = 0;
-    std::size_t samples() const { return tail_first + tail.size(); }
-  };
-  int nslots_ = 0;               // probe CPUs + SD_PROBE_SPARE_SLOTS
-  std::vector<Series> series_;   // per slot
   std::size_t max_samples_ = 0;  // raw samples held at most, all slots
   sys::TscClock pre_;            // calibrated before the command starts: converts while folding
-  FoldedEvents folded_events_;
-  std::int64_t events_folded_until_ = 0;
-  std::vector<bool> exited_;  // per slot
   std::vector<ProbeProcess> processes_;
   std::vector<int> slot_of_;
   Result r_;  // what all processes share (plan, environment, trace until analyze)

@@ -3,18 +3,10 @@
 
 #include <algorithm>
 
+#include "experiment/event_folding.hpp"
 #include "sys/tsc.hpp"
 
 namespace shootdown::cmd {
-
-void fold_ranges(sys::Tracer& tracer, std::span<const std::pair<std::int64_t, std::int64_t>> ranges,
-                 FoldedEvents& folded) {
-  if (ranges.empty()) return;
-  if (folded.events == 0 && folded.until_ns == 0) folded.from_ns = ranges.front().first;
-  folded.from_ns = std::min(folded.from_ns, ranges.front().first);
-  tracer.take_events_between(ranges, [&folded](const KernelEvent& e) { folded.add(e); });
-  folded.until_ns = std::max(folded.until_ns, ranges.back().second);
-}
 
 namespace {
 
@@ -24,14 +16,12 @@ class KernelTraceSession final : public exp::TraceSession {
   void start() override { tracer_->start_reader(); }
   std::int32_t reader_tid() const override { return tracer_->reader_tid(); }
   void fold(std::span<const std::pair<std::int64_t, std::int64_t>> ranges) override {
-    fold_ranges(*tracer_, ranges, folded_);
+    exp::fold_ranges(*tracer_, ranges, folded_);
   }
   void ipis(std::span<const int> cpus, std::int64_t from_ns, std::int64_t until_ns,
             const std::function<void(int, std::int64_t)>& each) override {
     tracer_->each_event_between(from_ns, until_ns, [&](const KernelEvent& e) {
-      const bool ipi = (e.type == EventType::kTlbFlush && e.a == kTlbRemoteShootdown) ||
-                       e.type == EventType::kCallFunctionEntry || e.type == EventType::kCallFunctionSingleEntry;
-      if (ipi && std::find(cpus.begin(), cpus.end(), e.cpu) != cpus.end()) each(e.cpu, e.mono_ns);
+      if (is_ipi_arrival(e) && std::find(cpus.begin(), cpus.end(), e.cpu) != cpus.end()) each(e.cpu, e.mono_ns);
     });
   }
   KernelTrace stop() override {

@@ -25,12 +25,6 @@ namespace shootdown::cmd {
 //                CPU other than this one (probe: never drain on the probe's CPU)
 sys::TracerOptions tracer_options(const std::vector<int>& cpus, int culprit_cpu, bool callchains, int avoid_cpu = -1);
 
-// Takes the tracer's events in `ranges` (mono ns, sorted, disjoint) into
-// `folded`: counted, no longer kept; widens folded's [from_ns, until_ns)
-// (a run or probe past its --memory-limit).
-void fold_ranges(sys::Tracer& tracer, std::span<const std::pair<std::int64_t, std::int64_t>> ranges,
-                 FoldedEvents& folded);
-
 // The tracer settings of a run: the culprit and victim CPUs, callchains on
 // the culprit, the reader pinned to the culprit CPU.
 // bench/trace_overhead opens its tracers with exactly these.

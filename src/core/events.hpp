@@ -144,6 +144,13 @@ struct RemoteRunContext {
   }
 };
 
+// An IPI arriving on e.cpu: a remote shootdown's flush, or the entry of a
+// call-function interrupt (what compaction keeps raw samples around).
+inline bool is_ipi_arrival(const KernelEvent& e) {
+  return (e.type == EventType::kTlbFlush && e.a == kTlbRemoteShootdown) || e.type == EventType::kCallFunctionEntry ||
+         e.type == EventType::kCallFunctionSingleEntry;
+}
+
 struct FoldedEvents {
   std::int64_t from_ns = 0, until_ns = 0;
   std::int64_t events = 0;
