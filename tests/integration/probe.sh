@@ -15,6 +15,7 @@
 #  - wrappers (sh -c, env, taskset, timeout) exec or fork the fixture: the
 #    probe follows it and measures the same; a fork child gets its own probe
 #    on a second --cpu; a waiting shell hands its probe CPU to its child;
+#  - past --memory-limit the oldest samples fold: every sample still counted;
 #  - the probe changes nothing else: the fixture's output and exit code are
 #    its own; bad input exits 2.
 source "$TEST_LIB"
@@ -159,6 +160,22 @@ done
 expect_rc 1 "probe -- env true: no sample (attempt $attempt)"
 expect_err "no sample arrived from 'env true'.*env \(exec\)" "says why in one line, with the processes seen"
 if grep -q "phase" <<<"$OUT"; then not_ok "printed a table without samples"; else ok "no empty tables"; fi
+
+# Past --memory-limit (64 MiB: 2 Mi raw samples, all probes together): 1-page
+# batches (~10 M samples/s here) fold the oldest samples into interval
+# histograms; every sample is still counted (folded + raw = the process's
+# samples), the raw ones stay within the budget, and the report says so.
+run_cmd "$SHOOTDOWN" probe --cpu "$P" --batch-pages 1 --memory-limit 64MiB --duration 3s --out "$TMP/pml" -- sleep 30
+expect_rc 0 "probe --memory-limit 64MiB --batch-pages 1 --duration 3s"
+expect_out "passed --memory-limit \(2097152 raw samples at most\)" "the report says the samples folded"
+J="$TMP/pml/result.json"
+ALL=$(jq -r '.probe.samples' "$J")
+FOLDED=$(jq -r '[.intervals[] | select(.folded) | .count] | add // 0' "$J")
+RAW=$(jq -r '[.intervals[] | select(.folded | not) | .count] | add // 0' "$J")
+if ((FOLDED > 0)); then ok "$FOLDED samples folded"; else not_ok "nothing folded ($ALL samples)"; fi
+if ((FOLDED + RAW == ALL)); then ok "folded $FOLDED + raw $RAW = the process's $ALL samples"; else not_ok "folded $FOLDED + raw $RAW != $ALL"; fi
+# The bound: the budget plus the 2 Mi the largest tail may hold before it folds.
+if ((RAW <= 2097152 + 2097152)); then ok "raw samples $RAW within the budget"; else not_ok "raw samples $RAW past the budget"; fi
 
 # A running process cannot be probed: say what to do instead.
 run_cmd "$SHOOTDOWN" probe -p 1
