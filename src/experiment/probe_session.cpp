@@ -89,38 +89,99 @@ void ProbeSession::drain() {
     if (__atomic_load_n(&sl.pid, __ATOMIC_ACQUIRE) == 0) continue;
     const std::uint64_t* ring = sd_probe_ring(shm, k);
     const std::uint64_t count = __atomic_load_n(&sl.count, __ATOMIC_ACQUIRE);
-    std::uint64_t c = sl.consumed;
-    Series& se = series_[k];
-    if (c < count && se.samples() == 0) se.prev = sl.start_tsc;
-    for (; c < count; ++c) se.tail.push_back(ring[c % cfg_.capacity]);
-    __atomic_store_n(&sl.consumed, c, __ATOMIC_RELEASE);
+    const std::uint64_t c = sl.consumed;
+    if (c < count) append(k, ring, c, count);
+    __atomic_store_n(&sl.consumed, count, __ATOMIC_RELEASE);
   }
   bound();
 }
 
-// Past the budget: the largest tail folds its oldest 1 Mi samples, then
+// Ring entries [from, to) of slot k (batch-end TSC) into its store as ticks
+// per batch; a full store folds its oldest block to make room.
+void ProbeSession::append(int k, const std::uint64_t* ring, std::uint64_t from, std::uint64_t to) {
+  Series& se = series_[k];
+  if (!se.store) {
+    se.store.emplace(cfg_.max_samples, -1, true);
+    se.first_tsc = se.last_tsc = shm_.slot(k).start_tsc;
+  }
+  std::vector<std::uint32_t> ticks;
+  ticks.reserve(static_cast<std::size_t>(to - from));
+  for (std::uint64_t c = from; c < to; ++c) {
+    const std::uint64_t t = ring[c % cfg_.capacity];
+    const std::uint64_t d = t - se.last_tsc;
+    if (d >= UINT32_MAX) se.overflow.emplace_back(se.store->size() + ticks.size(), d);
+    ticks.push_back(d >= UINT32_MAX ? UINT32_MAX : static_cast<std::uint32_t>(d));
+    se.last_tsc = t;
+  }
+  for (std::size_t done = 0; done < ticks.size();) {
+    const std::size_t got = se.store->append(ticks.data() + done, ticks.size() - done);
+    done += got;
+    if (got == 0) {
+      if (!se.store->can_drop() || !fold(k)) break;  // cannot happen: a recycling store of two blocks at least
+    }
+  }
+}
+
+std::vector<std::uint64_t> ProbeSession::Series::held_ends(std::size_t most) const {
+  std::vector<std::uint64_t> ends;
+  if (!store) return ends;
+  ends.reserve(std::min(most, store->held()));
+  std::uint64_t t = first_tsc;
+  auto of =
+      std::lower_bound(overflow.begin(), overflow.end(), std::pair<std::size_t, std::uint64_t>{store->first(), 0});
+  for (const SampleStore::Held& h : store->held_blocks()) {
+    const std::uint32_t* d = store->data(h);
+    const std::size_t base = h.block << SampleStore::kBlockShift;
+    const std::size_t n = std::min(SampleStore::kBlockSamples, store->size() - base);
+    for (std::size_t j = 0; j < n && ends.size() < most; ++j) {
+      std::uint64_t ticks = d[j];
+      if (ticks == UINT32_MAX) {
+        while (of != overflow.end() && of->first < base + j) ++of;
+        if (of != overflow.end() && of->first == base + j) ticks = of->second;
+      }
+      t += ticks;
+      ends.push_back(t);
+    }
+  }
+  return ends;
+}
+
+// Past the budget: the largest slot folds its oldest block, then
 // the kernel events no raw sample needs any more are counted, not kept.
 void ProbeSession::bound() {
-  constexpr std::size_t kFold = std::size_t{1} << 20;
   for (;;) {
     std::size_t held = 0;
     int largest = -1;
     for (int k = 0; k < nslots_; ++k) {
-      held += series_[k].tail.size() + series_[k].kept_index.size();
-      if (largest < 0 || series_[k].tail.size() > series_[largest].tail.size()) largest = k;
+      held += series_[k].held() + series_[k].kept_index.size();
+      if (largest < 0 || series_[k].held() > series_[largest].held()) largest = k;
     }
-    if (held <= cfg_.max_samples || largest < 0 || series_[largest].tail.size() < 2 * kFold) break;
-    fold(largest, kFold);
+    if (held <= cfg_.max_samples || largest < 0 || !series_[largest].store || !series_[largest].store->can_drop() ||
+        !fold(largest))
+      break;
   }
   fold_unheld_events();
 }
 
-void ProbeSession::fold(int k, std::size_t n) {
+bool ProbeSession::fold(int k) {
   Series& se = series_[k];
+  SampleStore& store = *se.store;
+  // The block to fold: core/compaction's choice, with no release windows to
+  // keep (a probe has none) and every sample held raw so far.
+  std::vector<TickRange> blocks;
+  for (const SampleStore::Held& h : store.held_blocks())
+    blocks.push_back(
+        {h.block << SampleStore::kBlockShift, std::min(store.size(), (h.block + 1) << SampleStore::kBlockShift)});
+  KeepRules rules;
+  rules.now = store.size();
+  const std::optional<std::size_t> pick = choose_fold(blocks, rules);
+  if (!pick || *pick != 0) return false;  // the oldest block, or none: samples stay contiguous
+  const std::size_t n = SampleStore::kBlockSamples;
+  const std::vector<std::uint64_t> tsc = se.held_ends(n);
   const int cpu = shm_.slot(k).cpu;
-  const std::int64_t start = pre_.to_mono(se.prev);
+  const std::int64_t start = pre_.to_mono(se.first_tsc);
   std::vector<std::int64_t> end(n);
-  for (std::size_t i = 0; i < n; ++i) end[i] = pre_.to_mono(se.tail[i]);
+  for (std::size_t i = 0; i < n; ++i) end[i] = pre_.to_mono(tsc[i]);
   std::vector<std::int64_t> ipis;
   if (tracer_) tracer_->event_times(cpu, start - cfg_.keep_ns, end.back() + cfg_.keep_ns, is_ipi_arrival, ipis);
   std::vector<bool> keep;
@@ -128,12 +189,13 @@ void ProbeSession::fold(int k, std::size_t n) {
   se.ipis += static_cast<std::size_t>(
       std::count_if(ipis.begin(), ipis.end(), [&](std::int64_t t) { return t >= start && t < end.back(); }));
   hdr::Histogram h = make_latency_histogram();
-  std::uint64_t from = se.prev;
+  const std::size_t first = store.first();
+  std::uint64_t from = se.first_tsc;
   for (std::size_t i = 0; i < n; ++i) {
-    const std::uint64_t to = se.tail[i];
+    const std::uint64_t to = tsc[i];
     // Raw windows take at most half the budget; beyond it they fold too.
     if (keep[i] && se.kept_index.size() < cfg_.max_samples / (2 * static_cast<std::size_t>(nslots_))) {
-      se.kept_index.push_back(se.tail_first + i);
+      se.kept_index.push_back(first + i);
       se.kept_start.push_back(from);
       se.kept_end.push_back(to);
     } else {
@@ -151,9 +213,10 @@ void ProbeSession::fold(int k, std::size_t n) {
   iv.set_histogram(h);
   se.folded_samples += static_cast<std::size_t>(h.total_count());
   se.folded.push_back(std::move(iv));
-  se.prev = se.tail[n - 1];
-  se.tail.erase(se.tail.begin(), se.tail.begin() + static_cast<std::ptrdiff_t>(n));
-  se.tail_first += n;
+  se.first_tsc = tsc[n - 1];
+  store.drop_front_block();
+  std::erase_if(se.overflow, [&](const auto& o) { return o.first < store.first(); });
+  return true;
 }
 
 // Once a probe folded samples, the kernel events farther than the margin
@@ -169,7 +232,7 @@ void ProbeSession::fold_unheld_events() {
     const Series& se = series_[k];
     if (se.samples() == 0) continue;
     folded_any = folded_any || !se.folded.empty();
-    const std::int64_t a = pre_.to_mono(se.prev), b = se.tail.empty() ? a : pre_.to_mono(se.tail.back());
+    const std::int64_t a = pre_.to_mono(se.first_tsc), b = pre_.to_mono(se.last_tsc);
     kept.emplace_back(a, b);
     newest = std::max(newest, b);
     const auto st = __atomic_load_n(&shm_.slot(k).state, __ATOMIC_ACQUIRE);
@@ -283,7 +346,7 @@ ProbeProcess ProbeSession::process(int k, const sys::TscClock& clock) const {
   p.cpu = sl.cpu;
   const Series& se = series_[k];
   p.samples = static_cast<std::int64_t>(se.samples());
-  if (!se.tail.empty()) p.probed_ns = clock.to_mono(se.tail.back()) - clock.to_mono(sl.start_tsc);
+  if (se.held() > 0) p.probed_ns = clock.to_mono(se.last_tsc) - clock.to_mono(sl.start_tsc);
   if (sl.successor >= 0 && sl.successor < nslots_) {
     const sd_probe_slot& next = shm_.slot(sl.successor);
     p.successor_pid = next.pid;
@@ -320,8 +383,9 @@ VictimSamples ProbeSession::victim_samples(int k, const sys::TscClock& clock) {
   v.tid = sl.tid;
   v.pages_per_batch = static_cast<int>(cfg_.batch_pages);
   const bool partial = !se.folded.empty();
-  v.start_ns = clock.to_mono(partial && !se.kept_index.empty() ? se.kept_start.front() : se.prev);
-  const std::size_t n = se.kept_index.size() + se.tail.size();
+  v.start_ns = clock.to_mono(partial && !se.kept_index.empty() ? se.kept_start.front() : se.first_tsc);
+  const std::vector<std::uint64_t> tail = se.held_ends();
+  const std::size_t n = se.kept_index.size() + tail.size();
   v.end_ns.reserve(n);
   v.lat_ns.reserve(n);
   if (partial) v.index.reserve(n);
@@ -331,12 +395,13 @@ VictimSamples ProbeSession::victim_samples(int k, const sys::TscClock& clock) {
     v.lat_ns.push_back(e - clock.to_mono(se.kept_start[j]));
     v.index.push_back(static_cast<std::int64_t>(se.kept_index[j]));
   }
-  std::int64_t prev = clock.to_mono(se.prev);
-  for (std::size_t j = 0; j < se.tail.size(); ++j) {
-    const std::int64_t e = clock.to_mono(se.tail[j]);
+  std::int64_t prev = clock.to_mono(se.first_tsc);
+  const std::size_t tail_first = se.store ? se.store->first() : 0;
+  for (std::size_t j = 0; j < tail.size(); ++j) {
+    const std::int64_t e = clock.to_mono(tail[j]);
     v.end_ns.push_back(e);
     v.lat_ns.push_back(e - prev);
-    if (partial) v.index.push_back(static_cast<std::int64_t>(se.tail_first + j));
+    if (partial) v.index.push_back(static_cast<std::int64_t>(tail_first + j));
     prev = e;
   }
   return v;
@@ -347,8 +412,9 @@ void ProbeSession::fill_result(int k, const sys::TscClock& clock, Result& r) {
   VictimSamples v = victim_samples(k, clock);
   // The raw tail's end, before it is released: the folded warning says how
   // much of the end stayed raw.
-  const std::int64_t tail_from = clock.to_mono(se.prev);
-  se.tail = {};
+  const std::int64_t tail_from = clock.to_mono(se.first_tsc);
+  se.store.reset();
+  se.overflow = {};
   r.measure_start_ns = clock.to_mono(shm_.slot(k).start_tsc);
   r.measure_end_ns = v.end_ns.back();
   r.victims.push_back(std::move(v));

@@ -5,22 +5,25 @@
 // by --memory-limit, and each measured process image's samples handed to
 // the analysis as a VictimSamples, exactly like a run's victim.
 //
-// Memory bound: past max_samples the largest slot folds its oldest 1 Mi
-// samples into an interval histogram (core/compaction.hpp mark_near keeps
-// raw the samples within keep_ns of an IPI on the probe's CPU), and the
+// Memory bound: each slot's samples live in a SampleStore (the run's store:
+// 1 Mi-sample blocks, recycled); past max_samples (all slots together) the
+// largest slot folds the block core/compaction's choose_fold picks (its
+// oldest: a probe has no release windows) into an interval histogram,
+// keeping raw the samples within keep_ns of an IPI on the probe's CPU
+// (mark_near), and the
 // kernel events farther than event_margin_ns from every raw sample are
 // counted, not kept (fold_gaps, the rule a run uses too).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/events.hpp"
 #include "core/result.hpp"
+#include "experiment/sample_store.hpp"
 #include "probe/probe_shm.h"
 #include "sys/perf_trace.hpp"
 #include "sys/tsc.hpp"
@@ -94,23 +97,29 @@ class ProbeSession {
   std::string starved(const sys::TscClock& clock) const;
 
  private:
-  // One slot's samples, bounded by --memory-limit: the newest are raw
-  // batch-end TSC values; past the budget the oldest 1 Mi fold into an
-  // interval histogram, keeping raw the samples within keep_ns of an IPI
-  // on the probe's CPU (attribution reads them).
+  // One slot's samples, bounded by --memory-limit, in the run's SampleStore:
+  // TSC ticks per batch (UINT32_MAX: the length is in `overflow`). Past the
+  // budget the oldest block (1 Mi samples) folds into an interval histogram,
+  // keeping raw the samples within keep_ns of an IPI on the probe's CPU
+  // (attribution reads them).
   struct Series {
-    std::deque<std::uint64_t> tail;                   // batch-end TSC, oldest first
-    std::size_t tail_first = 0;                       // sample number of tail.front()
-    std::uint64_t prev = 0;                           // TSC where tail.front() began (the slot's start_tsc at first)
-    std::vector<std::size_t> kept_index;              // raw samples kept from folded stretches
+    std::optional<SampleStore> store;                             // made at the slot's first sample
+    std::vector<std::pair<std::size_t, std::uint64_t>> overflow;  // (sample, ticks) of the UINT32_MAX entries
+    std::uint64_t first_tsc = 0;          // where the oldest held sample began (the slot's start_tsc at first)
+    std::uint64_t last_tsc = 0;           // where the newest ended
+    std::vector<std::size_t> kept_index;  // raw samples kept from folded blocks
     std::vector<std::uint64_t> kept_start, kept_end;  // their TSC span
     std::vector<Interval> folded;
     std::size_t folded_samples = 0, ipis = 0, ipis_dropped = 0;
-    std::size_t samples() const { return tail_first + tail.size(); }
+    std::size_t samples() const { return store ? store->size() : 0; }
+    std::size_t held() const { return store ? store->held() : 0; }
+    // The batch-end TSC of the held samples, oldest first (the first `most`).
+    std::vector<std::uint64_t> held_ends(std::size_t most = SIZE_MAX) const;
   };
 
+  void append(int k, const std::uint64_t* ring, std::uint64_t from, std::uint64_t to);
   void bound();
-  void fold(int k, std::size_t n);
+  bool fold(int k);  // false: nothing to fold
   void fold_unheld_events();
   int running() const;
   VictimSamples victim_samples(int k, const sys::TscClock& clock);
