@@ -139,8 +139,9 @@ class ProbeTool final : public Tool {
     }
     cpu_ = cpus_.front();
     std::string why;
-    // Each raw sample costs 8 bytes while probing and ~24 more in its
-    // analysis: the limit holds limit / 32 of them (all probes together).
+    // Each raw sample costs 4 bytes while probing (exp::SampleStore), 8 in
+    // the shared ring and ~20 more in its analysis: the limit holds limit / 32
+    // of them (all probes together).
     std::int64_t limit = kMemoryLimitDefault;
     if (!o_.memory_limit.empty()) {
       const auto m = parse_size(o_.memory_limit, &why);
