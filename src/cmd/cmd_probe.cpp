@@ -139,9 +139,10 @@ class ProbeTool final : public Tool {
     }
     cpu_ = cpus_.front();
     std::string why;
-    // Each raw sample costs 4 bytes while probing (exp::SampleStore), 8 in
-    // the shared ring and ~20 more in its analysis: the limit holds limit / 32
-    // of them (all probes together).
+    // Each raw sample held costs 4 bytes while probing (exp::SampleStore)
+    // and ~28 more in its analysis (end, latency and index, 8 bytes each,
+    // and its label): the limit holds limit / 32 of them (all probes
+    // together). The shared ring (--ring) comes on top.
     std::int64_t limit = kMemoryLimitDefault;
     if (!o_.memory_limit.empty()) {
       const auto m = parse_size(o_.memory_limit, &why);
