@@ -190,10 +190,10 @@ Plan make_plan(const MonitorOptions& o) {
     p.stall_model = load_stall_model(o.calibrate_from);
   }
   if (!o.influx.empty()) {
-    auto u = influx::parse_url(o.influx, &why);
+    auto u = influx::parse_url(o.influx);
     if (!u)
       throw UsageError(fmt::format(
-          "--influx value '{}': {}; accepted: http://HOST:PORT/write?db=NAME or udp://HOST:PORT", o.influx, why));
+          "--influx value '{}': {}; accepted: http://HOST:PORT/write?db=NAME or udp://HOST:PORT", o.influx, u.error()));
     p.influx = *u;
   }
   return p;

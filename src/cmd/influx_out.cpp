@@ -19,11 +19,10 @@ constexpr int kUdpBurstPauseMs = 2;
 }  // namespace
 
 influx::Url parse_influx_option(const std::string& text) {
-  std::string why;
-  auto u = influx::parse_url(text, &why);
+  auto u = influx::parse_url(text);
   if (!u)
-    throw UsageError(
-        fmt::format("--influx '{}': {} (accepted: http://HOST:PORT/write?db=NAME or udp://HOST:PORT)", text, why));
+    throw UsageError(fmt::format("--influx '{}': {} (accepted: http://HOST:PORT/write?db=NAME or udp://HOST:PORT)",
+                                 text, u.error()));
   return *u;
 }
 
@@ -32,9 +31,9 @@ InfluxReport send_to_influx(const Result& r, const Analysis& a, const influx::Ur
   const auto points = sink::result_points(r, a);
   std::string lines;
   for (const auto& p : points) {
-    const std::string l = influx::encode_line(p);
-    if (l.empty()) continue;
-    lines += l;
+    const auto l = influx::encode_line(p);
+    if (!l) continue;
+    lines += *l;
     ++rep.points;
   }
   if (url.scheme == influx::Url::Scheme::kUdp) {

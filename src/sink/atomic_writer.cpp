@@ -9,27 +9,26 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/expected.hpp"
+
 namespace shootdown::sink {
 
 namespace {
 
-bool mkdir_p(const std::string& path, std::string* why) {
-  if (path.empty()) return true;
+Status mkdir_p(const std::string& path) {
+  if (path.empty()) return Ok{};
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0) {
-    if (!S_ISDIR(st.st_mode)) {
-      *why = "exists and is not a directory";
-      return false;
-    }
-    return true;
+    if (!S_ISDIR(st.st_mode)) return Error{"exists and is not a directory"};
+    return Ok{};
   }
   const auto slash = path.find_last_of('/');
-  if (slash != std::string::npos && slash > 0 && !mkdir_p(path.substr(0, slash), why)) return false;
-  if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
-    *why = std::strerror(errno);
-    return false;
+  if (slash != std::string::npos && slash > 0) {
+    Status parent = mkdir_p(path.substr(0, slash));
+    if (!parent) return parent;
   }
-  return true;
+  if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) return Error{std::strerror(errno)};
+  return Ok{};
 }
 
 void write_all(int fd, const std::string& content, const std::string& tmp) {
@@ -51,9 +50,8 @@ void write_all(int fd, const std::string& content, const std::string& tmp) {
 
 OutputDir::OutputDir(std::string path) : path_(std::move(path)) {
   while (path_.size() > 1 && path_.back() == '/') path_.pop_back();
-  std::string why;
-  if (!mkdir_p(path_, &why))
-    throw std::invalid_argument("--out " + path_ + ": cannot create directory: " + why +
+  if (const Status made = mkdir_p(path_); !made)
+    throw std::invalid_argument("--out " + path_ + ": cannot create directory: " + made.error() +
                                 " (accepted: a directory this user can write)");
   const std::string probe = path_ + "/.shootdown-probe." + std::to_string(::getpid());
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);

@@ -108,8 +108,125 @@ std::string compare_console(const CompareReport& r) {
   return o;
 }
 
+namespace {
+
+using nlohmann::json;
+
+// The group-sequential design, or {"enabled": false} for the fixed one.
+json sequential_design_json(const CompareReport& r) {
+  json js = {{"enabled", r.sequential}};
+  if (!r.sequential) return js;
+  const auto& d = r.design;
+  json b = json::array();
+  for (double c : d.boundaries) b.push_back(jnum(c));
+  js["method"] = "group-sequential Mann-Whitney on stall_us, Lan-DeMets alpha spending";
+  js["spending"] = sequential::spending_name(d.spending);
+  js["alpha"] = d.alpha;
+  js["look_every"] = d.look_every;
+  js["max_trials_per_arm"] = d.max_n;
+  js["looks"] = d.looks;
+  js["boundaries"] = b;
+  js["alpha_spent"] = d.spent;
+  return js;
+}
+
+json compare_plan_json(const Plan& p) {
+  return {{"culprit_cpu", p.culprit_cpu},
+          {"victim_cpus", p.victim_cpus},
+          {"chunk_size", p.chunk_size},
+          {"batch", p.batch},
+          {"baseline_ns", p.baseline_ns},
+          {"settle_ns", p.settle_ns},
+          {"after_ns", p.after_ns},
+          {"repeat", p.repeat},
+          {"trace", trace_mode_name(p.trace)},
+          {"stall_factor", p.stall_factor}};
+}
+
+// Per metric, the spread of an arm's trials.
+json arm_metrics_json(const compare::ArmSummary& a) {
+  json jm;
+  for (Metric m : compare::kAllMetrics) {
+    const auto& s = sp(a, m);
+    jm[compare::metric_key(m)] = {{"n", s.n},          {"median", jnum(s.median)}, {"q1", jnum(s.q1)},
+                                  {"q3", jnum(s.q3)},  {"iqr", jnum(s.iqr())},     {"min", jnum(s.min)},
+                                  {"max", jnum(s.max)}};
+  }
+  return jm;
+}
+
+// Per metric the arm can be compared on, its difference to the control.
+json vs_control_json(const compare::ArmSummary& a) {
+  json jc;
+  for (Metric m : compare::kAllMetrics) {
+    const auto& c = a.vs_control[static_cast<std::size_t>(m)];
+    if (!c.available) continue;
+    jc[compare::metric_key(m)] = {{"diff", jnum(c.diff)},     {"ci", {jnum(c.ci.lo), jnum(c.ci.hi)}},
+                                  {"mann_whitney_u", c.mw.u}, {"p", c.mw.p},
+                                  {"exact", c.mw.exact},      {"direction", c.direction}};
+  }
+  return jc;
+}
+
+// Where sequential stopping left an arm, and every look it took.
+json arm_sequential_json(const compare::ArmSummary& a) {
+  json hist = json::array();
+  for (const auto& l : a.seq.history)
+    hist.push_back({{"look", l.look},
+                    {"trials", l.n},
+                    {"z", l.z},
+                    {"boundary", jnum(l.boundary)},
+                    {"alpha_spent", l.alpha_spent},
+                    {"stop", l.stop}});
+  const sequential::Look* last = a.seq.last();
+  return {{"stopped", a.seq.stopped},
+          {"stop_look", a.seq.stopped ? json(a.seq.stop_look) : json(nullptr)},
+          {"looks_taken", a.seq.history.size()},
+          {"trials", last ? last->n : 0},
+          {"control_trials", a.control_trials},
+          {"z", last ? jnum(last->z) : json(nullptr)},
+          {"boundary", last ? jnum(last->boundary) : json(nullptr)},
+          {"alpha_spent", last ? last->alpha_spent : 0.0},
+          {"decision", a.seq.direction},
+          {"history", hist}};
+}
+
+// Arm k (0: the control).
+json arm_json(const CompareReport& r, std::size_t k) {
+  const auto& a = r.summary[k];
+  json ja;
+  ja["label"] = a.arm;
+  if (k < r.arms.size()) {
+    ja["name"] = r.arms[k].name;
+    ja["strategy"] = strategy_name(r.arms[k].strategy);
+    ja["pages"] = page_mode_name(r.arms[k].pages);
+  }
+  ja["control"] = k == 0;
+  ja["trials"] = a.trials;
+  ja["incomplete_trials"] = a.incomplete;
+  ja["shootdown_source"] = a.shootdown_source;
+  ja["metrics"] = arm_metrics_json(a);
+  if (k > 0) ja["vs_control"] = vs_control_json(a);
+  ja["verdict"] = a.verdict;
+  if (k > 0) ja["decision"] = a.decision;
+  if (k > 0 && a.sequential) ja["sequential"] = arm_sequential_json(a);
+  return ja;
+}
+
+json trials_json(const std::vector<compare::TrialMetrics>& trials) {
+  json out = json::array();
+  for (const auto& t : trials) {
+    json jt = {{"order", t.order},       {"arm", t.arm},           {"trial", t.trial},
+               {"complete", t.complete}, {"releases", t.releases}, {"shootdown_source", t.shootdown_source}};
+    for (Metric m : compare::kAllMetrics) jt[compare::metric_key(m)] = jnum(t.get(m));
+    out.push_back(jt);
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string compare_json(const CompareReport& r) {
-  using nlohmann::json;
   json j;
   j["tool"] = "shootdown";
   j["kind"] = "compare";
@@ -121,37 +238,12 @@ std::string compare_json(const CompareReport& r) {
   j["workload"] = r.workload;
   j["seed"] = r.seed;
   j["trials_per_arm"] = r.trials_per_arm;
-  {
-    json js = {{"enabled", r.sequential}};
-    if (r.sequential) {
-      const auto& d = r.design;
-      json b = json::array();
-      for (double c : d.boundaries) b.push_back(jnum(c));
-      js["method"] = "group-sequential Mann-Whitney on stall_us, Lan-DeMets alpha spending";
-      js["spending"] = sequential::spending_name(d.spending);
-      js["alpha"] = d.alpha;
-      js["look_every"] = d.look_every;
-      js["max_trials_per_arm"] = d.max_n;
-      js["looks"] = d.looks;
-      js["boundaries"] = b;
-      js["alpha_spent"] = d.spent;
-    }
-    j["sequential"] = js;
-  }
+  j["sequential"] = sequential_design_json(r);
   j["bootstrap_resamples"] = r.bootstrap_resamples;
   j["confidence"] = 0.95;
   j["duration_s"] = r.duration_s;
   j["notes"] = r.notes;
-  j["plan"] = {{"culprit_cpu", r.plan.culprit_cpu},
-               {"victim_cpus", r.plan.victim_cpus},
-               {"chunk_size", r.plan.chunk_size},
-               {"batch", r.plan.batch},
-               {"baseline_ns", r.plan.baseline_ns},
-               {"settle_ns", r.plan.settle_ns},
-               {"after_ns", r.plan.after_ns},
-               {"repeat", r.plan.repeat},
-               {"trace", trace_mode_name(r.plan.trace)},
-               {"stall_factor", r.plan.stall_factor}};
+  j["plan"] = compare_plan_json(r.plan);
   j["environment"] = {{"kernel", r.env.kernel},           {"cpu_model", r.env.cpu_model},
                       {"virtualized", r.env.virtualized}, {"hypervisor", r.env.hypervisor},
                       {"thp_enabled", r.env.thp_enabled}, {"build_type", r.env.build_type},
@@ -160,72 +252,9 @@ std::string compare_json(const CompareReport& r) {
   for (Metric m : compare::kAllMetrics) metrics.push_back(compare::metric_key(m));
   j["metrics"] = metrics;
   json arms = json::array();
-  for (std::size_t k = 0; k < r.summary.size(); ++k) {
-    const auto& a = r.summary[k];
-    json ja;
-    ja["label"] = a.arm;
-    if (k < r.arms.size()) {
-      ja["name"] = r.arms[k].name;
-      ja["strategy"] = strategy_name(r.arms[k].strategy);
-      ja["pages"] = page_mode_name(r.arms[k].pages);
-    }
-    ja["control"] = k == 0;
-    ja["trials"] = a.trials;
-    ja["incomplete_trials"] = a.incomplete;
-    ja["shootdown_source"] = a.shootdown_source;
-    json jm;
-    for (Metric m : compare::kAllMetrics) {
-      const auto& s = sp(a, m);
-      jm[compare::metric_key(m)] = {{"n", s.n},          {"median", jnum(s.median)}, {"q1", jnum(s.q1)},
-                                    {"q3", jnum(s.q3)},  {"iqr", jnum(s.iqr())},     {"min", jnum(s.min)},
-                                    {"max", jnum(s.max)}};
-    }
-    ja["metrics"] = jm;
-    if (k > 0) {
-      json jc;
-      for (Metric m : compare::kAllMetrics) {
-        const auto& c = a.vs_control[static_cast<std::size_t>(m)];
-        if (!c.available) continue;
-        jc[compare::metric_key(m)] = {{"diff", jnum(c.diff)},     {"ci", {jnum(c.ci.lo), jnum(c.ci.hi)}},
-                                      {"mann_whitney_u", c.mw.u}, {"p", c.mw.p},
-                                      {"exact", c.mw.exact},      {"direction", c.direction}};
-      }
-      ja["vs_control"] = jc;
-    }
-    ja["verdict"] = a.verdict;
-    if (k > 0) ja["decision"] = a.decision;
-    if (k > 0 && a.sequential) {
-      json hist = json::array();
-      for (const auto& l : a.seq.history)
-        hist.push_back({{"look", l.look},
-                        {"trials", l.n},
-                        {"z", l.z},
-                        {"boundary", jnum(l.boundary)},
-                        {"alpha_spent", l.alpha_spent},
-                        {"stop", l.stop}});
-      const sequential::Look* last = a.seq.last();
-      ja["sequential"] = {{"stopped", a.seq.stopped},
-                          {"stop_look", a.seq.stopped ? json(a.seq.stop_look) : json(nullptr)},
-                          {"looks_taken", a.seq.history.size()},
-                          {"trials", last ? last->n : 0},
-                          {"control_trials", a.control_trials},
-                          {"z", last ? jnum(last->z) : json(nullptr)},
-                          {"boundary", last ? jnum(last->boundary) : json(nullptr)},
-                          {"alpha_spent", last ? last->alpha_spent : 0.0},
-                          {"decision", a.seq.direction},
-                          {"history", hist}};
-    }
-    arms.push_back(ja);
-  }
+  for (std::size_t k = 0; k < r.summary.size(); ++k) arms.push_back(arm_json(r, k));
   j["arms"] = arms;
-  json trials = json::array();
-  for (const auto& t : r.trials) {
-    json jt = {{"order", t.order},       {"arm", t.arm},           {"trial", t.trial},
-               {"complete", t.complete}, {"releases", t.releases}, {"shootdown_source", t.shootdown_source}};
-    for (Metric m : compare::kAllMetrics) jt[compare::metric_key(m)] = jnum(t.get(m));
-    trials.push_back(jt);
-  }
-  j["trials"] = trials;
+  j["trials"] = trials_json(r.trials);
   json gates = json::array();
   for (const auto& g : r.gates) gates.push_back({{"expr", g.text}, {"failed", g.failed}, {"detail", g.detail}});
   j["gates"] = gates;

@@ -556,6 +556,154 @@ constexpr StallLabel kStackOrder[] = {StallLabel::kTlbShootdown, StallLabel::kOt
                                       StallLabel::kIrq,          StallLabel::kTimer,    StallLabel::kPreempted,
                                       StallLabel::kUnexplained};
 
+// A victim's stall per bucket, summed over the causes drawn: all, the
+// kernel-caused ones, other IPIs, TLB shootdowns.
+struct StallTotals {
+  std::vector<double> tlb, ipi, kernel, total;
+  explicit StallTotals(std::size_t buckets)
+      : tlb(buckets, 0.0), ipi(buckets, 0.0), kernel(buckets, 0.0), total(buckets, 0.0) {}
+};
+
+// One layer per cause, in kStackOrder.
+void stack_stall_by_cause(const TimelineVictim& tv, const Timeline& tl, svg::LineChart& c, StallTotals& s) {
+  for (StallLabel l : kStackOrder) {
+    const auto li = static_cast<std::size_t>(l);
+    const CauseStyle cs = cause_style(label_name(l));
+    // The IPIs in full color, the rest as a pale background, so a red
+    // shootdown layer stands out of noise that may be far larger.
+    const bool ipi_layer = l == StallLabel::kTlbShootdown || l == StallLabel::kOtherIpi;
+    svg::StackLayer layer{cs.kind, cs.kind, cs.color, {}, ipi_layer ? 1.0 : 0.3};
+    layer.y.reserve(tl.buckets);
+    for (std::size_t k = 0; k < tl.buckets && k < tv.stall_ns[li].size(); ++k) {
+      const auto v = static_cast<double>(tv.stall_ns[li][k]);
+      layer.y.push_back(v);
+      s.total[k] += v;
+      if (l != StallLabel::kPreempted && l != StallLabel::kUnexplained) s.kernel[k] += v;
+      if (l == StallLabel::kOtherIpi) s.ipi[k] += v;
+      if (l == StallLabel::kTlbShootdown) s.tlb[k] += v;
+    }
+    c.stack.layers.push_back(std::move(layer));
+  }
+}
+
+// Without attribution: one grey layer of the stalls above the threshold.
+void stack_unattributed_stall(const Result& r, const TimelineVictim& tv, const Timeline& tl, svg::LineChart& c,
+                              StallTotals& s) {
+  svg::StackLayer layer{"unattributed", "unattributed (above threshold)", "#868e96", {}};
+  for (std::size_t k = 0; k < tl.buckets && k < tv.unattributed_ns.size(); ++k) {
+    layer.y.push_back(static_cast<double>(tv.unattributed_ns[k]));
+    s.total[k] += layer.y.back();
+  }
+  c.stack.layers.push_back(std::move(layer));
+  c.notes.push_back(evidence_missing(r) + ": stalls above the threshold (" + dur(static_cast<double>(tv.threshold_ns)) +
+                    ") cannot be split by cause");
+}
+
+double highest(const std::vector<double>& v) {
+  return v.empty() ? 0 : *std::max_element(v.begin(), v.end());
+}
+
+// Preemption (another task, or the host descheduling the vCPU: both can
+// also stretch a sample that holds a timer tick) can take a whole
+// bucket, hiding 30 us shootdowns on a linear axis. When it towers over
+// the shootdowns, the chart is drawn twice: by default with the axis cut
+// at 2 x the highest tlb-shootdown bucket (none: 1.5 x the highest
+// other-ipi one, else 1.3 x the highest kernel-caused one), the towers
+// marked at the top, and at full scale behind a checkbox. Returns the cut,
+// none when the chart is drawn once.
+std::optional<double> stall_zoom_cut(const StallTotals& s) {
+  const double full = highest(s.total);
+  const double kmax = highest(s.kernel);
+  const double smax = highest(s.tlb);
+  const double imax = highest(s.ipi);
+  if (full <= 0) return std::nullopt;
+  double focus = smax > 0 ? 2 * smax : imax > 0 ? 1.5 * imax : 1.3 * kmax;
+  if (focus <= 0) {  // no kernel-caused stall: the 99th percentile of the non-empty buckets
+    std::vector<double> nz;
+    for (double v : s.total)
+      if (v > 0) nz.push_back(v);
+    focus = nearest_rank_select(nz, 99);
+  }
+  if (focus > 0 && focus < full / 1.5) return svg::nice_range(0, focus, svg::Scale::kLinear).second;
+  return std::nullopt;
+}
+
+// Shade where there are no samples (outside the kept raw windows).
+void shade_buckets_without_samples(const Timeline& tl, const TimelineVictim* tv, svg::LineChart& c) {
+  std::size_t k = 0;
+  int idx = 0;
+  while (tv && k < tl.buckets) {
+    if (k >= tv->samples.size() || tv->samples[k] > 0) {
+      ++k;
+      continue;
+    }
+    std::size_t e = k;
+    while (e + 1 < tl.buckets && tv->samples[e + 1] == 0) ++e;
+    c.bands.push_back({static_cast<double>(k) * c.stack.dx, static_cast<double>(e + 1) * c.stack.dx, "no-data", idx++,
+                       "no samples kept here", "#e9ecef", "no data"});
+    k = e + 1;
+  }
+  c.notes.push_back(fmt::format("covers only the {} of samples kept around the releases (result.json); grey: no data",
+                                dur(static_cast<double>(tv ? tv->covered_ns : 0))));
+}
+
+// The chart at full scale, or (with a cut) zoomed to the shootdowns with
+// the full scale behind a checkbox.
+std::string zoomable_stall_chart(svg::LineChart c, std::optional<double> cut, const StallTotals& s, int cpu) {
+  if (!cut) {
+    c.attrs.emplace_back("zoom", "full");
+    return "<div class=\"chart-box\">" + svg::render(c) + "</div>\n";
+  }
+  std::size_t over = 0;
+  for (double v : s.total) over += v > *cut;
+  svg::LineChart zoomed = c;
+  zoomed.y.max = *cut;
+  zoomed.title += " (zoomed)";
+  zoomed.notes.insert(zoomed.notes.begin(),
+                      fmt::format("axis cut at {} to show the shootdowns: {} bucket(s) reach up to {} (▲)", dur(*cut),
+                                  over, dur(highest(s.total))));
+  zoomed.attrs.emplace_back("zoom", "kernel");
+  c.attrs.emplace_back("zoom", "full");
+  const std::string id = fmt::format("zoom-cpu{}", cpu);
+  std::string o = fmt::format(
+      "<div class=\"chart-box zoom-toggle\"><input type=\"checkbox\" class=\"zoomtoggle noprint\" id=\"{}\" "
+      "checked><label class=\"noprint\" for=\"{}\">zoom to the shootdowns</label>\n",
+      id, id);
+  o += "<div class=\"zoom-kernel\">" + svg::render(zoomed) + "</div>\n";
+  o += "<div class=\"zoom-full\">" + svg::render(c) + "</div>\n</div>\n";
+  return o;
+}
+
+std::string stall_timeline_chart(const Result& r, const Attribution& at, const Timeline& tl,
+                                 const std::vector<const Release*>& rels, const VictimAnalysis& va) {
+  const TimelineVictim* tv = timeline_of(tl, va.cpu);
+  const bool attributed = tv && tv->attributed && attribution_of(at, va.cpu) != nullptr;
+  svg::LineChart c;
+  c.id = "stall-timeline";
+  c.height = 340;
+  c.title = fmt::format("victim CPU {}: stall time lost per {} bucket, by cause", va.cpu,
+                        dur(static_cast<double>(tl.bucket_ns)));
+  c.x = {"time since the victims started", svg::Scale::kLinear, svg::Format::kDuration, 0.0,
+         static_cast<double>(tl.bucket_ns) * static_cast<double>(tl.buckets)};
+  c.y = {"stall per bucket", svg::Scale::kLinear, svg::Format::kDuration, 0.0, std::nullopt};
+  c.stack.x0 = 0;
+  c.stack.dx = static_cast<double>(tl.bucket_ns);
+  StallTotals s(tl.buckets);
+  if (tv && attributed)
+    stack_stall_by_cause(*tv, tl, c, s);
+  else if (tv)
+    stack_unattributed_stall(r, *tv, tl, c, s);
+  const std::optional<double> cut = stall_zoom_cut(s);
+  add_release_overlays(c, r, tl.origin_ns, rels);
+  if (tl.partial) shade_buckets_without_samples(tl, tv, c);
+  if (!tv || tl.buckets == 0) c.notes.push_back("no samples recorded for this victim");
+  if (rels.empty()) c.notes.push_back("no release was performed");
+  c.attrs = {{"victim", std::to_string(va.cpu)},          {"releases", std::to_string(rels.size())},
+             {"bucket-ns", std::to_string(tl.bucket_ns)}, {"buckets", std::to_string(tl.buckets)},
+             {"attributed", attributed ? "yes" : "no"},   {"coverage", tl.partial ? "raw-windows" : "all-samples"}};
+  return zoomable_stall_chart(std::move(c), cut, s, va.cpu);
+}
+
 std::string stall_timeline_section(const Result& r, const Analysis& a, const Attribution& at, const Timeline& tl) {
   std::string o = "<section id=\"stall-timeline\">\n<h2>2 · Stall time over time, by cause</h2>\n";
   o += fmt::format(
@@ -566,119 +714,7 @@ std::string stall_timeline_section(const Result& r, const Analysis& a, const Att
       escape(dur(static_cast<double>(tl.bucket_ns))));
   std::vector<const Release*> rels;
   for (const auto& rel : r.releases) rels.push_back(&rel);
-  for (const auto& va : a.victims) {
-    const TimelineVictim* tv = timeline_of(tl, va.cpu);
-    const bool attributed = tv && tv->attributed && attribution_of(at, va.cpu) != nullptr;
-    svg::LineChart c;
-    c.id = "stall-timeline";
-    c.height = 340;
-    c.title = fmt::format("victim CPU {}: stall time lost per {} bucket, by cause", va.cpu,
-                          dur(static_cast<double>(tl.bucket_ns)));
-    c.x = {"time since the victims started", svg::Scale::kLinear, svg::Format::kDuration, 0.0,
-           static_cast<double>(tl.bucket_ns) * static_cast<double>(tl.buckets)};
-    c.y = {"stall per bucket", svg::Scale::kLinear, svg::Format::kDuration, 0.0, std::nullopt};
-    c.stack.x0 = 0;
-    c.stack.dx = static_cast<double>(tl.bucket_ns);
-    std::vector<double> tlb(tl.buckets, 0.0), ipi(tl.buckets, 0.0), kernel(tl.buckets, 0.0), total(tl.buckets, 0.0);
-    if (tv && attributed) {
-      for (StallLabel l : kStackOrder) {
-        const auto li = static_cast<std::size_t>(l);
-        const CauseStyle cs = cause_style(label_name(l));
-        // The IPIs in full color, the rest as a pale background, so a red
-        // shootdown layer stands out of noise that may be far larger.
-        const bool ipi_layer = l == StallLabel::kTlbShootdown || l == StallLabel::kOtherIpi;
-        svg::StackLayer layer{cs.kind, cs.kind, cs.color, {}, ipi_layer ? 1.0 : 0.3};
-        layer.y.reserve(tl.buckets);
-        for (std::size_t k = 0; k < tl.buckets && k < tv->stall_ns[li].size(); ++k) {
-          const auto v = static_cast<double>(tv->stall_ns[li][k]);
-          layer.y.push_back(v);
-          total[k] += v;
-          if (l != StallLabel::kPreempted && l != StallLabel::kUnexplained) kernel[k] += v;
-          if (l == StallLabel::kOtherIpi) ipi[k] += v;
-          if (l == StallLabel::kTlbShootdown) tlb[k] += v;
-        }
-        c.stack.layers.push_back(std::move(layer));
-      }
-    } else if (tv) {
-      svg::StackLayer layer{"unattributed", "unattributed (above threshold)", "#868e96", {}};
-      for (std::size_t k = 0; k < tl.buckets && k < tv->unattributed_ns.size(); ++k) {
-        layer.y.push_back(static_cast<double>(tv->unattributed_ns[k]));
-        total[k] += layer.y.back();
-      }
-      c.stack.layers.push_back(std::move(layer));
-      c.notes.push_back(evidence_missing(r) + ": stalls above the threshold (" +
-                        dur(static_cast<double>(tv->threshold_ns)) + ") cannot be split by cause");
-    }
-    // Preemption (another task, or the host descheduling the vCPU: both can
-    // also stretch a sample that holds a timer tick) can take a whole
-    // bucket, hiding 30 us shootdowns on a linear axis. When it towers over
-    // the shootdowns, the chart is drawn twice: by default with the axis cut
-    // at 2 x the highest tlb-shootdown bucket (none: 1.5 x the highest
-    // other-ipi one, else 1.3 x the highest kernel-caused one), the towers
-    // marked at the top, and at full scale behind a checkbox.
-    const double full = total.empty() ? 0 : *std::max_element(total.begin(), total.end());
-    const double kmax = kernel.empty() ? 0 : *std::max_element(kernel.begin(), kernel.end());
-    const double smax = tlb.empty() ? 0 : *std::max_element(tlb.begin(), tlb.end());
-    const double imax = ipi.empty() ? 0 : *std::max_element(ipi.begin(), ipi.end());
-    std::optional<double> cut;
-    if (full > 0) {
-      double focus = smax > 0 ? 2 * smax : imax > 0 ? 1.5 * imax : 1.3 * kmax;
-      if (focus <= 0) {  // no kernel-caused stall: the 99th percentile of the non-empty buckets
-        std::vector<double> nz;
-        for (double v : total)
-          if (v > 0) nz.push_back(v);
-        focus = nearest_rank_select(nz, 99);
-      }
-      if (focus > 0 && focus < full / 1.5) cut = svg::nice_range(0, focus, svg::Scale::kLinear).second;
-    }
-    add_release_overlays(c, r, tl.origin_ns, rels);
-    if (tl.partial) {
-      // Shade where there are no samples (outside the kept raw windows).
-      std::size_t k = 0;
-      int idx = 0;
-      while (tv && k < tl.buckets) {
-        if (k >= tv->samples.size() || tv->samples[k] > 0) {
-          ++k;
-          continue;
-        }
-        std::size_t e = k;
-        while (e + 1 < tl.buckets && tv->samples[e + 1] == 0) ++e;
-        c.bands.push_back({static_cast<double>(k) * c.stack.dx, static_cast<double>(e + 1) * c.stack.dx, "no-data",
-                           idx++, "no samples kept here", "#e9ecef", "no data"});
-        k = e + 1;
-      }
-      c.notes.push_back(
-          fmt::format("covers only the {} of samples kept around the releases (result.json); grey: no data",
-                      dur(static_cast<double>(tv ? tv->covered_ns : 0))));
-    }
-    if (!tv || tl.buckets == 0) c.notes.push_back("no samples recorded for this victim");
-    if (rels.empty()) c.notes.push_back("no release was performed");
-    c.attrs = {{"victim", std::to_string(va.cpu)},          {"releases", std::to_string(rels.size())},
-               {"bucket-ns", std::to_string(tl.bucket_ns)}, {"buckets", std::to_string(tl.buckets)},
-               {"attributed", attributed ? "yes" : "no"},   {"coverage", tl.partial ? "raw-windows" : "all-samples"}};
-    if (!cut) {
-      c.attrs.emplace_back("zoom", "full");
-      o += "<div class=\"chart-box\">" + svg::render(c) + "</div>\n";
-      continue;
-    }
-    std::size_t over = 0;
-    for (double v : total) over += v > *cut;
-    svg::LineChart zoomed = c;
-    zoomed.y.max = *cut;
-    zoomed.title += " (zoomed)";
-    zoomed.notes.insert(zoomed.notes.begin(),
-                        fmt::format("axis cut at {} to show the shootdowns: {} bucket(s) reach up to {} (▲)", dur(*cut),
-                                    over, dur(full)));
-    zoomed.attrs.emplace_back("zoom", "kernel");
-    c.attrs.emplace_back("zoom", "full");
-    const std::string id = fmt::format("zoom-cpu{}", va.cpu);
-    o += fmt::format(
-        "<div class=\"chart-box zoom-toggle\"><input type=\"checkbox\" class=\"zoomtoggle noprint\" id=\"{}\" "
-        "checked><label class=\"noprint\" for=\"{}\">zoom to the shootdowns</label>\n",
-        id, id);
-    o += "<div class=\"zoom-kernel\">" + svg::render(zoomed) + "</div>\n";
-    o += "<div class=\"zoom-full\">" + svg::render(c) + "</div>\n</div>\n";
-  }
+  for (const auto& va : a.victims) o += stall_timeline_chart(r, at, tl, rels, va);
   o += "</section>\n";
   return o;
 }

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <fmt/core.h>
+#include <optional>
 
 namespace shootdown::influx {
 
@@ -54,11 +55,8 @@ std::string escape_string_field(std::string_view s) {
   return escape(s, "\"\\");
 }
 
-std::string encode_line(const Point& p, std::string* why) {
-  if (p.measurement.empty()) {
-    if (why) *why = "point without measurement";
-    return {};
-  }
+Expected<std::string> encode_line(const Point& p) {
+  if (p.measurement.empty()) return Error{"point without measurement"};
   std::string fields;
   for (const auto& [k, v] : p.fields) {
     if (k.empty()) continue;
@@ -67,10 +65,7 @@ std::string encode_line(const Point& p, std::string* why) {
     if (!fields.empty()) fields += ',';
     fields += escape_key(k) + "=" + *enc;
   }
-  if (fields.empty()) {
-    if (why) *why = "point " + p.measurement + " has no representable field";
-    return {};
-  }
+  if (fields.empty()) return Error{"point " + p.measurement + " has no representable field"};
   auto tags = p.tags;
   std::stable_sort(tags.begin(), tags.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::string line = escape_measurement(p.measurement);
@@ -86,7 +81,8 @@ std::string encode_line(const Point& p, std::string* why) {
 
 std::string encode_lines(const std::vector<Point>& points) {
   std::string out;
-  for (const auto& p : points) out += encode_line(p);
+  for (const auto& p : points)
+    if (auto line = encode_line(p)) out += *line;
   return out;
 }
 
@@ -115,11 +111,7 @@ std::vector<std::string> split_datagrams(const std::string& lines, std::size_t m
   return out;
 }
 
-std::optional<Url> parse_url(std::string_view text, std::string* why) {
-  auto fail = [&](const std::string& w) -> std::optional<Url> {
-    if (why) *why = w;
-    return std::nullopt;
-  };
+Expected<Url> parse_url(std::string_view text) {
   Url u;
   u.text = std::string(text);
   std::string_view rest;
@@ -130,9 +122,9 @@ std::optional<Url> parse_url(std::string_view text, std::string* why) {
     u.scheme = Url::Scheme::kUdp;
     rest = text.substr(6);
   } else if (text.rfind("https://", 0) == 0) {
-    return fail("https is not supported (use http:// on a trusted network or a local relay)");
+    return Error{"https is not supported (use http:// on a trusted network or a local relay)"};
   } else {
-    return fail("expected http://HOST:PORT/write?db=NAME or udp://HOST:PORT");
+    return Error{"expected http://HOST:PORT/write?db=NAME or udp://HOST:PORT"};
   }
   const auto slash = rest.find('/');
   std::string_view hostport = rest.substr(0, slash);
@@ -140,30 +132,30 @@ std::optional<Url> parse_url(std::string_view text, std::string* why) {
   std::string_view host, port;
   if (!hostport.empty() && hostport[0] == '[') {  // [::1]:8086
     const auto close = hostport.find(']');
-    if (close == std::string_view::npos) return fail("unterminated IPv6 address");
+    if (close == std::string_view::npos) return Error{"unterminated IPv6 address"};
     host = hostport.substr(1, close - 1);
     if (close + 1 < hostport.size() && hostport[close + 1] == ':') port = hostport.substr(close + 2);
   } else {
     const auto colon = hostport.rfind(':');
-    if (colon == std::string_view::npos) return fail("missing :PORT");
+    if (colon == std::string_view::npos) return Error{"missing :PORT"};
     host = hostport.substr(0, colon);
     port = hostport.substr(colon + 1);
   }
-  if (host.empty()) return fail("missing HOST");
+  if (host.empty()) return Error{"missing HOST"};
   int p = 0;
   auto [ptr, ec] = std::from_chars(port.data(), port.data() + port.size(), p);
   if (port.empty() || ec != std::errc() || ptr != port.data() + port.size() || p < 1 || p > 65535)
-    return fail("PORT must be 1..65535");
+    return Error{"PORT must be 1..65535"};
   u.host = std::string(host);
   u.port = p;
   if (u.scheme == Url::Scheme::kUdp) {
     if (!target.empty() && target != "/")
-      return fail("udp:// takes no path (the database is set in the server's [[udp]] section)");
+      return Error{"udp:// takes no path (the database is set in the server's [[udp]] section)"};
     return u;
   }
   const auto q = target.find('?');
   const std::string_view path = target.substr(0, q);
-  if (path != "/write") return fail("HTTP path must be /write (InfluxDB 1.x API)");
+  if (path != "/write") return Error{"HTTP path must be /write (InfluxDB 1.x API)"};
   const std::string_view query = q == std::string_view::npos ? std::string_view() : target.substr(q + 1);
   bool precision = false;
   std::size_t i = 0;
@@ -172,13 +164,13 @@ std::optional<Url> parse_url(std::string_view text, std::string* why) {
     std::string_view kv = query.substr(i, amp == std::string_view::npos ? std::string_view::npos : amp - i);
     if (kv.rfind("db=", 0) == 0) u.db = std::string(kv.substr(3));
     if (kv.rfind("precision=", 0) == 0) {
-      if (kv != "precision=ns") return fail("precision must be ns (timestamps are ns)");
+      if (kv != "precision=ns") return Error{"precision must be ns (timestamps are ns)"};
       precision = true;
     }
     if (amp == std::string_view::npos) break;
     i = amp + 1;
   }
-  if (u.db.empty()) return fail("missing ?db=NAME");
+  if (u.db.empty()) return Error{"missing ?db=NAME"};
   u.target = std::string(target);
   if (!precision) u.target += (query.empty() ? "?" : "&") + std::string("precision=ns");
   return u;

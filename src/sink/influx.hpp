@@ -15,12 +15,13 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
+
+#include "core/expected.hpp"
 
 namespace shootdown::influx {
 
@@ -41,9 +42,9 @@ std::string escape_measurement(std::string_view s);
 std::string escape_key(std::string_view s);           // tag keys, tag values, field keys
 std::string escape_string_field(std::string_view s);  // inside the double quotes
 
-// One line with the trailing "\n"; "" when the point has no representable
-// field (why says which).
-std::string encode_line(const Point& p, std::string* why = nullptr);
+// One line with the trailing "\n", or why the point has none (no
+// measurement, no representable field).
+Expected<std::string> encode_line(const Point& p);
 std::string encode_lines(const std::vector<Point>& points);
 
 // Splits lines into payloads of at most max_bytes each (whole lines only),
@@ -64,6 +65,6 @@ struct Url {
   std::string db;      // from ?db=
   std::string text;    // as given
 };
-std::optional<Url> parse_url(std::string_view text, std::string* why = nullptr);
+Expected<Url> parse_url(std::string_view text);
 
 }  // namespace shootdown::influx

@@ -321,87 +321,75 @@ json attribution_json(const Result& r, const Analysis& a) {
   return j;
 }
 
-}  // namespace
+json probe_process_json(const ProbeProcess& p) {
+  return json{{"pid", p.pid},
+              {"ppid", p.ppid},
+              {"comm", p.comm},
+              {"image", p.image},
+              {"cpu", p.cpu},
+              {"fate", probe_fate_name(p.fate)},
+              {"successor_pid", p.successor_pid},
+              {"successor_comm", p.successor_comm},
+              {"error", p.error},
+              {"samples", p.samples},
+              {"probed_ns", p.probed_ns}};
+}
 
-json result_json(const Result& r, const Analysis& a) {
-  json j;
-  j["schema_version"] = r.schema_version;
-  j["tool"] = "shootdown";
-  j["run_id"] = r.run_id;
-  j["started_at"] = r.started_at;
-  j["command_line"] = r.command_line;
-  j["complete"] = r.complete;
-  j["incomplete_reason"] = r.incomplete_reason;
-  if (r.probe) {
-    auto one = [](const ProbeProcess& p) {
-      return json{{"pid", p.pid},
-                  {"ppid", p.ppid},
-                  {"comm", p.comm},
-                  {"image", p.image},
-                  {"cpu", p.cpu},
-                  {"fate", probe_fate_name(p.fate)},
-                  {"successor_pid", p.successor_pid},
-                  {"successor_comm", p.successor_comm},
-                  {"error", p.error},
-                  {"samples", p.samples},
-                  {"probed_ns", p.probed_ns}};
-    };
-    json pj = one(*r.probe);
-    json seen = json::array();
-    for (const auto& p : r.probe_seen) seen.push_back(one(p));
-    pj["processes"] = seen;
-    j["probe"] = pj;
-    if (r.probe_callsites) j["callsites"] = json::parse(blame_json(*r.probe_callsites));
+// The probed process and every process it saw.
+json probe_json(const ProbeProcess& probe, const std::vector<ProbeProcess>& seen) {
+  json pj = probe_process_json(probe);
+  json processes = json::array();
+  for (const auto& p : seen) processes.push_back(probe_process_json(p));
+  pj["processes"] = processes;
+  return pj;
+}
+
+json allocator_json(const AllocatorReport& al) {
+  return json{{"name", al.name},
+              {"library", al.library},
+              {"version", al.version},
+              {"conf", al.conf},
+              {"settings", al.settings},
+              {"purge_call", al.purge_call},
+              {"blocks", al.blocks},
+              {"live_bytes", al.live_bytes},
+              {"freed_bytes", al.freed_bytes},
+              {"allocator_free_bytes", al.allocator_free_bytes},
+              {"allocator_free_source", al.allocator_free_source}};
+}
+
+// The memory kept after the releases and, where the run can say, the cost per GiB released.
+json memory_json(const Result& r, const Analysis& a) {
+  const MemoryKept& m = *r.memory;
+  json mj{{"released_bytes", m.released_bytes},
+          {"rss_before", m.rss_before},
+          {"rss_settled", m.rss_settled},
+          {"kept_bytes", m.kept_bytes}};
+  if (const auto c = release_cost(r, a.verdict)) {
+    auto num = [](double x) { return std::isfinite(x) ? json(x) : json(nullptr); };
+    mj["per_gib"] = json{{"gib_released", c->gib_released},
+                         {"shootdowns_per_victim", num(c->shootdowns_per_gib)},
+                         {"stall_ms_per_victim", num(c->stall_ms_per_gib)},
+                         {"release_ms", num(c->release_ms_per_gib)},
+                         {"kept_mib", num(c->kept_mib_per_gib)}};
   }
-  if (r.allocator) {
-    const AllocatorReport& al = *r.allocator;
-    json aj{{"name", al.name},
-            {"library", al.library},
-            {"version", al.version},
-            {"conf", al.conf},
-            {"settings", al.settings},
-            {"purge_call", al.purge_call},
-            {"blocks", al.blocks},
-            {"live_bytes", al.live_bytes},
-            {"freed_bytes", al.freed_bytes},
-            {"allocator_free_bytes", al.allocator_free_bytes},
-            {"allocator_free_source", al.allocator_free_source}};
-    j["allocator"] = aj;
-  }
-  if (r.memory) {
-    const MemoryKept& m = *r.memory;
-    json mj{{"released_bytes", m.released_bytes},
-            {"rss_before", m.rss_before},
-            {"rss_settled", m.rss_settled},
-            {"kept_bytes", m.kept_bytes}};
-    if (const auto c = release_cost(r, a.verdict)) {
-      auto num = [](double x) { return std::isfinite(x) ? json(x) : json(nullptr); };
-      mj["per_gib"] = json{{"gib_released", c->gib_released},
-                           {"shootdowns_per_victim", num(c->shootdowns_per_gib)},
-                           {"stall_ms_per_victim", num(c->stall_ms_per_gib)},
-                           {"release_ms", num(c->release_ms_per_gib)},
-                           {"kept_mib", num(c->kept_mib_per_gib)}};
-    }
-    j["memory"] = mj;
-  }
-  j["summary"] = summary_section(r, a);
-  j["environment"] = env_json(r.env);
-  j["plan"] = plan_json(r.plan);
-  j["warnings"] = r.warnings;
+  return mj;
+}
+
+json doctor_json(const std::vector<DoctorFinding>& findings) {
   json doc = json::array();
-  for (const auto& f : r.doctor)
+  for (const auto& f : findings)
     doc.push_back({{"status", to_string(f.status)},
                    {"name", f.name},
                    {"found", f.found},
                    {"advice", f.advice},
                    {"undermines_numbers", f.undermines_numbers}});
-  j["doctor"] = doc;
-  j["measure"] = {{"start_ns", r.measure_start_ns},
-                  {"end_ns", r.measure_end_ns},
-                  {"clock", "CLOCK_MONOTONIC"},
-                  {"realtime_offset_ns", r.realtime_offset_ns}};
+  return doc;
+}
+
+json releases_json(const std::vector<Release>& releases) {
   json rels = json::array();
-  for (const auto& rel : r.releases)
+  for (const auto& rel : releases)
     rels.push_back({{"index", rel.index},
                     {"strategy", strategy_name(rel.strategy)},
                     {"bytes", rel.bytes},
@@ -409,13 +397,17 @@ json result_json(const Result& r, const Analysis& a) {
                     {"before_ns", rel.before_ns},
                     {"after_ns", rel.after_ns},
                     {"duration_ns", rel.duration_ns()}});
-  j["releases"] = rels;
-  if (r.own_pid > 0) {
-    json threads = json::array();
-    for (const auto& [tid, role] : r.own_threads) threads.push_back({{"tid", tid}, {"role", role}});
-    j["process"] = {{"pid", r.own_pid}, {"threads", threads}};
-  }
-  j["release_duration_ns"] = summary_json(a.release_duration);
+  return rels;
+}
+
+// A run's own process: its pid and its threads' roles.
+json own_process_json(const Result& r) {
+  json threads = json::array();
+  for (const auto& [tid, role] : r.own_threads) threads.push_back({{"tid", tid}, {"role", role}});
+  return {{"pid", r.own_pid}, {"threads", threads}};
+}
+
+json victims_json(const Analysis& a) {
   json vs = json::array();
   for (const auto& va : a.victims) {
     json v{{"cpu", va.cpu}, {"pages_per_batch", va.pages_per_batch}, {"samples", va.samples}};
@@ -426,7 +418,10 @@ json result_json(const Result& r, const Analysis& a) {
     v["spread_window_ns"] = va.spread_window_ns;
     vs.push_back(v);
   }
-  j["victims"] = vs;
+  return vs;
+}
+
+json intervals_json(const Result& r) {
   json ivs = json::array();
   for (const auto& iv : r.intervals) {
     const Summary& s = iv.summary;
@@ -445,36 +440,80 @@ json result_json(const Result& r, const Analysis& a) {
                    {"histogram", hdr::encode_compressed_base64(iv.histogram())}});
     if (iv.folded) ivs.back()["folded"] = true;
   }
-  j["intervals"] = ivs;
-  j["raw_windows"] = raw_windows(r);
+  return ivs;
+}
+
+json interrupts_json(const Result& r) {
   json cs = json::array();
   for (const auto& c : r.counters)
     cs.push_back(
         {{"cpu", c.cpu}, {"role", to_string(c.role)}, {"tlb", c.tlb}, {"cal", c.cal}, {"loc", c.loc}, {"res", c.res}});
-  j["interrupts"] = {{"source", "/proc/interrupts"},
-                     {"start_ns", r.interrupts_start_ns},
-                     {"span_ns", r.interrupts_span_ns},
-                     {"deltas", cs}};
-  j["trace"] = {{"enabled", r.trace.enabled},         {"status", r.trace.status},
-                {"tracepoints", r.trace.tracepoints}, {"missing", r.trace.missing},
-                {"lost_events", r.trace.lost_events}, {"events", a.event_total},
-                {"counts", trace_counts_json(a)}};
-  j["trace"]["callchains"] = callchains_json(r.trace);
-  j["trace"]["events_truncated"] = r.events_truncated || r.trace.events.size() > kResultMaxEvents;
-  j["trace"]["events_table"] = events_table_json(r);
-  if (r.trace.folded.events > 0 || r.trace.folded.until_ns > 0) {
-    json tlb = json::array();
-    for (const auto& [key, n] : r.trace.folded.tlb_flush) {
-      auto it = r.trace.folded.tlb_flush_remote.find(key);
-      const std::int64_t remote = it == r.trace.folded.tlb_flush_remote.end() ? 0 : it->second;
-      tlb.push_back({{"cpu", key.first}, {"reason", key.second}, {"count", n}, {"in_remote_run", remote}});
-    }
-    j["trace"]["folded"] = {{"from_ns", r.trace.folded.from_ns - r.measure_start_ns},
-                            {"until_ns", r.trace.folded.until_ns - r.measure_start_ns},
-                            {"events", r.trace.folded.events},
-                            {"tlb_flush", tlb}};
+  return {{"source", "/proc/interrupts"},
+          {"start_ns", r.interrupts_start_ns},
+          {"span_ns", r.interrupts_span_ns},
+          {"deltas", cs}};
+}
+
+// A run past its memory limit: the events counted, not kept.
+json folded_json(const Result& r) {
+  json tlb = json::array();
+  for (const auto& [key, n] : r.trace.folded.tlb_flush) {
+    auto it = r.trace.folded.tlb_flush_remote.find(key);
+    const std::int64_t remote = it == r.trace.folded.tlb_flush_remote.end() ? 0 : it->second;
+    tlb.push_back({{"cpu", key.first}, {"reason", key.second}, {"count", n}, {"in_remote_run", remote}});
   }
-  j["trace"]["symbols"] = symbols_json(r.trace);
+  return {{"from_ns", r.trace.folded.from_ns - r.measure_start_ns},
+          {"until_ns", r.trace.folded.until_ns - r.measure_start_ns},
+          {"events", r.trace.folded.events},
+          {"tlb_flush", tlb}};
+}
+
+json trace_json(const Result& r, const Analysis& a) {
+  json t = {{"enabled", r.trace.enabled},    {"status", r.trace.status},           {"tracepoints", r.trace.tracepoints},
+            {"missing", r.trace.missing},    {"lost_events", r.trace.lost_events}, {"events", a.event_total},
+            {"counts", trace_counts_json(a)}};
+  t["callchains"] = callchains_json(r.trace);
+  t["events_truncated"] = r.events_truncated || r.trace.events.size() > kResultMaxEvents;
+  t["events_table"] = events_table_json(r);
+  if (r.trace.folded.events > 0 || r.trace.folded.until_ns > 0) t["folded"] = folded_json(r);
+  t["symbols"] = symbols_json(r.trace);
+  return t;
+}
+
+}  // namespace
+
+json result_json(const Result& r, const Analysis& a) {
+  json j;
+  j["schema_version"] = r.schema_version;
+  j["tool"] = "shootdown";
+  j["run_id"] = r.run_id;
+  j["started_at"] = r.started_at;
+  j["command_line"] = r.command_line;
+  j["complete"] = r.complete;
+  j["incomplete_reason"] = r.incomplete_reason;
+  if (r.probe) {
+    j["probe"] = probe_json(*r.probe, r.probe_seen);
+    if (r.probe_callsites) j["callsites"] = json::parse(blame_json(*r.probe_callsites));
+  }
+  if (r.allocator) j["allocator"] = allocator_json(*r.allocator);
+  if (r.memory) j["memory"] = memory_json(r, a);
+  j["summary"] = summary_section(r, a);
+  j["environment"] = env_json(r.env);
+  j["plan"] = plan_json(r.plan);
+  j["warnings"] = r.warnings;
+  j["doctor"] = doctor_json(r.doctor);
+  j["measure"] = {{"start_ns", r.measure_start_ns},
+                  {"end_ns", r.measure_end_ns},
+                  {"clock", "CLOCK_MONOTONIC"},
+                  {"realtime_offset_ns", r.realtime_offset_ns}};
+  j["releases"] = releases_json(r.releases);
+  if (r.own_pid > 0) j["process"] = own_process_json(r);
+  j["release_duration_ns"] = summary_json(a.release_duration);
+  j["victims"] = victims_json(a);
+  j["intervals"] = intervals_json(r);
+  j["raw_windows"] = raw_windows(r);
+  j["interrupts"] = interrupts_json(r);
+  j["trace"] = trace_json(r, a);
   j["attribution"] = attribution_json(r, a);
   return j;
 }

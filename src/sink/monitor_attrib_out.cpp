@@ -9,6 +9,7 @@ namespace shootdown {
 
 namespace {
 constexpr const char* kSeriesNote = "at most --series named, the rest in \"other\".";
+constexpr int kSeconds = 9;  // values in ns, shown as seconds
 
 nlohmann::json process_json(const MonitorProcess& p, bool waited) {
   nlohmann::json o = {{"pid", p.pid},         {"comm", p.comm},         {"cgroup", p.cgroup},
@@ -16,129 +17,137 @@ nlohmann::json process_json(const MonitorProcess& p, bool waited) {
   if (waited) o["wait_ns"] = p.wait_ns;
   return o;
 }
+
+// A counter of the attribution: every help ends with the bound on its series.
+prom::Family attrib_counter(std::string name, const std::string& help, int decimals = 0) {
+  return {std::move(name), help + kSeriesNote, "counter", {}, decimals};
+}
+
+struct ProcessFamilies {
+  prom::Family initiated, caused_wait, suffered, inflicted;
+};
+
+ProcessFamilies process_families(const MonitorTotals& t) {
+  ProcessFamilies f{
+      attrib_counter("shootdown_process_initiated_total",
+                     "TLB shootdowns initiated (tlb_flush reason 4, remote IPI send) by a process's threads since the "
+                     "monitor started; "),
+      attrib_counter("shootdown_process_caused_wait_seconds_total",
+                     "Time a process's threads waited for their remote TLB flushes (tlb_flush reason 4 to the return "
+                     "of native_flush_tlb_multi) since the monitor started; ",
+                     kSeconds),
+      attrib_counter("shootdown_process_suffered_seconds_total",
+                     "Time CPUs spent in TLB shootdown IPI handlers (call-function interrupt entry to exit) while they "
+                     "interrupted a process's threads, since the monitor started; ",
+                     kSeconds),
+      attrib_counter("shootdown_process_inflicted_seconds_total",
+                     "Time the targets of a process's remote TLB flushes spent running flush_tlb_func for them "
+                     "(csd_function_entry to exit, linked to the sender by its csd) since the monitor started; ",
+                     kSeconds)};
+  auto add = [&](const MonitorProcess& p) {
+    const std::string pid = p.pid >= 0 ? std::to_string(p.pid) : kOtherSeries;
+    std::vector<std::pair<std::string, std::string>> labels{{"pid", pid}, {"comm", p.comm}, {"cgroup", p.cgroup}};
+    f.initiated.samples.push_back({labels, p.flushes});
+    f.caused_wait.samples.push_back({labels, p.wait_ns});
+    f.suffered.samples.push_back({labels, p.handler_ns});
+    f.inflicted.samples.push_back({labels, p.inflicted_ns});
+  };
+  for (const auto& [pid, p] : t.processes) add(p);
+  add(t.process_other);
+  return f;
+}
+
+struct CgroupFamilies {
+  prom::Family initiated, received, caused_wait, suffered, inflicted, inflicted_other;
+};
+
+CgroupFamilies cgroup_families(const MonitorTotals& t) {
+  CgroupFamilies f{
+      attrib_counter("shootdown_cgroup_initiated_total",
+                     "TLB shootdowns initiated (tlb_flush reason 4) by tasks of a cgroup v2 path since the monitor "
+                     "started; "),
+      attrib_counter("shootdown_cgroup_received_total",
+                     "TLB shootdown flushes (tlb_flush reason 1) that interrupted a task of a cgroup v2 path since the "
+                     "monitor started (\"(idle)\": no task); "),
+      attrib_counter("shootdown_cgroup_caused_wait_seconds_total",
+                     "Time tasks of a cgroup v2 path waited for their remote TLB flushes since the monitor started; ",
+                     kSeconds),
+      attrib_counter("shootdown_cgroup_suffered_seconds_total",
+                     "Time CPUs spent in TLB shootdown IPI handlers while they interrupted a task of a cgroup v2 path "
+                     "since the monitor started (\"(idle)\": no task); ",
+                     kSeconds),
+      attrib_counter("shootdown_cgroup_inflicted_seconds_total",
+                     "Time the targets of remote TLB flushes by tasks of a cgroup v2 path spent running "
+                     "flush_tlb_func for them (csd link) since the monitor started; ",
+                     kSeconds),
+      attrib_counter("shootdown_cgroup_inflicted_other_seconds_total",
+                     "The part of shootdown_cgroup_inflicted_seconds_total that ran while the target CPU ran a task "
+                     "of another cgroup (the cost one service puts on others); ",
+                     kSeconds)};
+  auto add = [&](const MonitorCgroup& c) {
+    f.initiated.samples.push_back({{{"cgroup", c.path}}, c.initiated});
+    f.received.samples.push_back({{{"cgroup", c.path}}, c.received});
+    f.caused_wait.samples.push_back({{{"cgroup", c.path}}, c.wait_ns});
+    f.suffered.samples.push_back({{{"cgroup", c.path}}, c.handler_ns});
+    f.inflicted.samples.push_back({{{"cgroup", c.path}}, c.inflicted_ns});
+    f.inflicted_other.samples.push_back({{{"cgroup", c.path}}, c.inflicted_other_ns});
+  };
+  for (const auto& [path, c] : t.cgroups) add(c);
+  add(t.cgroup_other);
+  return f;
+}
+
+// Per reason-1 flush (one interrupt may run several; on a busy host the
+// estimate then counts the overhead more than once).
+prom::Family cgroup_stall_family(const MonitorTotals& t, const StallModel& model) {
+  prom::Family est = attrib_counter("shootdown_cgroup_estimated_stall_seconds_total",
+                                    "ESTIMATE of the time tasks of a cgroup v2 path stalled from TLB shootdown IPIs "
+                                    "since the monitor started: " +
+                                        model.describe() + "; ",
+                                    kSeconds);
+  auto add = [&](const MonitorCgroup& c) {
+    est.samples.push_back({{{"cgroup", c.path}}, model.estimate_ns(c.handler_ns, c.received)});
+  };
+  for (const auto& [path, c] : t.cgroups) add(c);
+  add(t.cgroup_other);
+  return est;
+}
+
+// The time an initiator caused: its wait where the wait is measured, the
+// targets' flush time where the csd link is.
+template <typename Initiator>
+void put_caused_time(const MonitorInterval& iv, const Initiator& r, nlohmann::json& o) {
+  if (iv.wait_unmeasured.empty()) o["wait_ns"] = r.wait_ns;
+  if (iv.unlinked.empty()) {
+    o["inflicted_ns"] = r.inflicted_ns;
+    o["inflicted_other_ns"] = r.inflicted_other_ns;
+  }
+}
 }  // namespace
 
 void append_attrib_families(const MonitorTotals& t, std::vector<prom::Family>& out) {
   if (!t.attributed) return;
-  prom::Family proc{"shootdown_process_initiated_total",
-                    std::string("TLB shootdowns initiated (tlb_flush reason 4, remote IPI send) by a process's "
-                                "threads since the monitor started; ") +
-                        kSeriesNote,
-                    "counter",
-                    {}};
-  prom::Family pwait{"shootdown_process_caused_wait_seconds_total",
-                     std::string("Time a process's threads waited for their remote TLB flushes (tlb_flush reason 4 "
-                                 "to the return of native_flush_tlb_multi) since the monitor started; ") +
-                         kSeriesNote,
-                     "counter",
-                     {},
-                     9};
-  prom::Family phandler{"shootdown_process_suffered_seconds_total",
-                        std::string("Time CPUs spent in TLB shootdown IPI handlers (call-function interrupt entry to "
-                                    "exit) while they interrupted a process's threads, since the monitor started; ") +
-                            kSeriesNote,
-                        "counter",
-                        {},
-                        9};
-  prom::Family pinf{"shootdown_process_inflicted_seconds_total",
-                    std::string("Time the targets of a process's remote TLB flushes spent running flush_tlb_func for "
-                                "them (csd_function_entry to exit, linked to the sender by its csd) since the monitor "
-                                "started; ") +
-                        kSeriesNote,
-                    "counter",
-                    {},
-                    9};
-  auto add_process = [&](const MonitorProcess& p) {
-    const std::string pid = p.pid >= 0 ? std::to_string(p.pid) : kOtherSeries;
-    std::vector<std::pair<std::string, std::string>> labels{{"pid", pid}, {"comm", p.comm}, {"cgroup", p.cgroup}};
-    proc.samples.push_back({labels, p.flushes});
-    pwait.samples.push_back({labels, p.wait_ns});
-    phandler.samples.push_back({labels, p.handler_ns});
-    pinf.samples.push_back({labels, p.inflicted_ns});
-  };
-  for (const auto& [pid, p] : t.processes) add_process(p);
-  add_process(t.process_other);
-  prom::Family ini{"shootdown_cgroup_initiated_total",
-                   std::string("TLB shootdowns initiated (tlb_flush reason 4) by tasks of a cgroup v2 path since the "
-                               "monitor started; ") +
-                       kSeriesNote,
-                   "counter",
-                   {}};
-  prom::Family rec{"shootdown_cgroup_received_total",
-                   std::string("TLB shootdown flushes (tlb_flush reason 1) that interrupted a task of a cgroup v2 "
-                               "path since the monitor started (\"(idle)\": no task); ") +
-                       kSeriesNote,
-                   "counter",
-                   {}};
-  prom::Family cwait{"shootdown_cgroup_caused_wait_seconds_total",
-                     std::string("Time tasks of a cgroup v2 path waited for their remote TLB flushes since the "
-                                 "monitor started; ") +
-                         kSeriesNote,
-                     "counter",
-                     {},
-                     9};
-  prom::Family chandler{"shootdown_cgroup_suffered_seconds_total",
-                        std::string("Time CPUs spent in TLB shootdown IPI handlers while they interrupted a task of a "
-                                    "cgroup v2 path since the monitor started (\"(idle)\": no task); ") +
-                            kSeriesNote,
-                        "counter",
-                        {},
-                        9};
-  prom::Family cinf{"shootdown_cgroup_inflicted_seconds_total",
-                    std::string("Time the targets of remote TLB flushes by tasks of a cgroup v2 path spent running "
-                                "flush_tlb_func for them (csd link) since the monitor started; ") +
-                        kSeriesNote,
-                    "counter",
-                    {},
-                    9};
-  prom::Family cinfo{"shootdown_cgroup_inflicted_other_seconds_total",
-                     std::string("The part of shootdown_cgroup_inflicted_seconds_total that ran while the target CPU "
-                                 "ran a task of another cgroup (the cost one service puts on others); ") +
-                         kSeriesNote,
-                     "counter",
-                     {},
-                     9};
-  auto add = [&](const MonitorCgroup& c) {
-    ini.samples.push_back({{{"cgroup", c.path}}, c.initiated});
-    rec.samples.push_back({{{"cgroup", c.path}}, c.received});
-    cwait.samples.push_back({{{"cgroup", c.path}}, c.wait_ns});
-    chandler.samples.push_back({{{"cgroup", c.path}}, c.handler_ns});
-    cinf.samples.push_back({{{"cgroup", c.path}}, c.inflicted_ns});
-    cinfo.samples.push_back({{{"cgroup", c.path}}, c.inflicted_other_ns});
-  };
-  for (const auto& [path, c] : t.cgroups) add(c);
-  add(t.cgroup_other);
-  out.push_back(std::move(proc));
-  out.push_back(std::move(ini));
-  out.push_back(std::move(rec));
+  ProcessFamilies proc = process_families(t);
+  CgroupFamilies cg = cgroup_families(t);
+  out.push_back(std::move(proc.initiated));
+  out.push_back(std::move(cg.initiated));
+  out.push_back(std::move(cg.received));
   if (!t.timed) return;
-  out.push_back(std::move(phandler));
-  out.push_back(std::move(chandler));
-  if (t.stall_model) {
-    // Per reason-1 flush (one interrupt may run several; on a busy host the
-    // estimate then counts the overhead more than once).
-    prom::Family est{"shootdown_cgroup_estimated_stall_seconds_total",
-                     "ESTIMATE of the time tasks of a cgroup v2 path stalled from TLB shootdown IPIs since the monitor "
-                     "started: " +
-                         t.stall_model->describe() + "; " + kSeriesNote,
-                     "counter",
-                     {},
-                     9};
-    auto add_est = [&](const MonitorCgroup& c) {
-      est.samples.push_back({{{"cgroup", c.path}}, t.stall_model->estimate_ns(c.handler_ns, c.received)});
-    };
-    for (const auto& [path, c] : t.cgroups) add_est(c);
-    add_est(t.cgroup_other);
-    out.push_back(std::move(est));
-  }
+  out.push_back(std::move(proc.suffered));
+  out.push_back(std::move(cg.suffered));
+  if (t.stall_model) out.push_back(cgroup_stall_family(t, *t.stall_model));
   if (t.unlinked.empty()) {
-    out.push_back(std::move(pinf));
-    out.push_back(std::move(cinf));
-    out.push_back(std::move(cinfo));
+    out.push_back(std::move(proc.inflicted));
+    out.push_back(std::move(cg.inflicted));
+    out.push_back(std::move(cg.inflicted_other));
   }
   if (!t.wait_unmeasured.empty()) return;
-  out.push_back(std::move(pwait));
-  out.push_back(std::move(cwait));
+  out.push_back(std::move(proc.caused_wait));
+  out.push_back(std::move(cg.caused_wait));
+}
+
+void append_caused_json(const MonitorInterval& iv, const MonitorProcess& p, nlohmann::json& o) {
+  put_caused_time(iv, p, o);
 }
 
 void append_attrib_points(const MonitorInterval& iv, const std::string& host, std::vector<influx::Point>& out) {
@@ -170,11 +179,7 @@ void append_attrib_json(const MonitorInterval& iv, nlohmann::json& j) {
         {"cgroup", c.path}, {"initiated", c.initiated}, {"received", c.received}, {"top_initiators", top}};
     if (iv.timed) {
       o["handler_ns"] = c.handler_ns;
-      if (iv.wait_unmeasured.empty()) o["wait_ns"] = c.wait_ns;
-      if (iv.unlinked.empty()) {
-        o["inflicted_ns"] = c.inflicted_ns;
-        o["inflicted_other_ns"] = c.inflicted_other_ns;
-      }
+      put_caused_time(iv, c, o);
       if (iv.stall_model) o["est_stall_ns"] = iv.stall_model->estimate_ns(c.handler_ns, c.received);
     }
     cgs.push_back(o);

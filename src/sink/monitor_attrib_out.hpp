@@ -27,5 +27,8 @@ void append_attrib_points(const MonitorInterval& iv, const std::string& host, st
 // "cgroups":[{"cgroup","initiated","received","top_initiators":[...]},
 // timed: "handler_ns","wait_ns"], "initiators_other", timed: "top_suffered".
 void append_attrib_json(const MonitorInterval& iv, nlohmann::json& j);
+// An initiator's caused time (timed intervals): "wait_ns" where the wait is
+// measured, "inflicted_ns" and "inflicted_other_ns" where the csd link is.
+void append_caused_json(const MonitorInterval& iv, const MonitorProcess& p, nlohmann::json& o);
 
 }  // namespace shootdown

@@ -166,11 +166,7 @@ std::string monitor_json_line(const MonitorInterval& iv, const std::string& trac
     auto top = nlohmann::json::array();
     for (const auto& t : iv.top) {
       nlohmann::json o = {{"pid", t.pid}, {"comm", t.comm}, {"cgroup", t.cgroup}, {"flushes", t.flushes}};
-      if (iv.timed && iv.wait_unmeasured.empty()) o["wait_ns"] = t.wait_ns;
-      if (iv.timed && iv.unlinked.empty()) {
-        o["inflicted_ns"] = t.inflicted_ns;
-        o["inflicted_other_ns"] = t.inflicted_other_ns;
-      }
+      if (iv.timed) append_caused_json(iv, t, o);
       top.push_back(o);
     }
     j["top_initiators"] = top;

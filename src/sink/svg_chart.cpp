@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <limits>
 #include <set>
+#include <tuple>
 
 namespace shootdown::sink::svg {
 
@@ -316,16 +317,35 @@ std::vector<Point> percentile_curve(const std::vector<std::pair<double, double>>
   return out;
 }
 
-std::string render(const LineChart& c) {
-  const double W = c.width, H = c.height;
-  const double tick_rows = static_cast<double>(c.ticks.size());
-  // Tick rows are labelled in the left margin: wider when there are some.
-  const double L = c.ticks.empty() ? 78 : 112, R = W - 16, T = 30;
-  const double kRowsTop = 9;  // below the lowest y label
-  const double B =
-      H - 40 - (tick_rows > 0 ? kRowsTop + tick_rows * 11 : 0) - 22;  // x labels, axis label, tick rows, legend
+namespace {
 
-  // Ranges.
+constexpr double kRowsTop = 9;  // the first row of event ticks: below the lowest y label
+constexpr double kRowHeight = 11;
+
+// Where a line chart draws: the plot's pixel box, the data ranges it maps
+// and the stack's totals per bucket (the top of the highest layer).
+struct LineFrame {
+  double H = 0;
+  double L = 0, R = 0, T = 0, B = 0;
+  double tick_rows = 0;
+  double x_lo = 0, x_hi = 1, y_lo = 0, y_hi = 1;
+  Mapper mx, my;
+  std::vector<double> stack_total;
+};
+
+std::vector<double> stack_totals(const Stack& stack) {
+  std::vector<double> total;
+  for (const auto& l : stack.layers) {
+    if (total.size() < l.y.size()) total.resize(l.y.size(), 0.0);
+    for (std::size_t k = 0; k < l.y.size(); ++k)
+      if (std::isfinite(l.y[k]) && l.y[k] > 0) total[k] += l.y[k];
+  }
+  return total;
+}
+
+// The data ranges of both axes: every point, marker, band, tick and stack
+// bucket is inside them.
+void fit_ranges(const LineChart& c, LineFrame& f) {
   std::vector<double> xs, ys;
   for (const auto& s : c.series)
     for (const auto& p : s.points) {
@@ -338,275 +358,334 @@ std::string render(const LineChart& c) {
     xs.push_back(b.x1);
   }
   for (const auto& t : c.ticks) xs.insert(xs.end(), t.x.begin(), t.x.end());
-  // Stack totals per bucket (the top of the highest layer).
-  std::vector<double> stack_total;
-  for (const auto& l : c.stack.layers) {
-    if (stack_total.size() < l.y.size()) stack_total.resize(l.y.size(), 0.0);
-    for (std::size_t k = 0; k < l.y.size(); ++k)
-      if (std::isfinite(l.y[k]) && l.y[k] > 0) stack_total[k] += l.y[k];
-  }
-  if (!stack_total.empty()) {
+  if (!f.stack_total.empty()) {
     xs.push_back(c.stack.x0);
-    xs.push_back(c.stack.x0 + c.stack.dx * static_cast<double>(stack_total.size()));
+    xs.push_back(c.stack.x0 + c.stack.dx * static_cast<double>(f.stack_total.size()));
     ys.push_back(0);
-    ys.insert(ys.end(), stack_total.begin(), stack_total.end());
+    ys.insert(ys.end(), f.stack_total.begin(), f.stack_total.end());
   }
-  auto [x_lo, x_hi] = data_range(xs, c.x);
-  auto [y_lo, y_hi] = data_range(ys, c.y);
+  std::tie(f.x_lo, f.x_hi) = data_range(xs, c.x);
+  std::tie(f.y_lo, f.y_hi) = data_range(ys, c.y);
   if (!c.y.min || !c.y.max) {
-    auto nr = nice_range(y_lo, y_hi, c.y.scale);
-    if (!c.y.min) y_lo = c.y.scale == Scale::kLinear && y_lo > 0 ? 0 : nr.first;
-    if (!c.y.max) y_hi = nr.second;
+    auto nr = nice_range(f.y_lo, f.y_hi, c.y.scale);
+    if (!c.y.min) f.y_lo = c.y.scale == Scale::kLinear && f.y_lo > 0 ? 0 : nr.first;
+    if (!c.y.max) f.y_hi = nr.second;
   }
-  if (c.x.format == Format::kPercentile && !c.x.max) x_hi = std::max(1.0, std::ceil(x_hi - 1e-9));
-  const Mapper mx{x_lo, x_hi, L, R, c.x.scale};
-  const Mapper my{y_lo, y_hi, B, T, c.y.scale};
+  if (c.x.format == Format::kPercentile && !c.x.max) f.x_hi = std::max(1.0, std::ceil(f.x_hi - 1e-9));
+}
 
-  std::string o;
-  o.reserve(16384);
+LineFrame line_frame(const LineChart& c) {
+  LineFrame f;
+  f.H = c.height;
+  f.tick_rows = static_cast<double>(c.ticks.size());
+  // Tick rows are labelled in the left margin: wider when there are some.
+  f.L = c.ticks.empty() ? 78 : 112;
+  f.R = c.width - 16.0;
+  f.T = 30;
+  f.B = f.H - 40 - (f.tick_rows > 0 ? kRowsTop + f.tick_rows * kRowHeight : 0) -
+        22;  // x labels, axis label, tick rows, legend
+  f.stack_total = stack_totals(c.stack);
+  fit_ranges(c, f);
+  f.mx = Mapper{f.x_lo, f.x_hi, f.L, f.R, c.x.scale};
+  f.my = Mapper{f.y_lo, f.y_hi, f.B, f.T, c.y.scale};
+  return f;
+}
+
+// The <svg> element, its title and caption, and the plot area (its mapping
+// is exposed for the hover script) with its frame.
+void draw_open(const LineChart& c, const LineFrame& f, std::string& o) {
   o += fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\" data-chart=\"{}\" data-scale=\"{}\"{} viewBox=\"0 0 "
       "{} {}\" "
       "width=\"{}\" height=\"{}\" role=\"img\" aria-label=\"{}\">\n",
       escape(c.id), scale_name(c.y.scale), attrs_of(c.attrs), c.width, c.height, c.width, c.height, escape(c.title));
   o += fmt::format("<title>{}</title>\n", escape(c.title));
-  o += fmt::format("<text class=\"caption\" x=\"{}\" y=\"18\">{}</text>\n", px(L), escape(c.title));
-  // The plot area: its mapping is exposed for the hover script.
+  o += fmt::format("<text class=\"caption\" x=\"{}\" y=\"18\">{}</text>\n", px(f.L), escape(c.title));
   o += fmt::format(
       "<g class=\"plot\" data-l=\"{}\" data-r=\"{}\" data-t=\"{}\" data-b=\"{}\" data-xmin=\"{}\" data-xmax=\"{}\" "
       "data-ymin=\"{}\" data-ymax=\"{}\" data-xscale=\"{}\" data-yscale=\"{}\" data-xfmt=\"{}\" data-yfmt=\"{}\">\n",
-      px(L), px(R), px(T), px(B), x_lo, x_hi, y_lo, y_hi, scale_name(c.x.scale), scale_name(c.y.scale),
+      px(f.L), px(f.R), px(f.T), px(f.B), f.x_lo, f.x_hi, f.y_lo, f.y_hi, scale_name(c.x.scale), scale_name(c.y.scale),
       format_name(c.x.format), format_name(c.y.format));
-  o += fmt::format("<rect class=\"frame\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>\n", px(L), px(T), px(R - L),
-                   px(B - T));
+  o += fmt::format("<rect class=\"frame\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>\n", px(f.L), px(f.T),
+                   px(f.R - f.L), px(f.B - f.T));
+}
 
-  // Bands under everything.
-  if (!c.bands.empty()) {
-    o += "<g class=\"bands\">\n";
-    for (const auto& b : c.bands) {
-      double a = mx(b.x0), z = mx(b.x1);
-      if (z - a < 1.5) {  // never invisible
-        const double mid = (a + z) / 2;
-        a = mid - 0.75;
-        z = mid + 0.75;
-      }
-      o += fmt::format(
-          "<rect class=\"band\" data-kind=\"{}\" data-index=\"{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" "
-          "fill=\"{}\"><title>{}</title></rect>\n",
-          escape(b.kind), b.index, px(a), px(T), px(z - a), px(B - T), escape(b.color.empty() ? "#f5c77e" : b.color),
-          escape(b.label));
+// Bands, drawn under everything.
+void draw_bands(const LineChart& c, const LineFrame& f, std::string& o) {
+  if (c.bands.empty()) return;
+  o += "<g class=\"bands\">\n";
+  for (const auto& b : c.bands) {
+    double a = f.mx(b.x0), z = f.mx(b.x1);
+    if (z - a < 1.5) {  // never invisible
+      const double mid = (a + z) / 2;
+      a = mid - 0.75;
+      z = mid + 0.75;
     }
-    o += "</g>\n";
+    o += fmt::format(
+        "<rect class=\"band\" data-kind=\"{}\" data-index=\"{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" "
+        "fill=\"{}\"><title>{}</title></rect>\n",
+        escape(b.kind), b.index, px(a), px(f.T), px(z - a), px(f.B - f.T),
+        escape(b.color.empty() ? "#f5c77e" : b.color), escape(b.label));
   }
+  o += "</g>\n";
+}
 
-  // Grid and axes.
+// Grid lines, then the labelled y and x axes.
+void draw_grid_and_axes(const LineChart& c, const LineFrame& f, std::string& o) {
   o += "<g class=\"grid\">\n";
-  std::vector<double> yt = nice_ticks(y_lo, y_hi, c.y.scale, 6);
+  std::vector<double> yt = nice_ticks(f.y_lo, f.y_hi, c.y.scale, 6);
   for (double v : yt) {
-    const double y = my(v);
-    o += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\"/>\n", px(L), px(R), px(y), px(y));
+    const double y = f.my(v);
+    o += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\"/>\n", px(f.L), px(f.R), px(y), px(y));
   }
   std::vector<double> xt;
   if (c.x.format == Format::kPercentile) {
-    for (double v = std::ceil(x_lo); v <= x_hi + 1e-9; v += 1) xt.push_back(v);
+    for (double v = std::ceil(f.x_lo); v <= f.x_hi + 1e-9; v += 1) xt.push_back(v);
   } else {
-    xt = nice_ticks(x_lo, x_hi, c.x.scale, 8);
+    xt = nice_ticks(f.x_lo, f.x_hi, c.x.scale, 8);
   }
   for (double v : xt) {
-    const double x = mx(v);
-    o += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\"/>\n", px(x), px(x), px(T), px(B));
+    const double x = f.mx(v);
+    o += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\"/>\n", px(x), px(x), px(f.T), px(f.B));
   }
   o += "</g>\n";
   o += "<g class=\"axis y\">\n";
   for (double v : yt)
-    o += fmt::format("<text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", px(L - 5), px(my(v) + 4),
-                     escape(format_value(c.y.format, v)));
+    o += fmt::format("<text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", px(f.L - 5),
+                     px(f.my(v) + 4), escape(format_value(c.y.format, v)));
   o += fmt::format(
       "<text class=\"axis-label\" transform=\"translate(14 {}) rotate(-90)\" text-anchor=\"middle\">{}</text>\n",
-      px((T + B) / 2), escape(c.y.label));
+      px((f.T + f.B) / 2), escape(c.y.label));
   o += "</g>\n";
-  const double xlab_y = B + (tick_rows > 0 ? kRowsTop + tick_rows * 11 : 0) + 16;
+  const double xlab_y = f.B + (f.tick_rows > 0 ? kRowsTop + f.tick_rows * kRowHeight : 0) + 16;
   o += "<g class=\"axis x\">\n";
   for (double v : xt) {
     // Labels near the right edge end there instead of being cut off.
-    const double x = mx(v);
+    const double x = f.mx(v);
     o += fmt::format("<text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"{}\">{}</text>\n", px(x), px(xlab_y),
-                     x > R - 30 ? "end" : "middle", escape(format_value(c.x.format, v)));
+                     x > f.R - 30 ? "end" : "middle", escape(format_value(c.x.format, v)));
   }
-  o += fmt::format("<text class=\"axis-label\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", px((L + R) / 2),
-                   px(xlab_y + 16), escape(c.x.label));
+  o += fmt::format("<text class=\"axis-label\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
+                   px((f.L + f.R) / 2), px(xlab_y + 16), escape(c.x.label));
   o += "</g>\n";
+}
 
-  // Stacked areas: one path per layer, a closed outline per run of buckets
-  // where the layer is > 0 (a layer that is zero almost everywhere costs
-  // almost nothing).
-  if (!stack_total.empty()) {
-    // Plain copies: clang (the fuzz build) cannot capture structured bindings.
-    const double lo_y = y_lo, hi_y = y_hi;
-    const auto clamp_y = [&](double v) { return my(std::clamp(v, lo_y, hi_y)); };
-    const auto bx = [&](std::size_t k) { return mx(c.stack.x0 + c.stack.dx * static_cast<double>(k)); };
-    std::vector<double> base(stack_total.size(), 0.0);
-    o += "<g class=\"stack-group\">\n";
-    for (const auto& l : c.stack.layers) {
-      std::string d;
-      double total = 0;
-      std::size_t nonzero = 0;
-      const auto val = [&](std::size_t k) {
-        return k < l.y.size() && std::isfinite(l.y[k]) ? std::max(0.0, l.y[k]) : 0.0;
-      };
-      std::size_t k = 0;
-      const std::size_t n = stack_total.size();
-      while (k < n) {
-        if (val(k) <= 0) {
-          ++k;
-          continue;
-        }
-        std::size_t e = k;
-        while (e + 1 < n && val(e + 1) > 0) ++e;
-        d += "M" + px(bx(k)) + " " + px(clamp_y(base[k]));
-        for (std::size_t j = k; j <= e; ++j) d += "V" + px(clamp_y(base[j] + val(j))) + "H" + px(bx(j + 1));
-        for (std::size_t j = e + 1; j-- > k;) d += "V" + px(clamp_y(base[j])) + "H" + px(bx(j));
-        d += "Z";
-        for (std::size_t j = k; j <= e; ++j) {
-          total += val(j);
-          ++nonzero;
-        }
-        k = e + 1;
-      }
-      for (std::size_t j = 0; j < n; ++j) base[j] += val(j);
-      o += fmt::format(
-          "<path class=\"stack\" data-kind=\"{}\" data-total=\"{}\" data-buckets=\"{}\" fill=\"{}\"{} d=\"{}\">"
-          "<title>{}: {} in {} buckets</title></path>\n",
-          escape(l.kind), std::llround(total), nonzero, escape(l.color),
-          l.opacity < 1 ? fmt::format(" fill-opacity=\"{}\"", px(l.opacity)) : std::string(), d.empty() ? "M0 0" : d,
-          escape(l.label), escape(format_value(c.y.format, total)), nonzero);
+// The pixel geometry of the stack's buckets.
+struct StackGeometry {
+  const LineChart& c;
+  const LineFrame& f;
+  double y(double v) const { return f.my(std::clamp(v, f.y_lo, f.y_hi)); }
+  double x(std::size_t k) const { return f.mx(c.stack.x0 + c.stack.dx * static_cast<double>(k)); }
+};
+
+// One layer on top of `base` (advanced by the layer): a closed outline per
+// run of buckets where the layer is > 0 (a layer that is zero almost
+// everywhere costs almost nothing).
+void draw_stack_layer(const StackLayer& l, const StackGeometry& g, std::vector<double>& base, std::string& o) {
+  std::string d;
+  double total = 0;
+  std::size_t nonzero = 0;
+  const auto val = [&](std::size_t k) { return k < l.y.size() && std::isfinite(l.y[k]) ? std::max(0.0, l.y[k]) : 0.0; };
+  std::size_t k = 0;
+  const std::size_t n = base.size();
+  while (k < n) {
+    if (val(k) <= 0) {
+      ++k;
+      continue;
     }
-    std::string clip;
-    std::size_t clipped = 0;
-    for (std::size_t j = 0; j < stack_total.size(); ++j)
-      if (stack_total[j] > y_hi * (1 + 1e-9)) {
-        ++clipped;
-        const double xm = (bx(j) + bx(j + 1)) / 2;
-        clip +=
-            "M" + px(xm - 3) + " " + px(T + 6) + "L" + px(xm) + " " + px(T) + "L" + px(xm + 3) + " " + px(T + 6) + "Z";
-      }
-    if (clipped)
-      o += fmt::format(
-          "<path class=\"clipped\" data-count=\"{}\" fill=\"#212529\" d=\"{}\"><title>{} buckets above the axis "
-          "top</title></path>\n",
-          clipped, clip, clipped);
-    o += "</g>\n";
+    std::size_t e = k;
+    while (e + 1 < n && val(e + 1) > 0) ++e;
+    d += "M" + px(g.x(k)) + " " + px(g.y(base[k]));
+    for (std::size_t j = k; j <= e; ++j) d += "V" + px(g.y(base[j] + val(j))) + "H" + px(g.x(j + 1));
+    for (std::size_t j = e + 1; j-- > k;) d += "V" + px(g.y(base[j])) + "H" + px(g.x(j));
+    d += "Z";
+    for (std::size_t j = k; j <= e; ++j) {
+      total += val(j);
+      ++nonzero;
+    }
+    k = e + 1;
   }
+  for (std::size_t j = 0; j < n; ++j) base[j] += val(j);
+  o += fmt::format(
+      "<path class=\"stack\" data-kind=\"{}\" data-total=\"{}\" data-buckets=\"{}\" fill=\"{}\"{} d=\"{}\">"
+      "<title>{}: {} in {} buckets</title></path>\n",
+      escape(l.kind), std::llround(total), nonzero, escape(l.color),
+      l.opacity < 1 ? fmt::format(" fill-opacity=\"{}\"", px(l.opacity)) : std::string(), d.empty() ? "M0 0" : d,
+      escape(l.label), escape(format_value(g.c.y.format, total)), nonzero);
+}
 
-  // Series, downsampled to two points per pixel column.
-  const int columns = std::max(1, static_cast<int>(R - L));
-  o += "<g class=\"series-group\" fill=\"none\">\n";
-  for (const auto& s : c.series) {
-    const std::vector<Point> pts = downsample_minmax(s.points, x_lo, x_hi, columns);
-    std::string d;
-    d.reserve(pts.size() * 12);
-    bool pen_up = true;
-    std::size_t drawn = 0;
-    for (std::size_t i = 0; i < pts.size(); ++i) {
-      const double x = mx(pts[i].x);
-      if (!std::isfinite(pts[i].y)) {  // a gap: a step holds until here, then the line ends
-        if (!pen_up && s.step) d += "H" + px(x);
-        pen_up = true;
-        continue;
-      }
-      const double y = my(pts[i].y);
-      if (pen_up) {
-        d += "M" + px(x) + " " + px(y);
-        pen_up = false;
-      } else if (s.step) {
-        d += "H" + px(x) + "V" + px(y);
-      } else {
-        d += "L" + px(x) + " " + px(y);
-      }
-      ++drawn;
+// Stacked areas: one path per layer, then a mark on each bucket above the
+// axis top.
+void draw_stack(const LineChart& c, const LineFrame& f, std::string& o) {
+  if (f.stack_total.empty()) return;
+  const StackGeometry g{c, f};
+  std::vector<double> base(f.stack_total.size(), 0.0);
+  o += "<g class=\"stack-group\">\n";
+  for (const auto& l : c.stack.layers) draw_stack_layer(l, g, base, o);
+  std::string clip;
+  std::size_t clipped = 0;
+  for (std::size_t j = 0; j < f.stack_total.size(); ++j)
+    if (f.stack_total[j] > f.y_hi * (1 + 1e-9)) {
+      ++clipped;
+      const double xm = (g.x(j) + g.x(j + 1)) / 2;
+      clip += "M" + px(xm - 3) + " " + px(f.T + 6) + "L" + px(xm) + " " + px(f.T) + "L" + px(xm + 3) + " " +
+              px(f.T + 6) + "Z";
     }
-    if (drawn == 1) d += "h1";  // a lone point stays visible
+  if (clipped)
+    o += fmt::format(
+        "<path class=\"clipped\" data-count=\"{}\" fill=\"#212529\" d=\"{}\"><title>{} buckets above the axis "
+        "top</title></path>\n",
+        clipped, clip, clipped);
+  o += "</g>\n";
+}
+
+// One series' path, downsampled to two points per pixel column.
+std::string series_path(const Series& s, const LineFrame& f) {
+  const int columns = std::max(1, static_cast<int>(f.R - f.L));
+  const std::vector<Point> pts = downsample_minmax(s.points, f.x_lo, f.x_hi, columns);
+  std::string d;
+  d.reserve(pts.size() * 12);
+  bool pen_up = true;
+  std::size_t drawn = 0;
+  for (std::size_t i = 0; i < pts.size(); ++i) {
+    const double x = f.mx(pts[i].x);
+    if (!std::isfinite(pts[i].y)) {  // a gap: a step holds until here, then the line ends
+      if (!pen_up && s.step) d += "H" + px(x);
+      pen_up = true;
+      continue;
+    }
+    const double y = f.my(pts[i].y);
+    if (pen_up) {
+      d += "M" + px(x) + " " + px(y);
+      pen_up = false;
+    } else if (s.step) {
+      d += "H" + px(x) + "V" + px(y);
+    } else {
+      d += "L" + px(x) + " " + px(y);
+    }
+    ++drawn;
+  }
+  if (drawn == 1) d += "h1";  // a lone point stays visible
+  return d;
+}
+
+void draw_series(const LineChart& c, const LineFrame& f, std::string& o) {
+  o += "<g class=\"series-group\" fill=\"none\">\n";
+  for (const auto& s : c.series)
     o += fmt::format(
         "<path class=\"series\" data-series=\"{}\" data-points=\"{}\" stroke=\"{}\" stroke-width=\"{}\"{} d=\"{}\">"
         "<title>{}</title></path>\n",
         escape(s.name), s.points.size(), escape(s.color), px(s.width),
-        s.dash.empty() ? "" : fmt::format(" stroke-dasharray=\"{}\"", escape(s.dash)), d, escape(s.name));
+        s.dash.empty() ? "" : fmt::format(" stroke-dasharray=\"{}\"", escape(s.dash)), series_path(s, f),
+        escape(s.name));
+  o += "</g>\n";
+}
+
+void draw_markers(const LineChart& c, const LineFrame& f, std::string& o) {
+  if (c.markers.empty()) return;
+  o += "<g class=\"markers\">\n";
+  for (const auto& m : c.markers) {
+    const double x = f.mx(m.x);
+    o += fmt::format(
+        "<line class=\"marker\" data-kind=\"{}\" data-index=\"{}\" x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" "
+        "stroke=\"{}\">"
+        "<title>{}</title></line>\n",
+        escape(m.kind), m.index, px(x), px(x), px(f.T), px(f.B), escape(m.color.empty() ? "#333" : m.color),
+        escape(m.label));
   }
   o += "</g>\n";
+}
 
-  // Markers.
-  if (!c.markers.empty()) {
-    o += "<g class=\"markers\">\n";
-    for (const auto& m : c.markers) {
-      const double x = mx(m.x);
-      o += fmt::format(
-          "<line class=\"marker\" data-kind=\"{}\" data-index=\"{}\" x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" "
-          "stroke=\"{}\">"
-          "<title>{}</title></line>\n",
-          escape(m.kind), m.index, px(x), px(x), px(T), px(B), escape(m.color.empty() ? "#333" : m.color),
-          escape(m.label));
+// Event ticks, one row per kind below the plot; ticks on the same pixel
+// share one sub-path (data-count keeps the real number).
+void draw_event_ticks(const LineChart& c, const LineFrame& f, std::string& o) {
+  if (c.ticks.empty()) return;
+  o += "<g class=\"events\">\n";
+  for (std::size_t k = 0; k < c.ticks.size(); ++k) {
+    const auto& t = c.ticks[k];
+    const double y0 = f.B + kRowsTop + static_cast<double>(k) * kRowHeight;
+    std::set<long> seen;
+    std::string d;
+    for (double v : t.x) {
+      const double x = f.mx(v);
+      if (!seen.insert(std::lround(x * 2)).second) continue;
+      d += "M" + px(x) + " " + px(y0) + "v8";
     }
-    o += "</g>\n";
+    o += fmt::format("<text class=\"tick-label\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", px(f.L - 5),
+                     px(y0 + 8), escape(t.label));
+    o += fmt::format(
+        "<path class=\"ticks\" data-kind=\"{}\" data-count=\"{}\" stroke=\"{}\" d=\"{}\"><title>{}: "
+        "{}</title></path>\n",
+        escape(t.kind), t.x.size(), escape(t.color), d.empty() ? "M0 0" : d, escape(t.label), t.x.size());
   }
+  o += "</g>\n";
+}
 
-  // Event ticks, one row per kind below the plot; ticks on the same pixel
-  // share one sub-path (data-count keeps the real number).
-  if (!c.ticks.empty()) {
-    o += "<g class=\"events\">\n";
-    for (std::size_t k = 0; k < c.ticks.size(); ++k) {
-      const auto& t = c.ticks[k];
-      const double y0 = B + kRowsTop + static_cast<double>(k) * 11;
-      std::set<long> seen;
-      std::string d;
-      for (double v : t.x) {
-        const double x = mx(v);
-        if (!seen.insert(std::lround(x * 2)).second) continue;
-        d += "M" + px(x) + " " + px(y0) + "v8";
-      }
-      o += fmt::format("<text class=\"tick-label\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", px(L - 5),
-                       px(y0 + 8), escape(t.label));
-      o += fmt::format(
-          "<path class=\"ticks\" data-kind=\"{}\" data-count=\"{}\" stroke=\"{}\" d=\"{}\"><title>{}: "
-          "{}</title></path>\n",
-          escape(t.kind), t.x.size(), escape(t.color), d.empty() ? "M0 0" : d, escape(t.label), t.x.size());
-    }
-    o += "</g>\n";
-  }
-
-  // Notes: what is missing.
+// Notes (what is missing), the hover cursor and readout; closes the plot.
+void draw_notes_and_close_plot(const LineChart& c, const LineFrame& f, std::string& o) {
   for (std::size_t i = 0; i < c.notes.size(); ++i)
-    o += fmt::format("<text class=\"note\" x=\"{}\" y=\"{}\">{}</text>\n", px(L + 8),
-                     px(T + 16 + 15 * static_cast<double>(i)), escape(c.notes[i]));
+    o += fmt::format("<text class=\"note\" x=\"{}\" y=\"{}\">{}</text>\n", px(f.L + 8),
+                     px(f.T + 16 + 15 * static_cast<double>(i)), escape(c.notes[i]));
   o += "<line class=\"cursor\" x1=\"0\" x2=\"0\" y1=\"0\" y2=\"0\" visibility=\"hidden\"/>\n";
   o += "<text class=\"readout\" x=\"0\" y=\"0\" visibility=\"hidden\"></text>\n";
   o += "</g>\n";
+}
 
-  // Legend.
-  double lx = L;
-  const double ly = H - 8;
-  o += "<g class=\"legend\">\n";
-  auto item = [&](const std::string& kind, const std::string& name, const std::string& color, const std::string& dash,
-                  bool box, double opacity = 1) {
+// The legend, one item after the other on the bottom line.
+class Legend {
+ public:
+  Legend(const LineFrame& f, std::string& o) : lx_(f.L), ly_(f.H - 8), o_(o) {}
+  void item(const std::string& kind, const std::string& name, const std::string& color, const std::string& dash,
+            bool box, double opacity = 1) {
     if (box)
-      o += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"14\" height=\"9\" fill=\"{}\"{}/>", px(lx), px(ly - 8),
-                       escape(color), opacity < 1 ? fmt::format(" fill-opacity=\"{}\"", px(opacity)) : std::string());
+      o_ += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"14\" height=\"9\" fill=\"{}\"{}/>", px(lx_), px(ly_ - 8),
+                        escape(color), opacity < 1 ? fmt::format(" fill-opacity=\"{}\"", px(opacity)) : std::string());
     else
-      o += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"2\"{}/>", px(lx),
-                       px(lx + 16), px(ly - 4), px(ly - 4), escape(color),
-                       dash.empty() ? "" : fmt::format(" stroke-dasharray=\"{}\"", escape(dash)));
-    o += fmt::format("<text class=\"legend-item\" data-kind=\"{}\" x=\"{}\" y=\"{}\">{}</text>\n", escape(kind),
-                     px(lx + 20), px(ly), escape(name));
-    lx += 28 + 6.5 * static_cast<double>(name.size());
-  };
-  for (const auto& l : c.stack.layers) item("stack", l.label, l.color, "", true, l.opacity);
-  for (const auto& s : c.series) item("series", s.legend.empty() ? s.name : s.legend, s.color, s.dash, false);
+      o_ += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"2\"{}/>", px(lx_),
+                        px(lx_ + 16), px(ly_ - 4), px(ly_ - 4), escape(color),
+                        dash.empty() ? "" : fmt::format(" stroke-dasharray=\"{}\"", escape(dash)));
+    o_ += fmt::format("<text class=\"legend-item\" data-kind=\"{}\" x=\"{}\" y=\"{}\">{}</text>\n", escape(kind),
+                      px(lx_ + 20), px(ly_), escape(name));
+    lx_ += 28 + 6.5 * static_cast<double>(name.size());
+  }
+
+ private:
+  double lx_;
+  double ly_;
+  std::string& o_;
+};
+
+void draw_legend(const LineChart& c, const LineFrame& f, std::string& o) {
+  o += "<g class=\"legend\">\n";
+  Legend legend(f, o);
+  for (const auto& l : c.stack.layers) legend.item("stack", l.label, l.color, "", true, l.opacity);
+  for (const auto& s : c.series) legend.item("series", s.legend.empty() ? s.name : s.legend, s.color, s.dash, false);
   std::set<std::string> done;
   for (const auto& m : c.markers)
-    if (done.insert("m:" + m.kind).second) item("marker", m.kind, m.color.empty() ? "#333" : m.color, "4 3", false);
+    if (done.insert("m:" + m.kind).second)
+      legend.item("marker", m.kind, m.color.empty() ? "#333" : m.color, "4 3", false);
   for (const auto& b : c.bands)
     if (done.insert("b:" + b.kind).second)
-      item("band", b.legend.empty() ? b.kind + " window" : b.legend, b.color.empty() ? "#f5c77e" : b.color, "", true);
+      legend.item("band", b.legend.empty() ? b.kind + " window" : b.legend, b.color.empty() ? "#f5c77e" : b.color, "",
+                  true);
   o += "</g>\n";
+}
+
+}  // namespace
+
+std::string render(const LineChart& c) {
+  const LineFrame f = line_frame(c);
+  std::string o;
+  o.reserve(16384);
+  draw_open(c, f, o);
+  draw_bands(c, f, o);
+  draw_grid_and_axes(c, f, o);
+  draw_stack(c, f, o);
+  draw_series(c, f, o);
+  draw_markers(c, f, o);
+  draw_event_ticks(c, f, o);
+  draw_notes_and_close_plot(c, f, o);
+  draw_legend(c, f, o);
   o += "</svg>\n";
   return o;
 }

@@ -439,7 +439,7 @@ TEST(ResultPoints, SchemaOfTheMeasurements) {
   EXPECT_EQ(n["shootdown_interrupts"], 1);
   EXPECT_EQ(n["shootdown_trace"], 2);
   EXPECT_EQ(n["shootdown_phase"], 6);
-  const std::string line = influx::encode_line(points[0]);
+  const std::string line = influx::encode_line(points[0]).value();
   EXPECT_EQ(line.rfind(
                 "shootdown_interval,pages=4k,phase=baseline,release=munmap,run_id=abcd1234,victim_cpu=1 count=10i,", 0),
             0u)
@@ -448,7 +448,7 @@ TEST(ResultPoints, SchemaOfTheMeasurements) {
   EXPECT_EQ(line.back(), '\n');
   EXPECT_EQ(line.find('\r'), std::string::npos);
   EXPECT_NE(line.find(" " + std::to_string(r.intervals[0].end_ns + r.realtime_offset_ns) + "\n"), std::string::npos);
-  const std::string marker = influx::encode_line(points[8]);
+  const std::string marker = influx::encode_line(points[8]).value();
   EXPECT_EQ(marker.rfind("shootdown_marker,marker=before,", 0), 0u) << marker;
   EXPECT_NE(marker.find(" " + std::to_string(r.releases[0].before_ns + r.realtime_offset_ns) + "\n"),
             std::string::npos);

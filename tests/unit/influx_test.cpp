@@ -24,7 +24,7 @@ TEST(Influx, EscapesEveryElement) {
   p.tag("zone", "eu west").tag("host", "a=b,c").tag("empty", "");
   p.field("msg", std::string("line\nbreak \"q\"")).integer("n", -42).field("x", 1.5).field("up", true);
   p.timestamp_ns = 1700000000123456789;
-  EXPECT_EQ(influx::encode_line(p),
+  EXPECT_EQ(influx::encode_line(p).value(),
             "my\\ meas\\,x,host=a\\=b\\,c,zone=eu\\ west msg=\"line break \\\"q\\\"\",n=-42i,x=1.5,up=true "
             "1700000000123456789\n");
 }
@@ -33,21 +33,21 @@ TEST(Influx, IntegerSuffixAndFloats) {
   influx::Point p;
   p.measurement = "m";
   p.integer("count", 0).integer("big", INT64_MAX).field("f", 2.0).field("g", 1e20).field("h", 0.000125);
-  EXPECT_EQ(influx::encode_line(p), "m count=0i,big=9223372036854775807i,f=2,g=1e+20,h=0.000125\n");
+  EXPECT_EQ(influx::encode_line(p).value(), "m count=0i,big=9223372036854775807i,f=2,g=1e+20,h=0.000125\n");
 }
 
 TEST(Influx, DropsUnrepresentable) {
   influx::Point p;
   p.measurement = "m";
   p.field("nan", std::numeric_limits<double>::quiet_NaN()).field("inf", std::numeric_limits<double>::infinity());
-  std::string why;
-  EXPECT_EQ(influx::encode_line(p, &why), "");
-  EXPECT_NE(why.find("no representable field"), std::string::npos);
+  const auto none = influx::encode_line(p);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.error().find("no representable field"), std::string::npos);
   p.integer("ok", 1);
-  EXPECT_EQ(influx::encode_line(p), "m ok=1i\n");
+  EXPECT_EQ(influx::encode_line(p).value(), "m ok=1i\n");
   influx::Point q;
   q.integer("x", 1);
-  EXPECT_EQ(influx::encode_line(q), "");  // no measurement
+  EXPECT_FALSE(influx::encode_line(q).ok());  // no measurement
 }
 
 TEST(Influx, NewlineOnlyLineEndings) {
@@ -88,29 +88,28 @@ TEST(Influx, SplitsDatagramsOnLineBoundaries) {
 }
 
 TEST(Influx, UrlForms) {
-  std::string why;
-  auto h = influx::parse_url("http://127.0.0.1:8086/write?db=shootdown", &why);
-  ASSERT_TRUE(h) << why;
+  auto h = influx::parse_url("http://127.0.0.1:8086/write?db=shootdown");
+  ASSERT_TRUE(h) << h.error();
   EXPECT_EQ(h->scheme, influx::Url::Scheme::kHttp);
   EXPECT_EQ(h->host, "127.0.0.1");
   EXPECT_EQ(h->port, 8086);
   EXPECT_EQ(h->db, "shootdown");
   EXPECT_EQ(h->target, "/write?db=shootdown&precision=ns");
-  auto u = influx::parse_url("udp://localhost:8089", &why);
-  ASSERT_TRUE(u) << why;
+  auto u = influx::parse_url("udp://localhost:8089");
+  ASSERT_TRUE(u) << u.error();
   EXPECT_EQ(u->scheme, influx::Url::Scheme::kUdp);
   EXPECT_EQ(u->port, 8089);
-  auto v6 = influx::parse_url("http://[::1]:8086/write?db=x&precision=ns", &why);
-  ASSERT_TRUE(v6) << why;
+  auto v6 = influx::parse_url("http://[::1]:8086/write?db=x&precision=ns");
+  ASSERT_TRUE(v6) << v6.error();
   EXPECT_EQ(v6->host, "::1");
   EXPECT_EQ(v6->target, "/write?db=x&precision=ns");
   for (const char* bad :
        {"influx:8086", "http://h/write?db=x", "http://h:0/write?db=x", "http://h:70000/write?db=x",
         "http://h:8086/query?db=x", "http://h:8086/write", "udp://h:8089/db", "https://h:1/write?db=x",
         "http://h:8086/write?db=x&precision=s", "http://:8086/write?db=x", "udp://h:12ab"}) {
-    why.clear();
-    EXPECT_FALSE(influx::parse_url(bad, &why)) << bad;
-    EXPECT_FALSE(why.empty()) << bad;
+    const auto url = influx::parse_url(bad);
+    ASSERT_FALSE(url.ok()) << bad;
+    EXPECT_FALSE(url.error().empty()) << bad;
   }
 }
 

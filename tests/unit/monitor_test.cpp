@@ -72,13 +72,13 @@ TEST(Monitor, InfluxPointsAndJson) {
   auto iv = monitor_interval(totals(0, 0, 0, 0), totals(2000000000, 10, 4, 4), 5);
   auto pts = monitor_points(iv, "box");
   ASSERT_EQ(pts.size(), 3u);  // 2 CPUs + 1 initiator
-  const std::string l = influx::encode_line(pts[1]);
+  const std::string l = influx::encode_line(pts[1]).value();
   EXPECT_EQ(l.rfind("shootdown_monitor,cpu=1,host=box tlb=10i,cal=0i,tlb_total=10i,cal_total=2000i,tlb_per_s=5,", 0),
             0u)
       << l;
   EXPECT_NE(l.find("flush_remote_shootdown=4i"), std::string::npos);
   EXPECT_NE(l.find(" 1700000002000000000\n"), std::string::npos);
-  EXPECT_EQ(influx::encode_line(pts[2]).rfind(
+  EXPECT_EQ(influx::encode_line(pts[2]).value().rfind(
                 "shootdown_monitor_initiator,cgroup=/app,comm=munmap\\ loop,host=box pid=42i,flushes=4i", 0),
             0u);
   auto j = nlohmann::json::parse(monitor_json_line(iv, "on"));
