@@ -131,6 +131,19 @@ TracepointFields load_tracepoint_fields(const Tracefs& tfs, tep_handle* tep, con
   return out;
 }
 
+bool count_lost(RecordReader& rd, const perf_event_header& hdr, std::int64_t& lost) {
+  std::uint64_t id = 0, n = 0;
+  if (hdr.type == PERF_RECORD_LOST) {
+    if (rd.u64(id) && rd.u64(n)) lost += static_cast<std::int64_t>(n);
+    return true;
+  }
+  if (hdr.type == PERF_RECORD_LOST_SAMPLES) {
+    if (rd.u64(n)) lost += static_cast<std::int64_t>(n);
+    return true;
+  }
+  return false;
+}
+
 Status check_tracing(const std::vector<int>& cpus, const char* no_cpus) {
   if (cpus.empty()) return Error{no_cpus};
   return tracing_permitted();

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <linux/perf_event.h>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <sys/types.h>
@@ -242,6 +243,32 @@ class CpuRing {
   bool map_failed_ = false;
   PerfRing ring_;
 };
+
+// The rings of the tracer or the sampler and the thread that polls them;
+// mu guards the rings' tails and whatever their records are decoded into.
+struct PolledRings {
+  std::vector<PerfRing> rings;
+  std::mutex mu;
+  std::vector<std::uint8_t> scratch = std::vector<std::uint8_t>(65536);  // a record that wraps the ring end
+  std::thread reader;
+  std::atomic<bool> stop_reader{false};
+  bool stopped = false;
+
+  // Hands every record of every ring to on_record (rec, header), under mu.
+  template <class F>
+  void drain_rings(F&& on_record) {
+    std::lock_guard<std::mutex> lk(mu);
+    for (auto& r : rings) r.drain(scratch.data(), on_record);
+  }
+  void join_reader() {
+    stop_reader.store(true, std::memory_order_relaxed);
+    if (reader.joinable()) reader.join();
+  }
+};
+
+// A PERF_RECORD_LOST ({u64 id; u64 lost}) or PERF_RECORD_LOST_SAMPLES
+// ({u64 lost}) record: its count added to `lost`, true. False for any other.
+bool count_lost(RecordReader& rd, const perf_event_header& hdr, std::int64_t& lost);
 
 // The reader thread's loop: drain_all() every poll_interval_us (at least
 // 100 us) until stop is set. Polling, never perf wakeups (see polled_attr).

@@ -59,27 +59,19 @@ struct SampleHead {
 
 }  // namespace
 
-struct FlushSampler::Impl {
+struct FlushSampler::Impl : PolledRings {
   SamplerOptions opts;
   std::vector<Slot> slots;
-  std::vector<PerfRing> rings;
   std::map<std::uint64_t, std::size_t> by_id;
   Field f_reason, f_pages, f_cpu, f_mask, f_site_cpu, f_cb_cpu, f_site_mask, f_cb_mask, f_csd_cpu, f_csd_site,
       f_csd_func;
-  std::mutex mu;
   SamplerData data;
   std::unordered_multimap<std::uint64_t, std::uint32_t> stack_index;  // hash -> data.stacks index
   SampledStack scratch_stack;
   std::array<std::uint64_t, kMaxCpumaskWords> mask_words{};
-  std::vector<std::uint8_t> scratch = std::vector<std::uint8_t>(65536);
-  std::thread reader;
-  std::atomic<bool> stop_reader{false};
-  bool stopped = false;
 
   void drain_all() {
-    std::lock_guard<std::mutex> lk(mu);
-    for (auto& r : rings)
-      r.drain(scratch.data(), [this](const std::uint8_t* rec, const perf_event_header& hdr) { handle(rec, hdr); });
+    drain_rings([this](const std::uint8_t* rec, const perf_event_header& hdr) { handle(rec, hdr); });
   }
 
   void handle(const std::uint8_t* rec, const perf_event_header& hdr) {
@@ -112,19 +104,10 @@ struct FlushSampler::Impl {
   // The records that are not samples: losses, and the dummy event's
   // mappings and forks.
   void handle_side_record(RecordReader& rd, const perf_event_header& hdr) {
+    if (count_lost(rd, hdr, data.lost)) return;
     auto u64 = [&](std::uint64_t& v) { return rd.u64(v); };
     auto u32 = [&](std::uint32_t& v) { return rd.u32(v); };
     switch (hdr.type) {
-      case PERF_RECORD_LOST: {
-        std::uint64_t id = 0, lost = 0;
-        if (u64(id) && u64(lost)) data.lost += static_cast<std::int64_t>(lost);
-        return;
-      }
-      case PERF_RECORD_LOST_SAMPLES: {
-        std::uint64_t lost = 0;
-        if (u64(lost)) data.lost += static_cast<std::int64_t>(lost);
-        return;
-      }
       case PERF_RECORD_MMAP2:
         on_mmap2(rd, hdr);
         return;
@@ -289,7 +272,7 @@ struct FlushSampler::Impl {
     auto loader = TracepointLoader::open();
     if (!loader) return Error{loader.error()};
     auto load = [&](const char* sys, const char* name,
-                    std::initializer_list<std::pair<const char*, Field*>> fields) -> int {
+                    std::initializer_list<std::pair<const char*, Field Impl::*>> fields) -> int {
       std::vector<const char*> names;
       for (const auto& f : fields) names.push_back(f.first);
       const TracepointFields tp = (*loader)->fields(sys, name, names);
@@ -297,16 +280,18 @@ struct FlushSampler::Impl {
         data.missing.push_back(tp.missing);
         return -1;
       }
-      std::size_t k = 0;
-      for (const auto& f : fields) *f.second = tp.fields[k++];
+      auto field = tp.fields.begin();  // one per name
+      for (const auto& f : fields) this->*f.second = *field++;
       return tp.id;
     };
     TracepointIds ids;
-    ids.tlb = load("tlb", "tlb_flush", {{"reason", &f_reason}, {"pages", &f_pages}});
-    ids.ipi_cpu = load("ipi", "ipi_send_cpu", {{"cpu", &f_cpu}, {"callsite", &f_site_cpu}, {"callback", &f_cb_cpu}});
-    ids.ipi_mask =
-        load("ipi", "ipi_send_cpumask", {{"cpumask", &f_mask}, {"callsite", &f_site_mask}, {"callback", &f_cb_mask}});
-    ids.csd = load("csd", "csd_queue_cpu", {{"cpu", &f_csd_cpu}, {"callsite", &f_csd_site}, {"func", &f_csd_func}});
+    ids.tlb = load("tlb", "tlb_flush", {{"reason", &Impl::f_reason}, {"pages", &Impl::f_pages}});
+    ids.ipi_cpu = load("ipi", "ipi_send_cpu",
+                       {{"cpu", &Impl::f_cpu}, {"callsite", &Impl::f_site_cpu}, {"callback", &Impl::f_cb_cpu}});
+    ids.ipi_mask = load("ipi", "ipi_send_cpumask",
+                        {{"cpumask", &Impl::f_mask}, {"callsite", &Impl::f_site_mask}, {"callback", &Impl::f_cb_mask}});
+    ids.csd = load("csd", "csd_queue_cpu",
+                   {{"cpu", &Impl::f_csd_cpu}, {"callsite", &Impl::f_csd_site}, {"func", &Impl::f_csd_func}});
     if (ids.tlb < 0)
       return Error{"tlb:tlb_flush is not available: " +
                    (data.missing.empty() ? std::string("?") : data.missing.front())};
@@ -402,8 +387,7 @@ FlushSampler::FlushSampler() : impl_(std::make_unique<Impl>()) {}
 
 FlushSampler::~FlushSampler() {
   if (!impl_) return;
-  impl_->stop_reader.store(true);
-  if (impl_->reader.joinable()) impl_->reader.join();
+  impl_->join_reader();
   for (auto& s : impl_->slots) ::ioctl(s.fd, PERF_EVENT_IOC_DISABLE, 0);
   impl_->close_all();
 }
@@ -440,8 +424,7 @@ SamplerData FlushSampler::stop() {
   if (im.stopped) return {};
   for (auto& sl : im.slots) ::ioctl(sl.fd, PERF_EVENT_IOC_DISABLE, 0);
   const std::int64_t stop_ns = mono_now_ns();
-  im.stop_reader.store(true);
-  if (im.reader.joinable()) im.reader.join();
+  im.join_reader();
   im.drain_all();
   im.stopped = true;
   im.close_all();

@@ -113,15 +113,14 @@ struct Slot {  // one perf event (tracepoint x CPU)
 
 }  // namespace
 
-struct Tracer::Impl {
+// PolledRings::mu guards events/chains/ips and the rings' tails.
+struct Tracer::Impl : PolledRings {
   TracerOptions opts;
   Kallsyms ksyms;
   std::vector<std::unique_ptr<Format>> formats;
   std::vector<Slot> slots;
-  std::vector<PerfRing> rings;
   std::map<std::uint64_t, std::size_t> slot_by_id;
 
-  std::mutex mu;  // guards events/chains/ips and the rings' tails
   ChunkedVec<KernelEvent> events;
   struct ChainRef {
     std::size_t first = 0;
@@ -130,7 +129,6 @@ struct Tracer::Impl {
   ChunkedVec<ChainRef, 4096> chains;
   ChunkedVec<std::uint64_t, 65536> ips;
   std::int64_t lost_records = 0;
-  std::array<std::uint8_t, 65536> scratch{};  // a record that wraps the ring end
 
   // ipi_send_cpumask targets beyond CPU 63 (KernelEvent::cpumask), interned:
   // a run sends to a few distinct sets of CPUs, so the table stays small and
@@ -168,31 +166,16 @@ struct Tracer::Impl {
         masks_dropped, kMaxMasks);
   }
 
-  std::thread reader;
   std::atomic<std::int32_t> reader_tid{0};
-  std::atomic<bool> stop_reader{false};
-  bool stopped = false;
 
   void drain_all() {
-    std::lock_guard<std::mutex> lk(mu);
-    for (auto& r : rings)
-      r.drain(scratch.data(), [this](const std::uint8_t* rec, const perf_event_header& hdr) { handle(rec, hdr); });
+    drain_rings([this](const std::uint8_t* rec, const perf_event_header& hdr) { handle(rec, hdr); });
   }
 
   void handle(const std::uint8_t* rec, const perf_event_header& hdr) {
     RecordReader rd(rec, hdr);
     auto u64 = [&](std::uint64_t& v) { return rd.u64(v); };
-    if (hdr.type == PERF_RECORD_LOST) {  // { u64 id; u64 lost; sample_id }
-      std::uint64_t id = 0, lost = 0;
-      if (u64(id) && u64(lost)) lost_records += static_cast<std::int64_t>(lost);
-      return;
-    }
-    if (hdr.type == PERF_RECORD_LOST_SAMPLES) {  // { u64 lost; sample_id }
-      std::uint64_t lost = 0;
-      if (u64(lost)) lost_records += static_cast<std::int64_t>(lost);
-      return;
-    }
-    if (hdr.type != PERF_RECORD_SAMPLE) return;
+    if (count_lost(rd, hdr, lost_records) || hdr.type != PERF_RECORD_SAMPLE) return;
     // Layout for IDENTIFIER|TID|TIME|CPU[|CALLCHAIN]|RAW (perf_event_open(2)).
     std::uint64_t id = 0, pidtid = 0, time = 0, cpures = 0;
     if (!u64(id)) return;
@@ -271,11 +254,6 @@ struct Tracer::Impl {
     for (auto& s : slots)
       if (s.fd >= 0) ::close(s.fd);
     for (auto& s : slots) s.fd = -1;
-  }
-
-  void join_reader() {
-    stop_reader.store(true, std::memory_order_relaxed);
-    if (reader.joinable()) reader.join();
   }
 };
 
