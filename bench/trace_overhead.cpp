@@ -142,9 +142,8 @@ class AlternatingSession final : public shootdown::exp::TraceSession {
 
   void run(std::int64_t t0) {
     Schedule& s = *s_;
-    std::string why;
-    if (!sys::pin_this_thread(s.tracer.reader_cpu, &why)) {
-      s.error = fmt::format("cannot pin the segment thread to culprit CPU {}: {}", s.tracer.reader_cpu, why);
+    if (const auto pinned = sys::pin_this_thread(s.tracer.reader_cpu); !pinned) {
+      s.error = fmt::format("cannot pin the segment thread to culprit CPU {}: {}", s.tracer.reader_cpu, pinned.error());
       return;
     }
     // Blocks must end inside the baseline (the release comes after it).
@@ -176,11 +175,12 @@ class AlternatingSession final : public shootdown::exp::TraceSession {
         } else if (seg.traced) {
           TracedInfo info;
           const std::int64_t o0 = sys::mono_now_ns();
-          auto tracer = sys::Tracer::open(s.tracer, &why);
-          if (!tracer) {
-            s.error = "the tracer could not be opened mid-run: " + why;
+          auto opened = sys::Tracer::open(s.tracer);
+          if (!opened) {
+            s.error = "the tracer could not be opened mid-run: " + opened.error();
             return;
           }
+          auto tracer = std::move(*opened);
           tracer->start_reader();
           seg.start_ns = sys::mono_now_ns();
           info.open_ns = seg.start_ns - o0;
@@ -290,11 +290,12 @@ int run(const Options& o) {
   std::size_t tracepoints = 0, missing = 0;
   {
     const std::int64_t t0 = sys::mono_now_ns();
-    auto t = sys::Tracer::open(schedule->tracer, &why);
-    if (!t) {
-      std::fprintf(stderr, "trace_overhead: skipped: the kernel tracer cannot be opened: %s\n", why.c_str());
+    auto opened = sys::Tracer::open(schedule->tracer);
+    if (!opened) {
+      std::fprintf(stderr, "trace_overhead: skipped: the kernel tracer cannot be opened: %s\n", opened.error().c_str());
       return kExitSkip;
     }
+    auto t = std::move(*opened);
     tracepoints = t->tracepoints().size();
     missing = t->missing().size();
     t->start_reader();

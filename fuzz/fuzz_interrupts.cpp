@@ -12,10 +12,9 @@ namespace sys = shootdown::sys;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
-  std::string why;
-  auto snap = sys::parse_interrupts(text, &why);
+  auto snap = sys::parse_interrupts(text);
   if (!snap) {
-    if (why.empty()) std::abort();
+    if (snap.error().empty()) std::abort();
     return 0;
   }
   for (const auto& [row, counts] : snap->rows)

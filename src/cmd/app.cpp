@@ -41,8 +41,8 @@ bool names_jemalloc(int argc, char** argv) {
 
 int main_entry(int argc, char** argv) {
   if (names_jemalloc(argc, argv)) {
-    std::string why;
-    if (!sys::ensure_static_tls(kJemallocStaticTls, argv, &why)) std::fprintf(stderr, "shootdown: %s\n", why.c_str());
+    if (const Status tls = sys::ensure_static_tls(kJemallocStaticTls, argv); !tls)
+      std::fprintf(stderr, "shootdown: %s\n", tls.error().c_str());
   }
   CLI::App root{
       "shootdown: what does releasing memory in one thread cost the other threads?\n"

@@ -84,15 +84,15 @@ class BlameTool final : public Tool {
     if (so_.cpus.empty())
       for (int c = 0; c < static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN)); ++c) so_.cpus.push_back(c);
     so_.stack_bytes = o_.stack_bytes;
-    std::string why;
-    sampler_ = sys::FlushSampler::open(so_, &why);
-    if (!sampler_) throw RuntimeError("not permitted: " + why);
+    auto sampler = sys::FlushSampler::open(so_);
+    if (!sampler) throw RuntimeError("not permitted: " + sampler.error());
+    sampler_ = std::move(*sampler);
     target_ = o_.pid;
     if (target_ > 0) {
       if (auto m = sys::read_proc_maps(target_)) syms_.add_maps_text(target_, *m);
       command_ = proc_comm(target_);
     }
-    irq0_ = sys::read_interrupts();
+    if (auto snap = sys::read_interrupts()) irq0_ = std::move(*snap);
     sampler_->start_reader();
     if (!o_.command.empty()) {
       child_ = sys::ChildProcess::spawn(o_.command);
@@ -118,7 +118,7 @@ class BlameTool final : public Tool {
     if (cause != StopCause::kChildExited && cause != StopCause::kTargetGone)
       if (auto m = sys::read_proc_maps(target_)) syms_.add_maps_text(target_, *m);
     data_ = sampler_->stop();
-    irq1_ = sys::read_interrupts();
+    if (auto snap = sys::read_interrupts()) irq1_ = std::move(*snap);
     child_.terminate();  // duration or signal: do not leave the command behind
   }
 

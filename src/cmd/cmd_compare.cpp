@@ -260,10 +260,10 @@ class CompareTool final : public Tool {
         throw UsageError(fmt::format("--segment-size '{}': {} (accepted: a multiple of 4KiB like 16MiB)",
                                      c.segment_size, why.empty() ? "not a positive multiple of 4 KiB" : why));
     }
-    if (std::string why;
-        c.workload == "journal" && !c.journal_dir.empty() && !sys::writable_directory(c.journal_dir, &why))
-      throw UsageError(
-          fmt::format("--journal-dir '{}': {} (accepted: an existing writable directory)", c.journal_dir, why));
+    if (c.workload == "journal" && !c.journal_dir.empty())
+      if (const Status writable = sys::writable_directory(c.journal_dir); !writable)
+        throw UsageError(fmt::format("--journal-dir '{}': {} (accepted: an existing writable directory)", c.journal_dir,
+                                     writable.error()));
 
     const cli::MachineFacts facts = cli::read_machine_facts();
     arms_ = parse_arms(c, facts, &warnings_);

@@ -226,9 +226,8 @@ class Collector {
   // events (interval ticks and scrapes).
   MonitorTotals refresh() {
     std::lock_guard<std::mutex> lk(mu_);
-    std::string why;
-    auto snap = sys::read_interrupts(&why);
-    if (!snap) throw RuntimeError(why);
+    auto snap = sys::read_interrupts();
+    if (!snap) throw RuntimeError(snap.error());
     totals_.mono_ns = snap->mono_ns;
     totals_.wall_ns = wall_now_ns();
     if (totals_.cpus.empty()) {
@@ -361,12 +360,15 @@ class MonitorTool final : public Tool {
     // load), or per-reason counters only (count).
     std::string bpf_why;
     if (plan_.trace == TraceMode::kCount) {
-      std::string why;
-      counter_ = sys::TlbFlushCounter::open(sys::read_topology().online, &why);
-      if (!counter_) throw RuntimeError("kernel-side tlb_flush counters unavailable: " + why);
+      auto counter = sys::TlbFlushCounter::open(sys::read_topology().online);
+      if (!counter) throw RuntimeError("kernel-side tlb_flush counters unavailable: " + counter.error());
+      counter_ = std::move(*counter);
       trace_status_ = "count (kernel-side counters, no per-process attribution)";
     } else if (plan_.trace == TraceMode::kAuto || plan_.trace == TraceMode::kOn || plan_.trace == TraceMode::kBpf) {
-      bpf_ = sys::BpfFlushCounter::open(plan_.pid, sys::Kallsyms::load().address_of("flush_tlb_func"), &bpf_why);
+      if (auto bpf = sys::BpfFlushCounter::open(plan_.pid, sys::Kallsyms::load().address_of("flush_tlb_func")))
+        bpf_ = std::move(*bpf);
+      else
+        bpf_why = bpf.error();
       if (bpf_) {
         trace_status_ = fmt::format("bpf ({}{}; timed: handlers{}{})", bpf_->attach_point(),
                                     plan_.pid > 0 ? fmt::format(", pid {}", plan_.pid) : "",
@@ -381,7 +383,10 @@ class MonitorTool final : public Tool {
     }
     if (!bpf_ && !counter_ && plan_.trace != TraceMode::kOff) {
       std::string why;
-      tracer_ = sys::Tracer::open(tracer_options(sys::read_topology().online, -1, false), &why);
+      if (auto tracer = sys::Tracer::open(tracer_options(sys::read_topology().online, -1, false)))
+        tracer_ = std::move(*tracer);
+      else
+        why = tracer.error();
       if (!tracer_) {
         if (plan_.trace != TraceMode::kAuto || plan_.pid > 0)
           throw RuntimeError(
@@ -414,13 +419,14 @@ class MonitorTool final : public Tool {
     }
     if (plan_.listen_port >= 0) {
       // The Prometheus endpoint: stopped and joined by its destructor on every exit.
-      std::string why;
       Collector* collector = collector_.get();
-      server_ = sys::MetricsServer::bind(
+      auto server = sys::MetricsServer::bind(
           plan_.listen_host, plan_.listen_port, [collector] { return monitor_exposition(collector->refresh()); },
-          prom::kContentType, sys::MetricsServerLimits{}, &why);
-      if (!server_)
-        throw RuntimeError(fmt::format("cannot listen on {}:{} ({})", plan_.listen_host, plan_.listen_port, why));
+          prom::kContentType, sys::MetricsServerLimits{});
+      if (!server)
+        throw RuntimeError(
+            fmt::format("cannot listen on {}:{} ({})", plan_.listen_host, plan_.listen_port, server.error()));
+      server_ = std::move(*server);
       server_->start();
       std::fprintf(stderr, "shootdown monitor: serving http://%s:%d/metrics\n", plan_.listen_host.c_str(),
                    server_->port());
@@ -497,7 +503,8 @@ class MonitorTool final : public Tool {
     } else {
       std::size_t oversized = 0;
       auto grams = influx::split_datagrams(body, influx::kUdpMaxPayload, &oversized);
-      if (!sys::udp_send(plan_.influx->host, plan_.influx->port, grams, &err) && err.empty()) err = "send failed";
+      if (const Status sent = sys::udp_send(plan_.influx->host, plan_.influx->port, grams); !sent)
+        err = sent.error().empty() ? "send failed" : sent.error();
     }
     // One warning per distinct failure, not one per interval.
     if (!err.empty() && err != last_influx_error_)

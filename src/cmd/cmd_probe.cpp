@@ -232,29 +232,30 @@ class ProbeTool final : public Tool {
     p.stall_threshold_ns = threshold_ns_;
     p.mlock = true;
 
-    std::string why;
     // Every online CPU is traced (the target's threads may run anywhere): the
     // perf rings share a budget (core/compaction.hpp).
     auto topts = tracer_options(topo_.online.empty() ? std::vector<int>{cpu_} : topo_.online, -1, false, cpu_);
     topts.ring_pages = ring_pages_tracing_every_cpu(topts.cpus.size());
-    tracer_ = sys::Tracer::open(topts, &why);
-    if (!tracer_) throw RuntimeError("not permitted: kernel tracing unavailable: " + why);
+    auto tracer = sys::Tracer::open(topts);
+    if (!tracer) throw RuntimeError("not permitted: kernel tracing unavailable: " + tracer.error());
+    tracer_ = std::move(*tracer);
     tracer_->start_reader();
     if (!o_.no_callsites) {
       // Who sends them: reason-4 flushes of the target with user stacks
       // (blame's sampler), so the report names the call sites.
       sys::SamplerOptions so;
       so.cpus = topo_.online.empty() ? std::vector<int>{cpu_} : topo_.online;
-      std::string swhy;
-      sampler_ = sys::FlushSampler::open(so, &swhy);
-      if (sampler_)
+      auto sampler = sys::FlushSampler::open(so);
+      if (sampler) {
+        sampler_ = std::move(*sampler);
         sampler_->start_reader();
-      else
-        r_.warnings.push_back("call sites unavailable (" + swhy + "): shootdown blame -- CMD");
+      } else {
+        r_.warnings.push_back("call sites unavailable (" + sampler.error() + "): shootdown blame -- CMD");
+      }
     }
     pre_ = sys::calibrate(50'000'000);                           // folds convert with it while the command runs
     std::this_thread::sleep_for(std::chrono::milliseconds(20));  // enabling tracepoints sends IPIs: let them pass
-    irq0_ = sys::read_interrupts();
+    if (auto snap = sys::read_interrupts()) irq0_ = std::move(*snap);
     first_ = sys::tsc_point();
     session_->attach(pre_, tracer_.get(), pre_.to_mono(first_.tsc));
   }
@@ -292,7 +293,7 @@ class ProbeTool final : public Tool {
       stop_reason_ = "--duration reached";
     session_->stop_all();  // every probe still measuring stops at its next batch
     last_ = sys::tsc_point();
-    irq1_ = sys::read_interrupts();
+    if (auto snap = sys::read_interrupts()) irq1_ = std::move(*snap);
     r_.trace = tracer_->stop();
     r_.trace.folded = session_->take_folded_events();
     if (sampler_) sampler_data_ = sampler_->stop();

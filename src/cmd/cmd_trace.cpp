@@ -198,9 +198,9 @@ class TraceTool final : public Tool {
   void prepare() override {
     std::vector<int> cpus{culprit_};
     cpus.insert(cpus.end(), victims_.begin(), victims_.end());
-    std::string why;
-    tracer_ = sys::Tracer::open(tracer_options(cpus, culprit_, !o_.no_callchains), &why);
-    if (!tracer_) throw RuntimeError("kernel tracing unavailable: " + why);
+    auto tracer = sys::Tracer::open(tracer_options(cpus, culprit_, !o_.no_callchains));
+    if (!tracer) throw RuntimeError("kernel tracing unavailable: " + tracer.error());
+    tracer_ = std::move(*tracer);
     if (!o_.output.empty()) {
       // Streamed to a temporary next to FILE and renamed over it at the end.
       try {
@@ -211,7 +211,7 @@ class TraceTool final : public Tool {
       out_ = file_->file();
     }
     for (auto& m : tracer_->missing()) std::fprintf(stderr, "shootdown trace: missing: %s\n", m.c_str());
-    snap0_ = sys::read_interrupts();
+    if (auto snap = sys::read_interrupts()) snap0_ = std::move(*snap);
     t0_ = snap0_ ? snap0_->mono_ns : tracer_->start_ns();
     std::fprintf(
         stderr, "shootdown trace: culprit cpu%d, victims cpu%s; %zu tracepoints; %s\n", culprit_,
@@ -220,7 +220,7 @@ class TraceTool final : public Tool {
     std::fflush(stderr);
     // Spawned before we pin ourselves: the command keeps our original affinity.
     if (!o_.command.empty()) child_ = sys::ChildProcess::spawn(o_.command);
-    sys::pin_this_thread(culprit_);
+    (void)sys::pin_this_thread(culprit_);
     printer_ = std::make_unique<Printer>(*tracer_, out_, culprit_, t0_, o_.all, o_.quiet, o_.format == "raw");
   }
 
@@ -237,7 +237,7 @@ class TraceTool final : public Tool {
       return false;
     };
     watch(w);
-    snap1_ = sys::read_interrupts();
+    if (auto snap = sys::read_interrupts()) snap1_ = std::move(*snap);
     signal_ = sys::StopSignals::pending();
     child_.terminate();  // stopped by a signal or the duration: do not leave the command behind
     tracer_->drain();

@@ -44,12 +44,12 @@ InfluxReport send_to_influx(const Result& r, const Analysis& a, const influx::Ur
     // the kernel drops the rest silently. Send in small groups with a pause.
     for (std::size_t i = 0; i < datagrams.size(); i += kUdpBurst) {
       const std::size_t j = std::min(datagrams.size(), i + kUdpBurst);
-      std::string why;
-      if (!sys::udp_send(url.host, url.port,
-                         std::vector<std::string>(datagrams.begin() + static_cast<std::ptrdiff_t>(i),
-                                                  datagrams.begin() + static_cast<std::ptrdiff_t>(j)),
-                         &why)) {
-        rep.error = why;
+      if (const Status sent =
+              sys::udp_send(url.host, url.port,
+                            std::vector<std::string>(datagrams.begin() + static_cast<std::ptrdiff_t>(i),
+                                                     datagrams.begin() + static_cast<std::ptrdiff_t>(j)));
+          !sent) {
+        rep.error = sent.error();
         return rep;
       }
       rep.requests += j - i;

@@ -99,10 +99,9 @@ void check_output_file(const std::string& option, const std::string& path) {
     throw UsageError(fmt::format("{} '{}': is a directory (give a file name)", option, path));
   const auto slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-  std::string why;
-  if (!sys::writable_directory(dir, &why))
-    throw UsageError(
-        fmt::format("{} '{}': cannot write in {}: {} (give a file in a writable directory)", option, path, dir, why));
+  if (const Status writable = sys::writable_directory(dir); !writable)
+    throw UsageError(fmt::format("{} '{}': cannot write in {}: {} (give a file in a writable directory)", option, path,
+                                 dir, writable.error()));
 }
 
 void emit_report(const std::string& text, const std::string& path, std::FILE* fallback) {

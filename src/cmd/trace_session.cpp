@@ -99,15 +99,21 @@ sys::TracerOptions kernel_trace_options(const Plan& plan, bool callchains) {
 }
 
 std::unique_ptr<exp::TraceSession> open_kernel_trace(const Plan& plan, std::string* why) {
-  auto t = sys::Tracer::open(kernel_trace_options(plan), why);
-  if (!t) return nullptr;
-  return std::make_unique<KernelTraceSession>(std::move(t));
+  auto t = sys::Tracer::open(kernel_trace_options(plan));
+  if (!t) {
+    if (why) *why = t.error();
+    return nullptr;
+  }
+  return std::make_unique<KernelTraceSession>(std::move(*t));
 }
 
 std::unique_ptr<exp::TraceSession> SharedTracer::open(const Plan& plan, std::string* why) {
   if (!tried_) {
     tried_ = true;
-    tracer_ = sys::Tracer::open(kernel_trace_options(plan, /*callchains=*/false), &why_);
+    if (auto t = sys::Tracer::open(kernel_trace_options(plan, /*callchains=*/false)))
+      tracer_ = std::move(*t);
+    else
+      why_ = t.error();
   }
   if (!tracer_) {
     if (why) *why = why_;

@@ -120,9 +120,9 @@ std::unique_ptr<AllocatorChurn> AllocatorChurn::open(ReleaseStrategy s, const Pl
   } else {
     for (const auto& set : settings) env.push_back(std::make_unique<sys::ScopedEnv>(set.name, set.value));
   }
-  std::string lwhy;
-  c->lib_ = sys::SharedLibrary::open(lib.soname, &lwhy);
-  if (!c->lib_) {
+  auto opened = sys::SharedLibrary::open(lib.soname);
+  if (!opened) {
+    const std::string& lwhy = opened.error();
     if (why) {
       *why = std::string(strategy_name(s)) + " arm: cannot load " + lib.soname + " (" + lwhy + ")";
       if (lwhy.find("No such file") != std::string::npos || lwhy.find("cannot open") != std::string::npos)
@@ -130,6 +130,7 @@ std::unique_ptr<AllocatorChurn> AllocatorChurn::open(ReleaseStrategy s, const Pl
     }
     return nullptr;
   }
+  c->lib_ = std::move(*opened);
   const sys::SharedLibrary& l = *c->lib_;
   r.library = l.path();
   switch (s) {

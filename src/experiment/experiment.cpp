@@ -331,8 +331,9 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
   const auto size = static_cast<std::size_t>(plan.chunk_size);
 
   std::string why;
-  if (!sys::pin_this_thread(plan.culprit_cpu, &why))
-    throw std::runtime_error("cannot pin the culprit to CPU " + std::to_string(plan.culprit_cpu) + ": " + why);
+  if (const Status pinned = sys::pin_this_thread(plan.culprit_cpu); !pinned)
+    throw std::runtime_error("cannot pin the culprit to CPU " + std::to_string(plan.culprit_cpu) + ": " +
+                             pinned.error());
   // Before any thread of the run exists (they inherit it): keeps NUMA
   // balancing's scanner off our memory, or on a multi-node machine it flushes
   // every CPU of the process about once a second (the lab's 8-CPU, 2-node
@@ -528,8 +529,7 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
     sigaddset(&block, SIGINT);
     sigaddset(&block, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &block, nullptr);
-    std::string pwhy;
-    (void)sys::pin_this_thread(cpu, &pwhy);  // the culprit is pinned there already: this cannot fail
+    (void)sys::pin_this_thread(cpu);  // the culprit is pinned there already: this cannot fail
     while (!st.stop_requested()) {
       for (auto& v : victims) v->drain();
       sleep_ns(2 * kMs);
@@ -712,9 +712,8 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
                            " samples longer than 2^32 TSC ticks");
   }
 
-  std::string iwhy;
-  auto irq_before = irq_cap_before.snapshot(&iwhy);
-  auto irq_after = irq_before ? irq_cap_after.snapshot(&iwhy) : std::nullopt;
+  auto irq_before = irq_cap_before.snapshot();
+  auto irq_after = irq_before ? irq_cap_after.snapshot() : irq_before;
   if (irq_before && irq_after) {
     r.interrupts_span_ns = irq_after->mono_ns - irq_before->mono_ns;
     r.interrupts_start_ns = irq_before->mono_ns;
@@ -722,7 +721,7 @@ Result run_experiment(const Plan& plan, const Hooks& hooks) {
     if (irq_read_start_ns > kSlowReadNs) r.warnings.push_back(slow_read_warning("start", irq_read_start_ns));
     if (irq_read_end_ns > kSlowReadNs) r.warnings.push_back(slow_read_warning("end", irq_read_end_ns));
   } else {
-    r.warnings.push_back("/proc/interrupts unavailable: " + iwhy);
+    r.warnings.push_back("/proc/interrupts unavailable: " + irq_after.error());
   }
   if (churn) r.allocator = churn->report();
   // membarrier releases nothing: no memory record (it is an IPI source).

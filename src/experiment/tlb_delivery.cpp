@@ -24,7 +24,8 @@ std::optional<DoctorFacts::TlbDelivery> measure_tlb_delivery(int from_cpu, int t
   std::atomic<bool> stop{false};
   std::string pin_why;
   std::thread spin([&] {
-    if (!sys::pin_this_thread(to_cpu, &pin_why)) {
+    if (const Status pinned = sys::pin_this_thread(to_cpu); !pinned) {
+      pin_why = pinned.error();
       spinner.store(-1);
       return;
     }
@@ -38,8 +39,8 @@ std::optional<DoctorFacts::TlbDelivery> measure_tlb_delivery(int from_cpu, int t
     err = "cpu " + std::to_string(to_cpu) + ": " + pin_why;
   } else {
     std::thread work([&] {
-      if (!sys::pin_this_thread(from_cpu, &err)) {
-        err = "cpu " + std::to_string(from_cpu) + ": " + err;
+      if (const Status pinned = sys::pin_this_thread(from_cpu); !pinned) {
+        err = "cpu " + std::to_string(from_cpu) + ": " + pinned.error();
         return;
       }
       sys::InterruptsCapture before, after;
@@ -59,8 +60,11 @@ std::optional<DoctorFacts::TlbDelivery> measure_tlb_delivery(int from_cpu, int t
         err = after.error();
         return;
       }
-      const auto b = before.snapshot(&err), a = after.snapshot(&err);
-      if (!b || !a) return;
+      const auto b = before.snapshot(), a = after.snapshot();
+      if (!b || !a) {
+        err = a ? b.error() : a.error();
+        return;
+      }
       if (!a->get("TLB", to_cpu)) {
         err = "no TLB row for cpu " + std::to_string(to_cpu) + " in /proc/interrupts";
         return;

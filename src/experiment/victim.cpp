@@ -57,8 +57,8 @@ void Victim::run() {
 
 bool Victim::prepare() {
   std::string why;
-  if (!sys::pin_this_thread(cfg_.cpu, &why)) {
-    out_.error = "cannot pin victim to CPU " + std::to_string(cfg_.cpu) + ": " + why;
+  if (const Status pinned = sys::pin_this_thread(cfg_.cpu); !pinned) {
+    out_.error = "cannot pin victim to CPU " + std::to_string(cfg_.cpu) + ": " + pinned.error();
     return false;
   }
   out_.tid = static_cast<std::int32_t>(::gettid());

@@ -10,15 +10,12 @@
 
 namespace shootdown::sys {
 
-bool pin_this_thread(int cpu, std::string* why) {
+Status pin_this_thread(int cpu) {
   cpu_set_t set;
   CPU_ZERO(&set);
   CPU_SET(cpu, &set);
-  if (sched_setaffinity(0, sizeof set, &set) != 0) {
-    if (why) *why = std::strerror(errno);
-    return false;
-  }
-  return sched_getcpu() == cpu || true;
+  if (sched_setaffinity(0, sizeof set, &set) != 0) return Error{std::strerror(errno)};
+  return Ok{};
 }
 
 }  // namespace shootdown::sys

@@ -4,9 +4,12 @@
 
 #include <string>
 
+#include "core/expected.hpp"
+
 namespace shootdown::sys {
 
-bool pin_this_thread(int cpu, std::string* why = nullptr);
+// The error: strerror of sched_setaffinity.
+Status pin_this_thread(int cpu);
 
 }  // namespace shootdown::sys
 

@@ -43,7 +43,7 @@ struct TaskName {  // flush_count.bpf.c struct task_name
 };
 
 // libbpf prints the verifier's and its own messages through one callback:
-// keep the last non-empty line of the load for `why` instead of printing it.
+// keep the last non-empty line of the load for the error instead of printing it.
 thread_local std::string* g_last_line = nullptr;
 int keep_last_line(enum libbpf_print_level level, const char* format, va_list args) {
   if (level == LIBBPF_DEBUG || !g_last_line) return 0;
@@ -97,13 +97,13 @@ struct Variant {
 
 // Opens the embedded object with one variant's programs set to load and
 // target_tgid (the one variable of .rodata, frozen at load) and the task
-// table's size set; "" or what is wrong with the object.
-std::string open_variant(bpf_object*& obj, const Variant& want, int only_tgid, std::vector<bpf_program*>& progs) {
+// table's size set; the error says what is wrong with the object.
+Status open_variant(bpf_object*& obj, const Variant& want, int only_tgid, std::vector<bpf_program*>& progs) {
   bpf_object_open_opts opts{};
   opts.sz = sizeof opts;
   opts.object_name = "shootdown_flush_count";
   obj = bpf_object__open_mem(shootdown_flush_count_bpf, shootdown_flush_count_bpf_size, &opts);
-  if (!obj) return fmt::format("BPF object: {}", std::strerror(errno));
+  if (!obj) return Error{fmt::format("BPF object: {}", std::strerror(errno))};
   bpf_program* p = nullptr;
   bpf_object__for_each_program(p, obj) {
     const std::string name = bpf_program__name(p);
@@ -114,7 +114,7 @@ std::string open_variant(bpf_object*& obj, const Variant& want, int only_tgid, s
     bpf_program__set_autoload(p, mine);
     if (mine) progs.push_back(p);
   }
-  if (progs.empty()) return fmt::format("BPF object: programs *{} missing", want.suffix);
+  if (progs.empty()) return Error{fmt::format("BPF object: programs *{} missing", want.suffix)};
   bool set = false;
   bpf_map* m = nullptr;
   bpf_object__for_each_map(m, obj) {
@@ -130,49 +130,47 @@ std::string open_variant(bpf_object*& obj, const Variant& want, int only_tgid, s
       set = bpf_map__set_initial_value(m, data.data(), data.size()) == 0;
     }
   }
-  if (!set) return "BPF object: .rodata (target_tgid) missing";
+  if (!set) return Error{"BPF object: .rodata (target_tgid) missing"};
   // The per-process table's memory grows with the CPU count (a per-CPU
   // value per entry): task_slots bounds it.
   if (bpf_map* t = bpf_object__find_map_by_name(obj, "tasks"))
     bpf_map__set_max_entries(t, task_slots(libbpf_num_possible_cpus()));
-  return "";
+  return Ok{};
 }
 
 // Loads, writes the config map (flush_count.bpf.c CFG_FLUSH_TLB_FUNC,
-// CFG_CSD_ENDS_WAIT) and attaches every program; "" or what failed
+// CFG_CSD_ENDS_WAIT) and attaches every program; the error says what failed
 // (*eperm: the load was refused for want of privilege).
-std::string load_attach(bpf_object* obj, const std::vector<bpf_program*>& progs, const Variant& want,
-                        std::uint64_t flush_tlb_func, std::vector<bpf_link*>& links, const std::string& last,
-                        bool* eperm) {
+Status load_attach(bpf_object* obj, const std::vector<bpf_program*>& progs, const Variant& want,
+                   std::uint64_t flush_tlb_func, std::vector<bpf_link*>& links, const std::string& last, bool* eperm) {
   if (bpf_object__load(obj) != 0) {
     const int e = errno;
     *eperm = e == EPERM;
-    return fmt::format("{}{}", std::strerror(e), last.empty() ? "" : " (" + last + ")");
+    return Error{fmt::format("{}{}", std::strerror(e), last.empty() ? "" : " (" + last + ")")};
   }
   bpf_map* config = bpf_object__find_map_by_name(obj, "config");
   const std::uint32_t k_func = 0, k_ends = 1;
   const std::uint64_t ends_wait = want.csd && !want.fexit ? 1 : 0;
   if (!config || bpf_map_update_elem(bpf_map__fd(config), &k_func, &flush_tlb_func, BPF_ANY) != 0 ||
       bpf_map_update_elem(bpf_map__fd(config), &k_ends, &ends_wait, BPF_ANY) != 0)
-    return "BPF object: config map missing";
+    return Error{"BPF object: config map missing"};
   for (bpf_program* prog : progs) {
     bpf_link* l = bpf_program__attach(prog);
-    if (!l) return fmt::format("attach {}: {}", bpf_program__section_name(prog), std::strerror(errno));
+    if (!l) return Error{fmt::format("attach {}: {}", bpf_program__section_name(prog), std::strerror(errno))};
     links.push_back(l);
   }
-  return "";
+  return Ok{};
 }
 
 }  // namespace
 
-std::unique_ptr<BpfFlushCounter> BpfFlushCounter::open(int only_tgid, std::uint64_t flush_tlb_func, std::string* why) {
+Expected<std::unique_ptr<BpfFlushCounter>> BpfFlushCounter::open(int only_tgid, std::uint64_t flush_tlb_func) {
   std::string last;
   g_last_line = &last;
   libbpf_set_print(keep_last_line);
-  auto fail = [&](const std::string& what) -> std::unique_ptr<BpfFlushCounter> {
-    if (why) *why = last.empty() ? what : fmt::format("{} ({})", what, last);
+  auto fail = [&](const std::string& what) -> Expected<std::unique_ptr<BpfFlushCounter>> {
     g_last_line = nullptr;
-    return nullptr;
+    return Error{last.empty() ? what : fmt::format("{} ({})", what, last)};
   };
   std::unique_ptr<BpfFlushCounter> c(new BpfFlushCounter());
   c->impl_ = std::make_unique<Impl>();
@@ -192,11 +190,11 @@ std::unique_ptr<BpfFlushCounter> BpfFlushCounter::open(int only_tgid, std::uint6
     }
     im.close();
     std::vector<bpf_program*> progs;
-    if (std::string bad = open_variant(im.obj, want, only_tgid, progs); !bad.empty()) return fail(bad);
+    if (const Status opened = open_variant(im.obj, want, only_tgid, progs); !opened) return fail(opened.error());
     last.clear();
     bool eperm = false;
-    const std::string failure = load_attach(im.obj, progs, want, flush_tlb_func, im.links, last, &eperm);
-    if (failure.empty()) {
+    const Status loaded = load_attach(im.obj, progs, want, flush_tlb_func, im.links, last, &eperm);
+    if (loaded) {
       im.attach_point = bpf_program__section_name(progs.front());
       im.attach_point = im.attach_point.substr(0, im.attach_point.find('/'));
       im.wait_method = want.fexit ? "fexit" : want.csd ? "csd" : "";
@@ -209,6 +207,7 @@ std::unique_ptr<BpfFlushCounter> BpfFlushCounter::open(int only_tgid, std::uint6
       if (!want.csd) im.unlinked = "no csd tracepoints to link a receiver to its sender (" + csd_why + ")";
       break;
     }
+    const std::string& failure = loaded.error();
     if (eperm && !want.fexit && !want.csd)
       return fail("BPF load: not permitted (needs root, or CAP_BPF and CAP_PERFMON)");
     if (want.fexit && want.csd)

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "core/expected.hpp"
 #include "core/monitor.hpp"
 
 namespace shootdown::sys {
@@ -46,11 +47,12 @@ struct BpfCpuTime {
 
 class BpfFlushCounter {
  public:
-  // nullptr + why (no BPF permission, no BTF, verifier refusal: its log's
-  // last line, the tracepoint missing). only_tgid > 0: count only flushes
-  // whose current task belongs to that process. flush_tlb_func: its address
-  // (kallsyms), for the csd way of ending a wait; 0: not that way.
-  static std::unique_ptr<BpfFlushCounter> open(int only_tgid, std::uint64_t flush_tlb_func, std::string* why);
+  // An error when it cannot load (no BPF permission, no BTF, verifier
+  // refusal: its log's last line, the tracepoint missing). only_tgid > 0:
+  // count only flushes whose current task belongs to that process.
+  // flush_tlb_func: its address (kallsyms), for the csd way of ending a
+  // wait; 0: not that way.
+  static Expected<std::unique_ptr<BpfFlushCounter>> open(int only_tgid, std::uint64_t flush_tlb_func);
   ~BpfFlushCounter();
   BpfFlushCounter(const BpfFlushCounter&) = delete;
   BpfFlushCounter& operator=(const BpfFlushCounter&) = delete;

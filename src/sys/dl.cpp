@@ -11,12 +11,11 @@
 
 namespace shootdown::sys {
 
-std::optional<SharedLibrary> SharedLibrary::open(const std::string& soname, std::string* why) {
+Expected<SharedLibrary> SharedLibrary::open(const std::string& soname) {
   void* h = dlopen(soname.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (h == nullptr) {
     const char* e = dlerror();
-    if (why) *why = e ? e : ("dlopen(" + soname + ") failed");
-    return std::nullopt;
+    return Error{e ? e : ("dlopen(" + soname + ") failed")};
   }
   std::string path = soname;
   struct link_map* lm = nullptr;
@@ -46,18 +45,17 @@ ScopedEnv::~ScopedEnv() {
     unsetenv(name_.c_str());
 }
 
-bool ensure_static_tls(std::size_t bytes, char** argv, std::string* why) {
+Status ensure_static_tls(std::size_t bytes, char** argv) {
   static constexpr const char* kTunable = "glibc.rtld.optional_static_tls=";
   const char* cur = std::getenv("GLIBC_TUNABLES");
   std::string tunables = cur ? cur : "";
   if (const auto at = tunables.find(kTunable); at != std::string::npos) {
-    if (std::strtoull(tunables.c_str() + at + std::strlen(kTunable), nullptr, 0) >= bytes) return true;
+    if (std::strtoull(tunables.c_str() + at + std::strlen(kTunable), nullptr, 0) >= bytes) return Ok{};
   }
   tunables += (tunables.empty() ? "" : ":") + std::string(kTunable) + std::to_string(bytes);
   setenv("GLIBC_TUNABLES", tunables.c_str(), 1);
   execv("/proc/self/exe", argv);
-  if (why) *why = std::string("re-executing with GLIBC_TUNABLES=") + tunables + ": " + std::strerror(errno);
-  return false;
+  return Error{std::string("re-executing with GLIBC_TUNABLES=") + tunables + ": " + std::strerror(errno)};
 }
 
 }  // namespace shootdown::sys

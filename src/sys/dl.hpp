@@ -10,12 +10,14 @@
 #include <string>
 #include <utility>
 
+#include "core/expected.hpp"
+
 namespace shootdown::sys {
 
 class SharedLibrary {
  public:
-  // dlopen(soname, RTLD_NOW | RTLD_LOCAL); nullopt + why (dlerror()) on failure.
-  static std::optional<SharedLibrary> open(const std::string& soname, std::string* why);
+  // dlopen(soname, RTLD_NOW | RTLD_LOCAL); the error is dlerror()'s.
+  static Expected<SharedLibrary> open(const std::string& soname);
   SharedLibrary(SharedLibrary&& o) noexcept : handle_(o.handle_), path_(std::move(o.path_)) { o.handle_ = nullptr; }
   SharedLibrary& operator=(SharedLibrary&& o) noexcept {
     std::swap(handle_, o.handle_);
@@ -54,9 +56,9 @@ class ScopedEnv {
 
 // glibc fixes its optional static TLS surplus at process start; a library
 // with initial-exec TLS larger than it (jemalloc) cannot be dlopen'ed later.
-// True when GLIBC_TUNABLES already asks for at least `bytes`; otherwise
-// re-executes /proc/self/exe with argv and the tunable added (returns false
-// only when the exec failed, why set).
-bool ensure_static_tls(std::size_t bytes, char** argv, std::string* why);
+// Ok when GLIBC_TUNABLES already asks for at least `bytes`; otherwise
+// re-executes /proc/self/exe with argv and the tunable added (returns only
+// when the exec failed, with the error).
+Status ensure_static_tls(std::size_t bytes, char** argv);
 
 }  // namespace shootdown::sys

@@ -145,11 +145,14 @@ std::int64_t rlim_bytes(rlim_t v) {
 
 }  // namespace
 
-DoctorFacts read_doctor_facts() {
-  DoctorFacts f;
-  const bool live = root().empty();
-  const std::string cpu = "/sys/devices/system/cpu/";
+namespace {
 
+constexpr const char* kCpuDir = "/sys/devices/system/cpu/";
+
+// Online, isolated and nohz_full CPUs, the kernel command line, and per CPU
+// its siblings, idle states and frequency governor.
+void read_cpu_facts(DoctorFacts& f) {
+  const std::string cpu = kCpuDir;
   f.online = read_list(cpu + "online");
   f.isolated = read_list(cpu + "isolated");
   bool nohz_exists = false;
@@ -181,28 +184,31 @@ DoctorFacts read_doctor_facts() {
     if (auto g = read_trim(base + "cpufreq/scaling_governor")) f.governor[c] = *g;
     if (f.cpufreq_driver.empty()) f.cpufreq_driver = read_trim(base + "cpufreq/scaling_driver").value_or("");
   }
-  // NUMA
+}
+
+// NUMA nodes, transparent and explicit huge pages.
+void read_memory_facts(DoctorFacts& f) {
   for (const auto& e : list_dir("/sys/devices/system/node")) {
     if (e.rfind("node", 0) != 0 || !all_digits(e.substr(4))) continue;
     const int node = std::stoi(e.substr(4));
     ++f.numa_nodes;
     for (int c : read_list("/sys/devices/system/node/" + e + "/cpulist")) f.node_of[c] = node;
   }
-  // memory
   f.thp_enabled = read_thp_mode("enabled");
   if (f.thp_enabled == "unavailable") f.thp_enabled.clear();
   f.thp_defrag = read_thp_mode("defrag");
   if (f.thp_defrag == "unavailable") f.thp_defrag.clear();
-  {
-    auto mi = read_file("/proc/meminfo");
-    if (mi) {
-      auto m = parse_meminfo(*mi);
-      f.hugepages_total = m.get("HugePages_Total", -1);
-      f.hugepages_free = m.get("HugePages_Free", -1);
-      f.hugepage_size = m.hugepage_size();
-    }
+  if (auto mi = read_file("/proc/meminfo")) {
+    auto m = parse_meminfo(*mi);
+    f.hugepages_total = m.get("HugePages_Total", -1);
+    f.hugepages_free = m.get("HugePages_Free", -1);
+    f.hugepage_size = m.hugepage_size();
   }
-  // idle / freq
+}
+
+// cpuidle, interrupt affinity, clocks, CPU flags, vulnerabilities, watchdogs.
+void read_noise_facts(DoctorFacts& f) {
+  const std::string cpu = kCpuDir;
   f.cpuidle_driver = read_trim(cpu + "cpuidle/current_driver").value_or("");
   f.cpuidle_governor =
       read_trim(cpu + "cpuidle/current_governor").value_or(read_trim(cpu + "cpuidle/current_governor_ro").value_or(""));
@@ -214,19 +220,21 @@ DoctorFacts read_doctor_facts() {
     auto aff = read_list("/proc/irq/" + e + "/smp_affinity_list", &exists);
     if (exists) f.irq_affinity[std::stoi(e)] = aff;
   }
-  // clocks, features, vulnerabilities
   f.clocksource = read_trim("/sys/devices/system/clocksource/clocksource0/current_clocksource").value_or("");
   f.available_clocksources =
       read_trim("/sys/devices/system/clocksource/clocksource0/available_clocksource").value_or("");
   f.cpu_flags = cpu_flags(read_file_or("/proc/cpuinfo", ""));
   for (const auto& v : list_dir(cpu + "vulnerabilities"))
     if (auto s = read_trim(cpu + "vulnerabilities/" + v)) f.vulnerabilities[v] = *s;
-  // watchdogs and vm
   f.nmi_watchdog = read_int("/proc/sys/kernel/nmi_watchdog", -1);
   f.soft_watchdog = read_int("/proc/sys/kernel/soft_watchdog", -1);
   f.watchdog = read_int("/proc/sys/kernel/watchdog", -1);
   f.stat_interval = read_int("/proc/sys/vm/stat_interval", -1);
-  // virtualization
+}
+
+// The hypervisor, and broadcast TLB invalidation: kernel, CPU, build
+// option, Intel RAR; on a fixture tree the measured TLB delivery.
+void read_platform_facts(DoctorFacts& f, bool live) {
   f.hypervisor_vendor = read_trim("/sys/hypervisor/type").value_or("");
   if (live)
     read_cpuid(f);
@@ -235,7 +243,6 @@ DoctorFacts read_doctor_facts() {
     const int pv = read_int("/proc/shootdown-fixture/kvm_pv_tlb_flush", -1);
     if (pv >= 0) f.kvm_pv_tlb_flush = pv != 0;
   }
-  // broadcast TLB invalidation: kernel, CPU, build option
   f.kernel_release = read_trim("/proc/sys/kernel/osrelease").value_or("");
   if (live) {
     utsname u{};
@@ -265,7 +272,10 @@ DoctorFacts read_doctor_facts() {
       if (std::sscanf(d->c_str(), "%d %d %ld %ld", &t.from_cpu, &t.to_cpu, &t.requests, &t.delivered) == 4)
         f.tlb_delivery = t;
     }
-  // permissions
+}
+
+// perf_event_paranoid, capabilities, root, RLIMIT_MEMLOCK, tracefs.
+void read_permission_facts(DoctorFacts& f, bool live) {
   f.perf_event_paranoid = read_int("/proc/sys/kernel/perf_event_paranoid", 99);
   const std::string status = read_file_or("/proc/self/status", "");
   f.cap_perfmon = cap_perfmon(status);
@@ -290,6 +300,18 @@ DoctorFacts read_doctor_facts() {
   f.tracefs_supported = read_file_or("/proc/filesystems", "").find("tracefs") != std::string::npos;
   f.tracefs_mount = tracefs_mount(read_file_or("/proc/mounts", ""));
   if (!f.tracefs_mount.empty()) f.tlb_tracepoint = path_exists(f.tracefs_mount + "/events/tlb/tlb_flush/id");
+}
+
+}  // namespace
+
+DoctorFacts read_doctor_facts() {
+  DoctorFacts f;
+  const bool live = root().empty();
+  read_cpu_facts(f);
+  read_memory_facts(f);
+  read_noise_facts(f);
+  read_platform_facts(f, live);
+  read_permission_facts(f, live);
   return f;
 }
 

@@ -30,15 +30,13 @@ std::uint64_t open_fds() {
 
 }  // namespace
 
-bool raise_fd_limit(std::uint64_t more, std::string* why) {
+Status raise_fd_limit(std::uint64_t more) {
   std::lock_guard<std::mutex> lock(g_mu);
   rlimit cur{};
-  if (::getrlimit(RLIMIT_NOFILE, &cur) != 0) {
-    if (why) *why = std::string("getrlimit(RLIMIT_NOFILE): ") + std::strerror(errno);
-    return false;
-  }
+  if (::getrlimit(RLIMIT_NOFILE, &cur) != 0)
+    return Error{std::string("getrlimit(RLIMIT_NOFILE): ") + std::strerror(errno)};
   const std::uint64_t need = open_fds() + more + 32;  // 32: files, sockets, the result writer
-  if (cur.rlim_cur == RLIM_INFINITY || cur.rlim_cur >= need) return true;
+  if (cur.rlim_cur == RLIM_INFINITY || cur.rlim_cur >= need) return Ok{};
   if (!g_saved) {
     g_original = cur;
     g_saved = true;
@@ -55,21 +53,16 @@ bool raise_fd_limit(std::uint64_t more, std::string* why) {
       want.rlim_max = cur.rlim_max;
       want.rlim_cur = cur.rlim_max;
       ::setrlimit(RLIMIT_NOFILE, &want);
-      if (why)
-        *why = "RLIMIT_NOFILE hard limit " + std::to_string(cur.rlim_max) + " below the " + std::to_string(need) +
-               " descriptors needed (ulimit -Hn; root can raise it)";
-      return false;
+      return Error{"RLIMIT_NOFILE hard limit " + std::to_string(cur.rlim_max) + " below the " + std::to_string(need) +
+                   " descriptors needed (ulimit -Hn; root can raise it)"};
     }
-    if (want.rlim_cur >= need) return true;
-    if (why)
-      *why = "fs.nr_open " + std::to_string(nr_open) + " below the " + std::to_string(need) + " descriptors needed";
-    return false;
+    if (want.rlim_cur >= need) return Ok{};
+    return Error{"fs.nr_open " + std::to_string(nr_open) + " below the " + std::to_string(need) +
+                 " descriptors needed"};
   }
-  if (::setrlimit(RLIMIT_NOFILE, &want) != 0) {
-    if (why) *why = std::string("setrlimit(RLIMIT_NOFILE): ") + std::strerror(errno);
-    return false;
-  }
-  return true;
+  if (::setrlimit(RLIMIT_NOFILE, &want) != 0)
+    return Error{std::string("setrlimit(RLIMIT_NOFILE): ") + std::strerror(errno)};
+  return Ok{};
 }
 
 OriginalFdLimit::OriginalFdLimit() {

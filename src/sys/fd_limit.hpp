@@ -13,12 +13,14 @@
 #include <cstdint>
 #include <string>
 
+#include "core/expected.hpp"
+
 namespace shootdown::sys {
 
-// Makes room for `more` descriptors beyond those open now. False (and why)
-// when the hard limit and the privilege do not allow it; the limit is then
-// as high as allowed.
-bool raise_fd_limit(std::uint64_t more, std::string* why);
+// Makes room for `more` descriptors beyond those open now. An error when the
+// hard limit and the privilege do not allow it; the limit is then as high as
+// allowed.
+Status raise_fd_limit(std::uint64_t more);
 
 class OriginalFdLimit {
  public:

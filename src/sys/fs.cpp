@@ -46,19 +46,13 @@ std::string trim(std::string s) {
   return s.substr(b, e - b + 1);
 }
 
-bool write_file(const std::string& path, const std::string& content, std::string* why) {
+Status write_file(const std::string& path, const std::string& content) {
   std::ofstream out(full(path), std::ios::binary | std::ios::trunc);
-  if (!out) {
-    if (why) *why = std::strerror(errno);
-    return false;
-  }
+  if (!out) return Error{std::strerror(errno)};
   out << content;
   out.flush();
-  if (!out) {
-    if (why) *why = std::strerror(errno);
-    return false;
-  }
-  return true;
+  if (!out) return Error{std::strerror(errno)};
+  return Ok{};
 }
 
 bool path_exists(const std::string& path) {
@@ -71,22 +65,13 @@ bool is_directory(const std::string& path) {
   return ::stat(full(path).c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-bool writable_directory(const std::string& path, std::string* why) {
+Status writable_directory(const std::string& path) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
-    if (why) *why = std::strerror(errno);
-    return false;
-  }
-  if (!S_ISDIR(st.st_mode)) {
-    if (why) *why = "not a directory";
-    return false;
-  }
+  if (::stat(path.c_str(), &st) != 0) return Error{std::strerror(errno)};
+  if (!S_ISDIR(st.st_mode)) return Error{"not a directory"};
   // access(W_OK) reports EROFS even for root.
-  if (::access(path.c_str(), W_OK | X_OK) != 0) {
-    if (why) *why = std::strerror(errno);
-    return false;
-  }
-  return true;
+  if (::access(path.c_str(), W_OK | X_OK) != 0) return Error{std::strerror(errno)};
+  return Ok{};
 }
 
 RereadableFile::RereadableFile(const std::string& path) {

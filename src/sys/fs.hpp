@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/expected.hpp"
+
 namespace shootdown::sys {
 
 // Prefix prepended to absolute /proc and /sys paths; "" in production.
@@ -18,12 +20,12 @@ const std::string& root();
 std::optional<std::string> read_file(const std::string& path);  // path under root()
 std::string read_file_or(const std::string& path, std::string fallback);
 std::string trim(std::string s);
-bool write_file(const std::string& path, const std::string& content, std::string* why = nullptr);
+Status write_file(const std::string& path, const std::string& content);  // the error: strerror
 bool path_exists(const std::string& path);
 bool is_directory(const std::string& path);
-// An existing directory this process may create files in (false + why:
+// An existing directory this process may create files in (else the error:
 // "not a directory", "read-only file system", "permission denied").
-bool writable_directory(const std::string& path, std::string* why = nullptr);
+Status writable_directory(const std::string& path);
 
 // A /proc file read again and again without allocating: opened once, its
 // buffer sized (4x the first read, at least 64 KiB) and written up front, each

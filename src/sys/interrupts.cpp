@@ -17,34 +17,24 @@ std::optional<std::int64_t> InterruptsSnapshot::get(const std::string& row, int 
   return std::nullopt;
 }
 
-std::optional<InterruptsSnapshot> parse_interrupts(const std::string& text, std::string* why) {
+Expected<InterruptsSnapshot> parse_interrupts(const std::string& text) {
   InterruptsSnapshot snap;
   std::istringstream in(text);
   std::string line;
-  if (!std::getline(in, line)) {
-    if (why) *why = "empty /proc/interrupts";
-    return std::nullopt;
-  }
+  if (!std::getline(in, line)) return Error{"empty /proc/interrupts"};
   {
     std::istringstream hdr(line);
     std::string tok;
     while (hdr >> tok) {
-      if (tok.rfind("CPU", 0) != 0) {
-        if (why) *why = "unexpected header token '" + tok + "'";
-        return std::nullopt;
-      }
+      if (tok.rfind("CPU", 0) != 0) return Error{"unexpected header token '" + tok + "'"};
       try {
         snap.cpus.push_back(std::stoi(tok.substr(3)));
       } catch (...) {
-        if (why) *why = "bad CPU column '" + tok + "'";
-        return std::nullopt;
+        return Error{"bad CPU column '" + tok + "'"};
       }
     }
   }
-  if (snap.cpus.empty()) {
-    if (why) *why = "no CPU columns in /proc/interrupts header";
-    return std::nullopt;
-  }
+  if (snap.cpus.empty()) return Error{"no CPU columns in /proc/interrupts header"};
   while (std::getline(in, line)) {
     const auto colon = line.find(':');
     if (colon == std::string::npos) continue;
@@ -73,15 +63,12 @@ std::optional<InterruptsSnapshot> parse_interrupts(const std::string& text, std:
   return snap;
 }
 
-std::optional<InterruptsSnapshot> read_interrupts(std::string* why) {
+Expected<InterruptsSnapshot> read_interrupts() {
   timespec ts{};
   auto text = read_file("/proc/interrupts");
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  if (!text) {
-    if (why) *why = "cannot read /proc/interrupts";
-    return std::nullopt;
-  }
-  auto snap = parse_interrupts(*text, why);
+  if (!text) return Error{"cannot read /proc/interrupts"};
+  auto snap = parse_interrupts(*text);
   if (snap) snap->mono_ns = static_cast<std::int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
   return snap;
 }
@@ -96,12 +83,9 @@ bool InterruptsCapture::capture() {
   return captured_;
 }
 
-std::optional<InterruptsSnapshot> InterruptsCapture::snapshot(std::string* why) const {
-  if (!captured_) {
-    if (why) *why = file_.error().empty() ? "/proc/interrupts not captured" : file_.error();
-    return std::nullopt;
-  }
-  auto snap = parse_interrupts(std::string(file_.text()), why);
+Expected<InterruptsSnapshot> InterruptsCapture::snapshot() const {
+  if (!captured_) return Error{file_.error().empty() ? "/proc/interrupts not captured" : file_.error()};
+  auto snap = parse_interrupts(std::string(file_.text()));
   if (snap) snap->mono_ns = mono_ns_;
   return snap;
 }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/expected.hpp"
 #include "sys/fs.hpp"
 
 namespace shootdown::sys {
@@ -24,8 +25,8 @@ struct InterruptsSnapshot {
   std::optional<std::int64_t> get(const std::string& row, int cpu) const;
 };
 
-std::optional<InterruptsSnapshot> parse_interrupts(const std::string& text, std::string* why = nullptr);
-std::optional<InterruptsSnapshot> read_interrupts(std::string* why = nullptr);  // /proc/interrupts + mono_ns
+Expected<InterruptsSnapshot> parse_interrupts(const std::string& text);
+Expected<InterruptsSnapshot> read_interrupts();  // /proc/interrupts + mono_ns
 
 // The raw text of /proc/interrupts captured at one instant without allocating
 // (RereadableFile), parsed later. run brackets its counted span with two of
@@ -41,7 +42,7 @@ class InterruptsCapture {
   std::int64_t read_ns() const { return read_ns_; }
   std::int64_t mono_ns() const { return mono_ns_; }  // the stamp of the last capture (InterruptsSnapshot::mono_ns)
   const std::string& error() const { return file_.error(); }
-  std::optional<InterruptsSnapshot> snapshot(std::string* why = nullptr) const;  // parse the captured text
+  Expected<InterruptsSnapshot> snapshot() const;  // parse the captured text
 
  private:
   RereadableFile file_;

@@ -35,13 +35,9 @@ void close_fd(int& fd) {
 
 }  // namespace
 
-std::unique_ptr<MetricsServer> MetricsServer::bind(const std::string& host, int port, Metrics metrics,
-                                                   std::string content_type, const MetricsServerLimits& limits,
-                                                   std::string* why) {
-  auto fail = [&](const std::string& w) -> std::unique_ptr<MetricsServer> {
-    if (why) *why = w;
-    return nullptr;
-  };
+Expected<std::unique_ptr<MetricsServer>> MetricsServer::bind(const std::string& host, int port, Metrics metrics,
+                                                             std::string content_type,
+                                                             const MetricsServerLimits& limits) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -49,7 +45,7 @@ std::unique_ptr<MetricsServer> MetricsServer::bind(const std::string& host, int 
   addrinfo* res = nullptr;
   const std::string service = std::to_string(port);
   if (::getaddrinfo(host.empty() ? nullptr : host.c_str(), service.c_str(), &hints, &res) != 0 || !res)
-    return fail("cannot resolve '" + host + "'");
+    return Error{"cannot resolve '" + host + "'"};
   std::unique_ptr<MetricsServer> s(new MetricsServer());
   int fd = -1;
   for (addrinfo* ai = res; ai; ai = ai->ai_next) {
@@ -61,7 +57,7 @@ std::unique_ptr<MetricsServer> MetricsServer::bind(const std::string& host, int 
     close_fd(fd);
   }
   ::freeaddrinfo(res);
-  if (fd < 0) return fail("in use or not a local address");
+  if (fd < 0) return Error{"in use or not a local address"};
   sockaddr_storage ss{};
   socklen_t len = sizeof ss;
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len);
@@ -69,7 +65,7 @@ std::unique_ptr<MetricsServer> MetricsServer::bind(const std::string& host, int 
                                       : ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
   s->listen_fd_ = fd;
   s->wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (s->wake_fd_ < 0) return fail("eventfd failed");
+  if (s->wake_fd_ < 0) return Error{"eventfd failed"};
   s->metrics_ = std::move(metrics);
   s->content_type_ = std::move(content_type);
   s->limits_ = limits;

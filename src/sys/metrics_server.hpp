@@ -14,6 +14,8 @@
 #include <string>
 #include <thread>
 
+#include "core/expected.hpp"
+
 namespace shootdown::sys {
 
 struct MetricsServerLimits {
@@ -25,10 +27,9 @@ struct MetricsServerLimits {
 class MetricsServer {
  public:
   using Metrics = std::function<std::string()>;
-  // Binds host:port (port 0: any free port); nullptr and why on failure.
-  static std::unique_ptr<MetricsServer> bind(const std::string& host, int port, Metrics metrics,
-                                             std::string content_type, const MetricsServerLimits& limits,
-                                             std::string* why);
+  // Binds host:port (port 0: any free port); an error on failure.
+  static Expected<std::unique_ptr<MetricsServer>> bind(const std::string& host, int port, Metrics metrics,
+                                                       std::string content_type, const MetricsServerLimits& limits);
   ~MetricsServer();  // stops and joins
   MetricsServer(const MetricsServer&) = delete;
   MetricsServer& operator=(const MetricsServer&) = delete;

@@ -23,19 +23,14 @@ struct SplitUrl {
   std::string target;  // "/write?db=x"
 };
 
-bool split_http_url(const std::string& url, SplitUrl* out, std::string* why) {
-  if (url.rfind("http://", 0) != 0) {
-    *why = "only http:// URLs are supported: " + url;
-    return false;
-  }
+Expected<SplitUrl> split_http_url(const std::string& url) {
+  if (url.rfind("http://", 0) != 0) return Error{"only http:// URLs are supported: " + url};
   const auto slash = url.find('/', 7);
-  out->origin = url.substr(0, slash);
-  out->target = slash == std::string::npos ? "/" : url.substr(slash);
-  if (out->origin.size() <= 7) {
-    *why = "missing host in " + url;
-    return false;
-  }
-  return true;
+  SplitUrl out;
+  out.origin = url.substr(0, slash);
+  out.target = slash == std::string::npos ? "/" : url.substr(slash);
+  if (out.origin.size() <= 7) return Error{"missing host in " + url};
+  return out;
 }
 
 std::string one_line(std::string s, std::size_t max = 300) {
@@ -51,8 +46,12 @@ std::string one_line(std::string s, std::size_t max = 300) {
 HttpResult http_post(const std::string& url, const std::string& body, const std::string& content_type,
                      const RetryPolicy& policy, void (*sleep_ms)(std::int64_t)) {
   HttpResult r;
-  SplitUrl u;
-  if (!split_http_url(url, &u, &r.error)) return r;
+  const auto split = split_http_url(url);
+  if (!split) {
+    r.error = split.error();
+    return r;
+  }
+  const SplitUrl& u = *split;
   if (!sleep_ms) sleep_ms = default_sleep;
   httplib::Client cli(u.origin);
   cli.set_connection_timeout(static_cast<time_t>(policy.connect_timeout_ms / 1000),
@@ -93,35 +92,31 @@ HttpResult http_post(const std::string& url, const std::string& body, const std:
   return r;
 }
 
-bool udp_send(const std::string& host, int port, const std::vector<std::string>& datagrams, std::string* why) {
+Status udp_send(const std::string& host, int port, const std::vector<std::string>& datagrams) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_DGRAM;
   addrinfo* res = nullptr;
   const std::string service = std::to_string(port);
   const int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &res);
-  if (rc != 0) {
-    if (why) *why = "cannot resolve " + host + ": " + ::gai_strerror(rc);
-    return false;
-  }
+  if (rc != 0) return Error{"cannot resolve " + host + ": " + ::gai_strerror(rc)};
   const int fd = ::socket(res->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (fd < 0) {
-    if (why) *why = std::string("socket: ") + std::strerror(errno);
+    Error failed{std::string("socket: ") + std::strerror(errno)};
     ::freeaddrinfo(res);
-    return false;
+    return failed;
   }
-  bool ok = true;
+  Status sent = Ok{};
   for (const auto& d : datagrams) {
     const ssize_t n = ::sendto(fd, d.data(), d.size(), 0, res->ai_addr, res->ai_addrlen);
     if (n < 0 || static_cast<std::size_t>(n) != d.size()) {
-      if (why) *why = std::string("sendto ") + host + ":" + service + ": " + std::strerror(errno);
-      ok = false;
+      sent = Error{std::string("sendto ") + host + ":" + service + ": " + std::strerror(errno)};
       break;
     }
   }
   ::close(fd);
   ::freeaddrinfo(res);
-  return ok;
+  return sent;
 }
 
 }  // namespace shootdown::sys

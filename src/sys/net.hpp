@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/expected.hpp"
+
 namespace shootdown::sys {
 
 struct RetryPolicy {
@@ -34,8 +36,8 @@ HttpResult http_post(const std::string& url, const std::string& body,
                      void (*sleep_ms)(std::int64_t) = nullptr);
 
 // Sends each payload as one UDP datagram to host:port (IPv4/IPv6 via
-// getaddrinfo). false + why on resolution or send failure (UDP has no
-// delivery confirmation: true means sent, not received).
-bool udp_send(const std::string& host, int port, const std::vector<std::string>& datagrams, std::string* why = nullptr);
+// getaddrinfo). An error on resolution or send failure (UDP has no delivery
+// confirmation: Ok means sent, not received).
+Status udp_send(const std::string& host, int port, const std::vector<std::string>& datagrams);
 
 }  // namespace shootdown::sys

@@ -13,18 +13,11 @@
 
 namespace shootdown::sys {
 
-std::unique_ptr<TlbFlushCounter> TlbFlushCounter::open(const std::vector<int>& cpus, std::string* why) {
-  std::string tw;
-  auto tfs = Tracefs::acquire(&tw);  // released (unmounted if ours) when this returns: the ids are all we need
-  if (!tfs) {
-    if (why) *why = "tracefs: " + tw;
-    return nullptr;
-  }
-  const auto id = tfs->event_id("tlb", "tlb_flush");
-  if (!id) {
-    if (why) *why = "tracepoint tlb:tlb_flush not found";
-    return nullptr;
-  }
+Expected<std::unique_ptr<TlbFlushCounter>> TlbFlushCounter::open(const std::vector<int>& cpus) {
+  auto tfs = Tracefs::acquire();  // released (unmounted if ours) when this returns: the ids are all we need
+  if (!tfs) return Error{"tracefs: " + tfs.error()};
+  const auto id = (*tfs)->event_id("tlb", "tlb_flush");
+  if (!id) return Error{"tracepoint tlb:tlb_flush not found"};
   std::unique_ptr<TlbFlushCounter> c(new TlbFlushCounter());
   for (int cpu : cpus) {
     Cpu k;
@@ -38,16 +31,11 @@ std::unique_ptr<TlbFlushCounter> TlbFlushCounter::open(const std::vector<int>& c
       a.config = static_cast<std::uint64_t>(*id);
       a.disabled = 1;
       const long fd = open_cpu_event(&a, cpu);
-      if (fd < 0) {
-        if (why) *why = fmt::format("cpu{}: perf_event_open(tlb:tlb_flush): {}", cpu, std::strerror(errno));
-        return nullptr;
-      }
+      if (fd < 0) return Error{fmt::format("cpu{}: perf_event_open(tlb:tlb_flush): {}", cpu, std::strerror(errno))};
       c->cpus_.back().fd[static_cast<std::size_t>(r)] = static_cast<int>(fd);
       const std::string filter = fmt::format("reason == {}", r);
-      if (::ioctl(static_cast<int>(fd), PERF_EVENT_IOC_SET_FILTER, filter.c_str()) != 0) {
-        if (why) *why = fmt::format("cpu{}: filter '{}': {}", cpu, filter, std::strerror(errno));
-        return nullptr;
-      }
+      if (::ioctl(static_cast<int>(fd), PERF_EVENT_IOC_SET_FILTER, filter.c_str()) != 0)
+        return Error{fmt::format("cpu{}: filter '{}': {}", cpu, filter, std::strerror(errno))};
     }
   }
   for (const auto& k : c->cpus_)

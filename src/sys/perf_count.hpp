@@ -13,14 +13,15 @@
 #include <string>
 #include <vector>
 
+#include "core/expected.hpp"
 #include "core/monitor.hpp"
 
 namespace shootdown::sys {
 
 class TlbFlushCounter {
  public:
-  // nullptr + why when tracefs, the tracepoint, perf_event_open or a filter fails.
-  static std::unique_ptr<TlbFlushCounter> open(const std::vector<int>& cpus, std::string* why);
+  // An error when tracefs, the tracepoint, perf_event_open or a filter fails.
+  static Expected<std::unique_ptr<TlbFlushCounter>> open(const std::vector<int>& cpus);
   ~TlbFlushCounter();
   TlbFlushCounter(const TlbFlushCounter&) = delete;
   TlbFlushCounter& operator=(const TlbFlushCounter&) = delete;

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
+#include <fmt/core.h>
 #include <ctime>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -14,6 +16,7 @@ extern "C" {
 #include <traceevent/event-parse.h>
 }
 
+#include "sys/perf_trace.hpp"
 #include "sys/tracefs.hpp"
 
 namespace shootdown::sys {
@@ -128,6 +131,47 @@ TracepointFields load_tracepoint_fields(const Tracefs& tfs, tep_handle* tep, con
   return out;
 }
 
+bool count_lost(RecordReader& rd, const perf_event_header& hdr, std::int64_t& lost) {
+  std::uint64_t id = 0, n = 0;
+  if (hdr.type == PERF_RECORD_LOST) {
+    if (rd.u64(id) && rd.u64(n)) lost += static_cast<std::int64_t>(n);
+    return true;
+  }
+  if (hdr.type == PERF_RECORD_LOST_SAMPLES) {
+    if (rd.u64(n)) lost += static_cast<std::int64_t>(n);
+    return true;
+  }
+  return false;
+}
+
+Status check_tracing(const std::vector<int>& cpus, const char* no_cpus) {
+  if (cpus.empty()) return Error{no_cpus};
+  return tracing_permitted();
+}
+
+TracepointLoader::TracepointLoader(std::unique_ptr<Tracefs> tfs, tep_handle* tep) : tfs_(std::move(tfs)), tep_(tep) {}
+
+TracepointLoader::~TracepointLoader() {
+  tep_free(tep_);
+}
+
+Expected<std::unique_ptr<TracepointLoader>> TracepointLoader::open() {
+  auto tfs = Tracefs::acquire();
+  if (!tfs) return Error{tfs.error()};
+  tep_handle* tep = tep_alloc();
+  if (!tep) return Error{"libtraceevent: tep_alloc failed"};
+  return std::unique_ptr<TracepointLoader>(new TracepointLoader(std::move(*tfs), tep));
+}
+
+TracepointFields TracepointLoader::fields(const char* system, const char* name,
+                                          std::span<const char* const> names) const {
+  return load_tracepoint_fields(*tfs_, tep_, system, name, names);
+}
+
+std::size_t ring_data_bytes(int pages) {
+  return static_cast<std::size_t>(pages) * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+}
+
 PerfRing& PerfRing::operator=(PerfRing&& o) noexcept {
   if (this != &o) {
     reset();
@@ -179,6 +223,30 @@ void PerfRing::reset() {
   data_ = nullptr;
   data_size_ = 0;
   owner_fd_ = -1;
+}
+
+CpuRing::CpuRing(int cpu, std::size_t data_bytes, bool halve_on_limit, std::string map_what)
+    : cpu_(cpu), data_bytes_(data_bytes), halve_on_limit_(halve_on_limit), map_what_(std::move(map_what)) {}
+
+Expected<std::uint64_t> CpuRing::add(int fd, const std::string& label, const char* filter) {
+  auto failed = [fd](std::string what) {
+    ::close(fd);
+    return Error{std::move(what)};
+  };
+  if (filter && ::ioctl(fd, PERF_EVENT_IOC_SET_FILTER, filter) != 0)
+    return failed(fmt::format("{}: filter '{}': {}", label, filter, std::strerror(errno)));
+  std::uint64_t id = 0;
+  if (::ioctl(fd, PERF_EVENT_IOC_ID, &id) != 0)
+    return failed(fmt::format("{}: PERF_EVENT_IOC_ID: {}", label, std::strerror(errno)));
+  if (!ring_.mapped()) {
+    if (!ring_.map(fd, data_bytes_, halve_on_limit_)) {
+      map_failed_ = true;
+      return failed(fmt::format("cpu{}: {}: {}", cpu_, map_what_, std::strerror(errno)));
+    }
+  } else if (!ring_.redirect(fd)) {
+    return failed(fmt::format("{}: SET_OUTPUT: {}", label, std::strerror(errno)));
+  }
+  return id;
 }
 
 void PerfRing::copy_out(std::uint64_t pos, void* dst, std::size_t n) const {

@@ -4,6 +4,8 @@
 // ring per CPU that the other events of that CPU are redirected into, the
 // drain of that ring, bounded readers for a record's fields and for the raw
 // tracepoint payload, and tracepoint lookup in tracefs + libtraceevent.
+// Both open their events the same way: check_tracing, a TracepointLoader for
+// the ids and fields, then per CPU a CpuRing that each opened event joins.
 #pragma once
 
 #include <algorithm>
@@ -13,11 +15,15 @@
 #include <cstdint>
 #include <cstring>
 #include <linux/perf_event.h>
+#include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <sys/types.h>
 #include <thread>
 #include <vector>
+
+#include "core/expected.hpp"
 
 struct tep_handle;
 struct tep_event;
@@ -120,6 +126,33 @@ struct TracepointFields {
 TracepointFields load_tracepoint_fields(const Tracefs& tfs, tep_handle* tep, const char* system, const char* name,
                                         std::span<const char* const> fields);
 
+// What opening the tracer or the sampler checks first: CPUs given (else the
+// error `no_cpus`), then tracing_permitted.
+Status check_tracing(const std::vector<int>& cpus, const char* no_cpus);
+
+// tracefs and a libtraceevent handle, held while the tracepoints' ids and
+// fields are looked up and released when destroyed (tracefs unmounted when
+// it was mounted here): the perf events need neither once opened.
+class TracepointLoader {
+ public:
+  // Tracefs::acquire's error, or "libtraceevent: tep_alloc failed".
+  static Expected<std::unique_ptr<TracepointLoader>> open();
+  ~TracepointLoader();
+  TracepointLoader(const TracepointLoader&) = delete;
+  TracepointLoader& operator=(const TracepointLoader&) = delete;
+
+  // load_tracepoint_fields on this tracefs.
+  TracepointFields fields(const char* system, const char* name, std::span<const char* const> names) const;
+
+ private:
+  TracepointLoader(std::unique_ptr<Tracefs> tfs, tep_handle* tep);
+  std::unique_ptr<Tracefs> tfs_;
+  tep_handle* tep_ = nullptr;
+};
+
+// The bytes of ring data in `pages` pages.
+std::size_t ring_data_bytes(int pages);
+
 // One mmap-ed perf ring (the metadata page plus data pages); unmapped when
 // destroyed. Move-only.
 class PerfRing {
@@ -183,6 +216,59 @@ class PerfRing {
   std::uint64_t data_size_ = 0;
   int owner_fd_ = -1;
 };
+
+// One CPU's ring and the events that write into it: the first event added
+// maps the ring (its descriptor owns it), each later one is redirected into
+// it (PERF_EVENT_IOC_SET_OUTPUT), so a CPU's records arrive in time order.
+class CpuRing {
+ public:
+  // map_what names the mmap in its error ("mmap of the ring (2048 pages)").
+  CpuRing(int cpu, std::size_t data_bytes, bool halve_on_limit, std::string map_what);
+
+  // Adds an opened event (fd): its filter (PERF_EVENT_IOC_SET_FILTER, unless
+  // nullptr), its id (PERF_EVENT_IOC_ID), then the ring. Returns the id; on
+  // failure closes fd and says what failed: "<label>: filter '<filter>': ...",
+  // "<label>: PERF_EVENT_IOC_ID: ...", "cpu<N>: <map_what>: ..." (map_failed()
+  // then) or "<label>: SET_OUTPUT: ...".
+  Expected<std::uint64_t> add(int fd, const std::string& label, const char* filter = nullptr);
+  bool mapped() const { return ring_.mapped(); }
+  bool map_failed() const { return map_failed_; }
+  PerfRing& ring() { return ring_; }
+
+ private:
+  int cpu_;
+  std::size_t data_bytes_;
+  bool halve_on_limit_;
+  std::string map_what_;
+  bool map_failed_ = false;
+  PerfRing ring_;
+};
+
+// The rings of the tracer or the sampler and the thread that polls them;
+// mu guards the rings' tails and whatever their records are decoded into.
+struct PolledRings {
+  std::vector<PerfRing> rings;
+  std::mutex mu;
+  std::vector<std::uint8_t> scratch = std::vector<std::uint8_t>(65536);  // a record that wraps the ring end
+  std::thread reader;
+  std::atomic<bool> stop_reader{false};
+  bool stopped = false;
+
+  // Hands every record of every ring to on_record (rec, header), under mu.
+  template <class F>
+  void drain_rings(F&& on_record) {
+    std::lock_guard<std::mutex> lk(mu);
+    for (auto& r : rings) r.drain(scratch.data(), on_record);
+  }
+  void join_reader() {
+    stop_reader.store(true, std::memory_order_relaxed);
+    if (reader.joinable()) reader.join();
+  }
+};
+
+// A PERF_RECORD_LOST ({u64 id; u64 lost}) or PERF_RECORD_LOST_SAMPLES
+// ({u64 lost}) record: its count added to `lost`, true. False for any other.
+bool count_lost(RecordReader& rd, const perf_event_header& hdr, std::int64_t& lost);
 
 // The reader thread's loop: drain_all() every poll_interval_us (at least
 // 100 us) until stop is set. Polling, never perf wakeups (see polled_attr).

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "core/cpulist.hpp"
+#include "core/expected.hpp"
 
 namespace shootdown::sys {
 
@@ -103,8 +104,8 @@ struct SamplerData {
 
 class FlushSampler {
  public:
-  // Opens and enables everything (nullptr + why when impossible).
-  static std::unique_ptr<FlushSampler> open(const SamplerOptions& opts, std::string* why);
+  // Opens and enables everything (an error when impossible).
+  static Expected<std::unique_ptr<FlushSampler>> open(const SamplerOptions& opts);
   ~FlushSampler();
   FlushSampler(const FlushSampler&) = delete;
   FlushSampler& operator=(const FlushSampler&) = delete;

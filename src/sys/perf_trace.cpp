@@ -113,15 +113,14 @@ struct Slot {  // one perf event (tracepoint x CPU)
 
 }  // namespace
 
-struct Tracer::Impl {
+// PolledRings::mu guards events/chains/ips and the rings' tails.
+struct Tracer::Impl : PolledRings {
   TracerOptions opts;
   Kallsyms ksyms;
   std::vector<std::unique_ptr<Format>> formats;
   std::vector<Slot> slots;
-  std::vector<PerfRing> rings;
   std::map<std::uint64_t, std::size_t> slot_by_id;
 
-  std::mutex mu;  // guards events/chains/ips and the rings' tails
   ChunkedVec<KernelEvent> events;
   struct ChainRef {
     std::size_t first = 0;
@@ -130,7 +129,6 @@ struct Tracer::Impl {
   ChunkedVec<ChainRef, 4096> chains;
   ChunkedVec<std::uint64_t, 65536> ips;
   std::int64_t lost_records = 0;
-  std::array<std::uint8_t, 65536> scratch{};  // a record that wraps the ring end
 
   // ipi_send_cpumask targets beyond CPU 63 (KernelEvent::cpumask), interned:
   // a run sends to a few distinct sets of CPUs, so the table stays small and
@@ -168,31 +166,16 @@ struct Tracer::Impl {
         masks_dropped, kMaxMasks);
   }
 
-  std::thread reader;
   std::atomic<std::int32_t> reader_tid{0};
-  std::atomic<bool> stop_reader{false};
-  bool stopped = false;
 
   void drain_all() {
-    std::lock_guard<std::mutex> lk(mu);
-    for (auto& r : rings)
-      r.drain(scratch.data(), [this](const std::uint8_t* rec, const perf_event_header& hdr) { handle(rec, hdr); });
+    drain_rings([this](const std::uint8_t* rec, const perf_event_header& hdr) { handle(rec, hdr); });
   }
 
   void handle(const std::uint8_t* rec, const perf_event_header& hdr) {
     RecordReader rd(rec, hdr);
     auto u64 = [&](std::uint64_t& v) { return rd.u64(v); };
-    if (hdr.type == PERF_RECORD_LOST) {  // { u64 id; u64 lost; sample_id }
-      std::uint64_t id = 0, lost = 0;
-      if (u64(id) && u64(lost)) lost_records += static_cast<std::int64_t>(lost);
-      return;
-    }
-    if (hdr.type == PERF_RECORD_LOST_SAMPLES) {  // { u64 lost; sample_id }
-      std::uint64_t lost = 0;
-      if (u64(lost)) lost_records += static_cast<std::int64_t>(lost);
-      return;
-    }
-    if (hdr.type != PERF_RECORD_SAMPLE) return;
+    if (count_lost(rd, hdr, lost_records) || hdr.type != PERF_RECORD_SAMPLE) return;
     // Layout for IDENTIFIER|TID|TIME|CPU[|CALLCHAIN]|RAW (perf_event_open(2)).
     std::uint64_t id = 0, pidtid = 0, time = 0, cpures = 0;
     if (!u64(id)) return;
@@ -272,11 +255,6 @@ struct Tracer::Impl {
       if (s.fd >= 0) ::close(s.fd);
     for (auto& s : slots) s.fd = -1;
   }
-
-  void join_reader() {
-    stop_reader.store(true, std::memory_order_relaxed);
-    if (reader.joinable()) reader.join();
-  }
 };
 
 Tracer::Tracer() : impl_(std::make_unique<Impl>()) {}
@@ -288,136 +266,143 @@ Tracer::~Tracer() {
   impl_->close_all();
 }
 
-std::unique_ptr<Tracer> Tracer::open(const TracerOptions& opts, std::string* why) {
-  auto fail = [&](std::string w) -> std::unique_ptr<Tracer> {
-    if (why) *why = std::move(w);
-    return nullptr;
-  };
-  if (opts.cpus.empty()) return fail("no CPUs to trace");
-  std::string perm;
-  if (!tracing_permitted(&perm)) return fail(perm);
+namespace {
 
+// A tracepoint of kSpecs found in this kernel, with its id and field offsets.
+struct Resolved {
+  const Spec* spec;
+  int id;
+  const Format* format;
+};
+
+// The ids and formats of kSpecs (those not in this kernel go to `missing`);
+// the formats are kept in im.formats. Needs tracefs, which is released
+// (unmounted, when mounted here) on return: the perf events do not.
+Expected<std::vector<Resolved>> resolve_tracepoints(Tracer::Impl& im, std::vector<std::string>& missing) {
+  auto loader = TracepointLoader::open();
+  if (!loader) return Error{loader.error()};
+  std::vector<Resolved> resolved;
+  for (const Spec& sp : kSpecs) {
+    const char* const names[] = {sp.fa, sp.fb, sp.fc};
+    const TracepointFields tp = (*loader)->fields(sp.system, sp.name, names);
+    if (tp.id < 0) {
+      missing.push_back(tp.missing);
+      continue;
+    }
+    auto f = std::make_unique<Format>();
+    f->a = tp.fields[0];
+    f->b = tp.fields[1];
+    f->c = tp.fields[2];
+    resolved.push_back({&sp, tp.id, f.get()});
+    im.formats.push_back(std::move(f));
+  }
+  if (resolved.empty()) return Error{"none of the tracepoints exist in this kernel"};
+  return resolved;
+}
+
+// What opening the events on every CPU gathers.
+struct EventOpening {
+  const TracerOptions& opts;
+  std::size_t data_bytes;
+  std::vector<std::string>& missing;  // notes the tracer keeps (callchains refused)
+  std::vector<std::string> errors;    // events that could not be opened
+  bool format_lost = true;            // PERF_FORMAT_LOST, until a kernel before 6.0 refuses it
+  std::map<const Spec*, int> opened_cpus;
+};
+
+// perf_event_open of one tracepoint on one CPU: without PERF_FORMAT_LOST on
+// kernels before 6.0 (from then on), and without the callchain where it is
+// refused (noted in missing). -1 and errno when it cannot be opened.
+long open_tracepoint(perf_event_attr& attr, int cpu, const Resolved& r, EventOpening& op) {
+  const bool want_chain = (attr.sample_type & PERF_SAMPLE_CALLCHAIN) != 0;
+  long fd = open_cpu_event(&attr, cpu);
+  if (fd < 0 && errno == EINVAL && op.format_lost) {  // kernels before 6.0 lack PERF_FORMAT_LOST
+    op.format_lost = false;
+    attr.read_format = 0;
+    fd = open_cpu_event(&attr, cpu);
+  }
+  if (fd < 0 && want_chain) {
+    const int e = errno;
+    attr.sample_type &= ~static_cast<std::uint64_t>(PERF_SAMPLE_CALLCHAIN);
+    fd = open_cpu_event(&attr, cpu);
+    if (fd >= 0)  // on with no callchain
+      op.missing.push_back(
+          fmt::format("{}:{} callchains on cpu{}: {}", r.spec->system, r.spec->name, cpu, std::strerror(e)));
+  }
+  return fd;
+}
+
+// Every resolved tracepoint on `cpu`, all into one ring (kept in im.rings).
+void open_cpu(Tracer::Impl& im, int cpu, const std::vector<Resolved>& resolved, EventOpening& op) {
+  const TracerOptions& opts = op.opts;
+  CpuRing ring(cpu, op.data_bytes, /*halve_on_limit=*/true,  // perf_event_mlock_kb
+               fmt::format("mmap of the ring ({} pages)", opts.ring_pages));
+  for (const Resolved& r : resolved) {
+    if (r.spec->victims_only && cpu == opts.culprit_cpu) continue;
+    const bool want_chain = opts.callchains && cpu == opts.culprit_cpu && r.spec->culprit_callchain;
+    perf_event_attr attr = polled_attr(op.data_bytes);  // never wakes (see header)
+    attr.type = PERF_TYPE_TRACEPOINT;
+    attr.config = static_cast<std::uint64_t>(r.id);
+    attr.sample_type |= PERF_SAMPLE_RAW | (want_chain ? PERF_SAMPLE_CALLCHAIN : 0);
+    attr.read_format = op.format_lost ? PERF_FORMAT_LOST : 0;
+    attr.exclude_callchain_user = 1;  // kernel frames only: cheaper, and the user stack is the blame command's job
+    const long fd = open_tracepoint(attr, cpu, r, op);
+    const int open_errno = errno;
+    const std::string label = fmt::format("{}:{} on cpu{}", r.spec->system, r.spec->name, cpu);
+    if (fd < 0) {
+      op.errors.push_back(fmt::format("{}: perf_event_open: {}", label, std::strerror(open_errno)));
+      continue;
+    }
+    const auto id = ring.add(static_cast<int>(fd), label);
+    if (!id) {
+      op.errors.push_back(id.error());
+      if (ring.map_failed()) break;  // no ring on this CPU: nothing else can be read here
+      continue;
+    }
+    const bool callchain = (attr.sample_type & PERF_SAMPLE_CALLCHAIN) != 0;
+    im.slot_by_id[*id] = im.slots.size();
+    im.slots.push_back(Slot{static_cast<int>(fd), cpu, r.spec, r.format, callchain, *id});
+    ++op.opened_cpus[r.spec];
+  }
+  if (ring.mapped()) im.rings.push_back(std::move(ring.ring()));
+}
+
+// "system:name", or "system:name (n of m CPUs)" when some CPUs could not open it.
+std::vector<std::string> opened_tracepoints(const std::vector<Resolved>& resolved, const EventOpening& op) {
+  std::vector<std::string> out;
+  for (const Resolved& r : resolved) {
+    const std::string full = std::string(r.spec->system) + ":" + r.spec->name;
+    const auto at = op.opened_cpus.find(r.spec);
+    const int n = at == op.opened_cpus.end() ? 0 : at->second;
+    int wanted = 0;
+    for (int cpu : op.opts.cpus) wanted += !(r.spec->victims_only && cpu == op.opts.culprit_cpu);
+    if (n > 0 && n == wanted)
+      out.push_back(full);
+    else if (n > 0)
+      out.push_back(fmt::format("{} ({} of {} CPUs)", full, n, wanted));
+  }
+  return out;
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<Tracer>> Tracer::open(const TracerOptions& opts) {
+  if (const Status can = check_tracing(opts.cpus, "no CPUs to trace"); !can) return Error{can.error()};
   std::unique_ptr<Tracer> t(new Tracer());
   Impl& im = *t->impl_;
   im.opts = opts;
-
-  // ids and formats need tracefs; the perf events do not, so tracefs is
-  // released (and unmounted, when we mounted it) at the end of this block.
-  struct Resolved {
-    const Spec* spec;
-    int id;
-    const Format* format;
-  };
-  std::vector<Resolved> resolved;
-  {
-    std::string tw;
-    auto tfs = Tracefs::acquire(&tw);
-    if (!tfs) return fail(tw);
-    tep_handle* tep = tep_alloc();
-    if (!tep) return fail("libtraceevent: tep_alloc failed");
-    for (const Spec& sp : kSpecs) {
-      const char* const names[] = {sp.fa, sp.fb, sp.fc};
-      const TracepointFields tp = load_tracepoint_fields(*tfs, tep, sp.system, sp.name, names);
-      if (tp.id < 0) {
-        t->missing_.push_back(tp.missing);
-        continue;
-      }
-      auto f = std::make_unique<Format>();
-      f->a = tp.fields[0];
-      f->b = tp.fields[1];
-      f->c = tp.fields[2];
-      resolved.push_back({&sp, tp.id, f.get()});
-      im.formats.push_back(std::move(f));
-    }
-    tep_free(tep);
-  }
-  if (resolved.empty()) return fail("none of the tracepoints exist in this kernel");
-
+  const auto resolved = resolve_tracepoints(im, t->missing_);
+  if (!resolved) return Error{resolved.error()};
   im.ksyms = Kallsyms::load();
 
-  const long page = ::sysconf(_SC_PAGESIZE);
-  const std::size_t data_bytes = static_cast<std::size_t>(opts.ring_pages) * static_cast<std::size_t>(page);
-  std::vector<std::string> open_errors;
+  EventOpening op{opts, ring_data_bytes(opts.ring_pages), t->missing_, {}, true, {}};
   // One descriptor per tracepoint and CPU: 72 CPUs need more than the usual 1024.
-  if (std::string fwhy; !raise_fd_limit(static_cast<std::uint64_t>(opts.cpus.size()) * resolved.size(), &fwhy))
-    open_errors.push_back(fwhy);
-  bool format_lost = true;
-  std::map<const Spec*, int> opened_cpus;
-  for (int cpu : opts.cpus) {
-    PerfRing ring;
-    for (const Resolved& r : resolved) {
-      if (r.spec->victims_only && cpu == opts.culprit_cpu) continue;
-      const bool want_chain = opts.callchains && cpu == opts.culprit_cpu && r.spec->culprit_callchain;
-      perf_event_attr attr = polled_attr(data_bytes);  // never wakes (see header)
-      attr.type = PERF_TYPE_TRACEPOINT;
-      attr.config = static_cast<std::uint64_t>(r.id);
-      attr.sample_type |= PERF_SAMPLE_RAW | (want_chain ? PERF_SAMPLE_CALLCHAIN : 0);
-      attr.read_format = format_lost ? PERF_FORMAT_LOST : 0;
-      attr.exclude_callchain_user = 1;  // kernel frames only: cheaper, and the user stack is the blame command's job
-      long fd = open_cpu_event(&attr, cpu);
-      if (fd < 0 && errno == EINVAL && format_lost) {  // kernels before 6.0 lack PERF_FORMAT_LOST
-        format_lost = false;
-        attr.read_format = 0;
-        fd = open_cpu_event(&attr, cpu);
-      }
-      if (fd < 0 && want_chain) {
-        const int e = errno;
-        attr.sample_type &= ~static_cast<std::uint64_t>(PERF_SAMPLE_CALLCHAIN);
-        fd = open_cpu_event(&attr, cpu);
-        if (fd >= 0) {
-          t->missing_.push_back(
-              fmt::format("{}:{} callchains on cpu{}: {}", r.spec->system, r.spec->name, cpu, std::strerror(e)));
-          // fall through with no callchain
-        }
-      }
-      if (fd < 0) {
-        open_errors.push_back(fmt::format("{}:{} on cpu{}: perf_event_open: {}", r.spec->system, r.spec->name, cpu,
-                                          std::strerror(errno)));
-        continue;
-      }
-      Slot s;
-      s.fd = static_cast<int>(fd);
-      s.cpu = cpu;
-      s.spec = r.spec;
-      s.format = r.format;
-      s.callchain = (attr.sample_type & PERF_SAMPLE_CALLCHAIN) != 0;
-      if (::ioctl(s.fd, PERF_EVENT_IOC_ID, &s.id) != 0) {
-        open_errors.push_back(fmt::format("{}:{} on cpu{}: PERF_EVENT_IOC_ID: {}", r.spec->system, r.spec->name, cpu,
-                                          std::strerror(errno)));
-        ::close(s.fd);
-        continue;
-      }
-      if (!ring.mapped()) {
-        if (!ring.map(s.fd, data_bytes, /*halve_on_limit=*/true)) {  // perf_event_mlock_kb
-          open_errors.push_back(
-              fmt::format("cpu{}: mmap of the ring ({} pages): {}", cpu, opts.ring_pages, std::strerror(errno)));
-          ::close(s.fd);
-          break;  // no ring on this CPU: nothing else can be read here
-        }
-      } else if (!ring.redirect(s.fd)) {
-        open_errors.push_back(
-            fmt::format("{}:{} on cpu{}: SET_OUTPUT: {}", r.spec->system, r.spec->name, cpu, std::strerror(errno)));
-        ::close(s.fd);
-        continue;
-      }
-      im.slot_by_id[s.id] = im.slots.size();
-      im.slots.push_back(s);
-      ++opened_cpus[r.spec];
-    }
-    if (ring.mapped()) im.rings.push_back(std::move(ring));
-  }
-  if (im.slots.empty()) return fail(open_errors.empty() ? "no tracepoint could be opened" : open_errors.front());
-  for (auto& e : open_errors) t->missing_.push_back(e);
-  for (const Resolved& r : resolved) {
-    const std::string full = std::string(r.spec->system) + ":" + r.spec->name;
-    const int n = opened_cpus[r.spec];
-    int wanted = 0;
-    for (int cpu : opts.cpus) wanted += !(r.spec->victims_only && cpu == opts.culprit_cpu);
-    if (n > 0 && n == wanted)
-      t->tracepoints_.push_back(full);
-    else if (n > 0)
-      t->tracepoints_.push_back(fmt::format("{} ({} of {} CPUs)", full, n, wanted));
-  }
+  if (const Status room = raise_fd_limit(static_cast<std::uint64_t>(opts.cpus.size()) * resolved->size()); !room)
+    op.errors.push_back(room.error());
+  for (int cpu : opts.cpus) open_cpu(im, cpu, *resolved, op);
+  if (im.slots.empty()) return Error{op.errors.empty() ? "no tracepoint could be opened" : op.errors.front()};
+  for (auto& e : op.errors) t->missing_.push_back(e);
+  t->tracepoints_ = opened_tracepoints(*resolved, op);
   for (auto& s : im.slots) ::ioctl(s.fd, PERF_EVENT_IOC_ENABLE, 0);
   t->start_ns_ = mono_now_ns();
   return t;
@@ -429,7 +414,7 @@ void Tracer::start_reader() {
   im.stop_reader.store(false);
   im.reader = std::thread([&im] {
     im.reader_tid.store(static_cast<std::int32_t>(::gettid()), std::memory_order_relaxed);
-    if (im.opts.reader_cpu >= 0) pin_this_thread(im.opts.reader_cpu);
+    if (im.opts.reader_cpu >= 0) (void)pin_this_thread(im.opts.reader_cpu);
     poll_until(im.stop_reader, im.opts.poll_interval_us, [&im] { im.drain_all(); });
   });
 }
@@ -579,11 +564,8 @@ KernelTrace Tracer::stop() {
   return kt;
 }
 
-bool tracing_permitted(std::string* why) {
-  auto say = [&](std::string w) {
-    if (why) *why = std::move(w);
-    return false;
-  };
+Status tracing_permitted() {
+  auto say = [](std::string w) -> Status { return Error{std::move(w)}; };
   bool capable = ::geteuid() == 0;
   if (!capable) {
     // CapEff bits: CAP_SYS_ADMIN 21, CAP_PERFMON 38 (capabilities(7)).
@@ -611,7 +593,7 @@ bool tracing_permitted(std::string* why) {
       return say("no tracefs: the kernel has none (/proc/filesystems; CONFIG_TRACING off)");
     return say("tracefs not mounted and /sys/kernel/tracing does not exist to mount it on");
   }
-  return true;
+  return Ok{};
 }
 
 std::size_t decode_tracer_ring(void* page, std::size_t data_offset, std::size_t data_size) {

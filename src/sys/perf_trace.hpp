@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "core/events.hpp"
+#include "core/expected.hpp"
 
 namespace shootdown::sys {
 
@@ -51,10 +52,10 @@ struct TracerOptions {
 class Tracer {
  public:
   // Opens and ENABLES every tracepoint on every CPU (enabling sends IPIs, so
-  // call this before the baseline). nullptr + why when tracing is impossible
+  // call this before the baseline). An error when tracing is impossible
   // (unprivileged, no tracefs, nothing could be opened). Individual missing
   // tracepoints are tolerated and listed in missing().
-  static std::unique_ptr<Tracer> open(const TracerOptions& opts, std::string* why_unavailable);
+  static Expected<std::unique_ptr<Tracer>> open(const TracerOptions& opts);
   ~Tracer();  // disables and closes everything if stop() was not called
   Tracer(const Tracer&) = delete;
   Tracer& operator=(const Tracer&) = delete;
@@ -110,7 +111,7 @@ class Tracer {
 };
 
 // Root, CAP_PERFMON/CAP_SYS_ADMIN, or perf_event_paranoid == -1 plus a
-// readable tracefs. false + why otherwise.
-bool tracing_permitted(std::string* why);
+// readable tracefs. An error saying what is missing otherwise.
+Status tracing_permitted();
 
 }  // namespace shootdown::sys

@@ -80,25 +80,18 @@ std::string find_tracefs_mount(const std::string& proc_mounts) {
   return fallback;
 }
 
-std::unique_ptr<Tracefs> Tracefs::acquire(std::string* why) {
+Expected<std::unique_ptr<Tracefs>> Tracefs::acquire() {
   const std::string existing = find_tracefs_mount(read_file_or("/proc/mounts", ""));
   if (!existing.empty() && looks_mounted(existing)) return std::unique_ptr<Tracefs>(new Tracefs(existing, false));
-  if (::access(kDefaultMount, F_OK) != 0) {
-    if (why)
-      *why =
-          std::string("tracefs not mounted and ") + kDefaultMount + " does not exist (kernel without CONFIG_TRACING?)";
-    return nullptr;
-  }
+  if (::access(kDefaultMount, F_OK) != 0)
+    return Error{std::string("tracefs not mounted and ") + kDefaultMount +
+                 " does not exist (kernel without CONFIG_TRACING?)"};
   // mount(2) needs CAP_SYS_ADMIN; tracefs ignores the source ("nodev" by convention).
-  if (::mount("nodev", kDefaultMount, "tracefs", 0, nullptr) != 0) {
-    if (why) *why = std::string("tracefs not mounted and mount -t tracefs failed: ") + std::strerror(errno);
-    return nullptr;
-  }
+  if (::mount("nodev", kDefaultMount, "tracefs", 0, nullptr) != 0)
+    return Error{std::string("tracefs not mounted and mount -t tracefs failed: ") + std::strerror(errno)};
   auto t = std::unique_ptr<Tracefs>(new Tracefs(kDefaultMount, true));
-  if (!looks_mounted(t->path_)) {
-    if (why) *why = "tracefs mounted but has no events/ directory";
-    return nullptr;  // destructor unmounts
-  }
+  if (!looks_mounted(t->path_))
+    return Error{"tracefs mounted but has no events/ directory"};  // t's destructor unmounts
   return t;
 }
 

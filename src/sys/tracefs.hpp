@@ -10,13 +10,15 @@
 #include <optional>
 #include <string>
 
+#include "core/expected.hpp"
+
 namespace shootdown::sys {
 
 class Tracefs {
  public:
   // Uses an existing tracefs mount (/proc/mounts) or mounts one at
-  // /sys/kernel/tracing. nullptr + why when neither works.
-  static std::unique_ptr<Tracefs> acquire(std::string* why);
+  // /sys/kernel/tracing. An error when neither works.
+  static Expected<std::unique_ptr<Tracefs>> acquire();
   ~Tracefs();  // unmounts only when we mounted
   Tracefs(const Tracefs&) = delete;
   Tracefs& operator=(const Tracefs&) = delete;

@@ -208,8 +208,9 @@ TEST(HttpPost, ConnectionRefusedIsRetriedAndBounded) {
 }
 
 TEST(UdpSend, SendsDatagrams) {
-  std::string why;
-  EXPECT_TRUE(sys::udp_send("127.0.0.1", 9, {"m v=1i\n"}, &why)) << why;  // discard port: sent, not received
-  EXPECT_FALSE(sys::udp_send("no-such-host.invalid", 9, {"x"}, &why));
-  EXPECT_NE(why.find("resolve"), std::string::npos);
+  const auto sent = sys::udp_send("127.0.0.1", 9, {"m v=1i\n"});
+  EXPECT_TRUE(sent) << sent.error();  // discard port: sent, not received
+  const auto unresolved = sys::udp_send("no-such-host.invalid", 9, {"x"});
+  EXPECT_FALSE(unresolved);
+  EXPECT_NE(unresolved.error().find("resolve"), std::string::npos);
 }

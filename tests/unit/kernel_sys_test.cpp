@@ -55,8 +55,8 @@ TEST(Tracefs, FindsTheMountPreferringTheCanonicalPath) {
 // are seen as csd_function_entry(ipi_mb) on that CPU, with CLOCK_MONOTONIC
 // timestamps inside the window we measured.
 TEST(TracerLive, SeesMembarrierIpisWithMonotonicTimestamps) {
-  std::string why;
-  if (!tracing_permitted(&why)) GTEST_SKIP() << "tracing not permitted: " << why;
+  if (const auto permitted = tracing_permitted(); !permitted)
+    GTEST_SKIP() << "tracing not permitted: " << permitted.error();
   const int ncpu = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
   if (ncpu < 2) GTEST_SKIP() << "needs 2 CPUs";
   if (::syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) != 0) GTEST_SKIP() << "no membarrier";
@@ -64,13 +64,14 @@ TEST(TracerLive, SeesMembarrierIpisWithMonotonicTimestamps) {
   o.cpus = {0, 1};
   o.culprit_cpu = 0;
   o.reader_cpu = 0;
-  auto t = Tracer::open(o, &why);
-  ASSERT_TRUE(t) << why;
+  auto opened = Tracer::open(o);
+  ASSERT_TRUE(opened) << opened.error();
+  auto t = std::move(*opened);
   EXPECT_FALSE(t->tracepoints().empty());
   t->start_reader();
   std::atomic<bool> stop{false}, ready{false};
   std::thread spinner([&] {
-    pin_this_thread(1);
+    (void)pin_this_thread(1);
     // SCHED_FIFO: membarrier only IPIs CPUs currently running this mm, and a
     // loaded machine would otherwise preempt the spinner (short: < 1 s).
     sched_param sp{};
@@ -79,7 +80,7 @@ TEST(TracerLive, SeesMembarrierIpisWithMonotonicTimestamps) {
     ready = true;
     while (!stop.load(std::memory_order_relaxed)) {}
   });
-  pin_this_thread(0);
+  (void)pin_this_thread(0);
   while (!ready) std::this_thread::yield();
   usleep(20000);
   const std::int64_t t0 = mono_now_ns();

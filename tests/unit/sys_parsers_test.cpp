@@ -46,10 +46,10 @@ TEST(Interrupts, Delta) {
 }
 
 TEST(Interrupts, RejectsGarbage) {
-  std::string why;
-  EXPECT_FALSE(parse_interrupts("", &why));
-  EXPECT_FALSE(parse_interrupts("hello world\n", &why));
-  EXPECT_NE(why.find("hello"), std::string::npos);
+  EXPECT_FALSE(parse_interrupts(""));
+  const auto garbage = parse_interrupts("hello world\n");
+  EXPECT_FALSE(garbage);
+  EXPECT_NE(garbage.error().find("hello"), std::string::npos);
 }
 
 TEST(RereadableFile, RereadsChangedContentAndGrows) {
@@ -77,11 +77,10 @@ TEST(RereadableFile, MissingFileSaysWhich) {
 
 TEST(Interrupts, CaptureParsesLater) {
   InterruptsCapture c;
-  std::string why;
-  EXPECT_FALSE(c.snapshot(&why));  // nothing captured yet
+  EXPECT_FALSE(c.snapshot());  // nothing captured yet
   ASSERT_TRUE(c.capture()) << c.error();
-  auto s = c.snapshot(&why);
-  ASSERT_TRUE(s) << why;
+  auto s = c.snapshot();
+  ASSERT_TRUE(s) << s.error();
   EXPECT_GT(s->mono_ns, 0);
   EXPECT_FALSE(s->cpus.empty());
 }
