@@ -351,8 +351,8 @@ int run(const Options& o) {
   sys::StopSignals signals;
   exp::Hooks hooks;
   if (!o.quiet) hooks.on_phase = [](const std::string& p) { std::fprintf(stderr, "trace_overhead: %s\n", p.c_str()); };
-  hooks.open_trace = [schedule](const Plan&, std::string*) -> std::unique_ptr<exp::TraceSession> {
-    return std::make_unique<AlternatingSession>(schedule);
+  hooks.open_trace = [schedule](const Plan&) -> Expected<std::unique_ptr<exp::TraceSession>> {
+    return std::unique_ptr<exp::TraceSession>(std::make_unique<AlternatingSession>(schedule));
   };
   Result r;
   try {

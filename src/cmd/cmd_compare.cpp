@@ -353,7 +353,11 @@ class CompareTool final : public Tool {
     const Arm& arm = arms_[static_cast<std::size_t>(idx)];
     progress_line(tty_, c_.run.quiet, pos, total_, arm.label, now_s() - t0_);
     exp::Hooks hooks = make_run_hooks(false, true);
-    hooks.open_trace = [this](const Plan& p, std::string* why) { return tracer_.open(p, why); };
+    hooks.open_trace = [this](const Plan& p) -> Expected<std::unique_ptr<exp::TraceSession>> {
+      std::string why;
+      if (auto t = tracer_.open(p, &why)) return t;
+      return Error{why};
+    };
     hooks.victim_chunk = [this](int cpu, std::size_t size, PageMode mode, int node) {
       return pool_.get(cpu, size, mode, node);
     };

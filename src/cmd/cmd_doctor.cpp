@@ -69,9 +69,10 @@ class DoctorTool final : public Tool {
     if (o_.root.empty()) {
       if (r_.cpus.size() < 2)
         facts_.tlb_delivery_error = "one CPU: no remote flush to send";
+      else if (auto measured = exp::measure_tlb_delivery(r_.cpus[0], r_.cpus[1], kTlbDeliveryRequests))
+        facts_.tlb_delivery = *measured;
       else
-        facts_.tlb_delivery =
-            exp::measure_tlb_delivery(r_.cpus[0], r_.cpus[1], kTlbDeliveryRequests, &facts_.tlb_delivery_error);
+        facts_.tlb_delivery_error = measured.error();
     }
   }
 

@@ -57,7 +57,12 @@ exp::Hooks make_run_hooks(bool progress, bool quiet) {
     };
   }
   h.prompt = [](const std::string& text) { std::fprintf(stderr, "\n%s\n", text.c_str()); };
-  h.open_trace = open_kernel_trace;  // kernel evidence, honours --trace
+  // Kernel evidence, honours --trace.
+  h.open_trace = [](const Plan& plan) -> Expected<std::unique_ptr<exp::TraceSession>> {
+    std::string why;
+    if (auto t = open_kernel_trace(plan, &why)) return t;
+    return Error{why};
+  };
   return h;
 }
 

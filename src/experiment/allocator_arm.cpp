@@ -45,12 +45,24 @@ Lib library_of(ReleaseStrategy s) {
   }
 }
 
-template <typename F>
-bool resolve(const sys::SharedLibrary& lib, const char* name, F* out, std::string* why) {
-  *out = reinterpret_cast<F>(lib.symbol(name));
-  if (*out == nullptr && why) *why = lib.path() + " has no " + name;
-  return *out != nullptr;
-}
+// Looks up entry points in turn, up to the first one missing, which is the
+// error: Lookup(lib)("malloc", &a.malloc)("free", &a.free).status().
+class Lookup {
+ public:
+  explicit Lookup(const sys::SharedLibrary& lib) : lib_(lib) {}
+  template <typename F>
+  Lookup& operator()(const char* name, F* out) {
+    if (!missing_.empty()) return *this;
+    *out = reinterpret_cast<F>(lib_.symbol(name));
+    if (*out == nullptr) missing_ = lib_.path() + " has no " + name;
+    return *this;
+  }
+  Status status() const { return missing_.empty() ? Status(Ok{}) : Status(Error{missing_}); }
+
+ private:
+  const sys::SharedLibrary& lib_;
+  std::string missing_;
+};
 
 int mallopt_param(const std::string& name) {
   if (name == "M_MMAP_THRESHOLD") return M_MMAP_THRESHOLD;
@@ -87,18 +99,17 @@ AllocatorChurn::~AllocatorChurn() {
       if (p) api_->free(p);
 }
 
-std::unique_ptr<AllocatorChurn> AllocatorChurn::open(ReleaseStrategy s, const Plan& plan, std::string* why) {
+Expected<std::unique_ptr<AllocatorChurn>> AllocatorChurn::open(ReleaseStrategy s, const Plan& plan) {
   std::vector<AllocatorSetting> settings;
-  if (!parse_allocator_conf(s, plan.allocator_conf, &settings, why)) return nullptr;
+  std::string why;
+  if (!parse_allocator_conf(s, plan.allocator_conf, &settings, &why)) return Error{why};
   std::unique_ptr<AllocatorChurn> c(new AllocatorChurn(s, plan));
   Api& a = *c->api_;
   AllocatorReport& r = c->report_;
   if (s == ReleaseStrategy::kGlibcMalloc) {
     for (const auto& set : settings)
-      if (mallopt(mallopt_param(set.name), static_cast<int>(std::stoll(set.value))) != 1) {
-        if (why) *why = "mallopt(" + set.name + ", " + set.value + ") refused";
-        return nullptr;
-      }
+      if (mallopt(mallopt_param(set.name), static_cast<int>(std::stoll(set.value))) != 1)
+        return Error{"mallopt(" + set.name + ", " + set.value + ") refused"};
     a.malloc = &::malloc;
     a.free = &::free;
     r.version = std::string("glibc ") + gnu_get_libc_version();
@@ -123,40 +134,42 @@ std::unique_ptr<AllocatorChurn> AllocatorChurn::open(ReleaseStrategy s, const Pl
   auto opened = sys::SharedLibrary::open(lib.soname);
   if (!opened) {
     const std::string& lwhy = opened.error();
-    if (why) {
-      *why = std::string(strategy_name(s)) + " arm: cannot load " + lib.soname + " (" + lwhy + ")";
-      if (lwhy.find("No such file") != std::string::npos || lwhy.find("cannot open") != std::string::npos)
-        *why += "; install Debian's " + std::string(lib.package) + " (scripts/install-deps.sh does)";
-    }
-    return nullptr;
+    std::string error = std::string(strategy_name(s)) + " arm: cannot load " + lib.soname + " (" + lwhy + ")";
+    if (lwhy.find("No such file") != std::string::npos || lwhy.find("cannot open") != std::string::npos)
+      error += "; install Debian's " + std::string(lib.package) + " (scripts/install-deps.sh does)";
+    return Error{error};
   }
   c->lib_ = std::move(*opened);
-  const sys::SharedLibrary& l = *c->lib_;
-  r.library = l.path();
-  switch (s) {
-    case ReleaseStrategy::kJemalloc:
-      if (!resolve(l, "malloc", &a.malloc, why) || !resolve(l, "free", &a.free, why) ||
-          !resolve(l, "mallctl", &a.mallctl, why))
-        return nullptr;
-      break;
-    case ReleaseStrategy::kTcmalloc:
-      if (!resolve(l, "tc_malloc", &a.malloc, why) || !resolve(l, "tc_free", &a.free, why) ||
-          !resolve(l, "MallocExtension_ReleaseFreeMemory", &a.tc_release, why) ||
-          !resolve(l, "MallocExtension_GetNumericProperty", &a.tc_property, why) ||
-          !resolve(l, "tc_version", &a.tc_version, why))
-        return nullptr;
-      break;
-    default:
-      if (!resolve(l, "mi_malloc", &a.malloc, why) || !resolve(l, "mi_free", &a.free, why) ||
-          !resolve(l, "mi_collect", &a.mi_collect, why) || !resolve(l, "mi_version", &a.mi_version, why))
-        return nullptr;
-      break;
-  }
+  r.library = c->lib_->path();
+  if (Status resolved = c->resolve_api(); !resolved) return Error{resolved.error()};
   // The first call initializes the allocator while its settings are set.
   a.free(a.malloc(64));
   env.clear();
+  c->describe(plan);
+  return c;
+}
 
-  switch (s) {
+Status AllocatorChurn::resolve_api() {
+  const sys::SharedLibrary& l = *lib_;
+  Api& a = *api_;
+  switch (strategy_) {
+    case ReleaseStrategy::kJemalloc:
+      return Lookup(l)("malloc", &a.malloc)("free", &a.free)("mallctl", &a.mallctl).status();
+    case ReleaseStrategy::kTcmalloc:
+      return Lookup(l)("tc_malloc", &a.malloc)("tc_free", &a.free)("MallocExtension_ReleaseFreeMemory", &a.tc_release)(
+                 "MallocExtension_GetNumericProperty", &a.tc_property)("tc_version", &a.tc_version)
+          .status();
+    default:
+      return Lookup(l)("mi_malloc", &a.malloc)("mi_free", &a.free)("mi_collect", &a.mi_collect)("mi_version",
+                                                                                                &a.mi_version)
+          .status();
+  }
+}
+
+void AllocatorChurn::describe(const Plan& plan) {
+  const Api& a = *api_;
+  AllocatorReport& r = report_;
+  switch (strategy_) {
     case ReleaseStrategy::kJemalloc: {
       const char* v = nullptr;
       r.version = jectl(a, "version", &v) && v ? std::string("jemalloc ") + v : "jemalloc";
@@ -168,7 +181,7 @@ std::unique_ptr<AllocatorChurn> AllocatorChurn::open(ReleaseStrategy s, const Pl
                    ",background_thread:" + (jectl(a, "opt.background_thread", &bg) ? (bg ? "true" : "false") : "?") +
                    ",retain:" + (jectl(a, "opt.retain", &retain) ? (retain ? "true" : "false") : "?") +
                    ",narenas:" + (jectl(a, "opt.narenas", &narenas) ? std::to_string(narenas) : "?");
-      r.purge_call = c->purge_ ? "mallctl(\"arena.4096.purge\")" : "";
+      r.purge_call = purge_ ? "mallctl(\"arena.4096.purge\")" : "";
       break;
     }
     case ReleaseStrategy::kTcmalloc: {
@@ -181,7 +194,7 @@ std::unique_ptr<AllocatorChurn> AllocatorChurn::open(ReleaseStrategy s, const Pl
                    (a.tc_property("tcmalloc.aggressive_memory_decommit", &aggressive) ? std::to_string(aggressive)
                                                                                       : std::string("?"));
       r.settings += plan.allocator_conf.empty() ? ", TCMALLOC_RELEASE_RATE default (1.0)" : ", " + plan.allocator_conf;
-      r.purge_call = c->purge_ ? "MallocExtension_ReleaseFreeMemory()" : "";
+      r.purge_call = purge_ ? "MallocExtension_ReleaseFreeMemory()" : "";
       break;
     }
     default: {
@@ -189,65 +202,56 @@ std::unique_ptr<AllocatorChurn> AllocatorChurn::open(ReleaseStrategy s, const Pl
       r.version =
           "mimalloc " + std::to_string(v / 100) + "." + std::to_string(v / 10 % 10) + "." + std::to_string(v % 10);
       r.settings = plan.allocator_conf.empty() ? "mimalloc defaults" : plan.allocator_conf;
-      r.purge_call = c->purge_ ? "mi_collect(true)" : "";
+      r.purge_call = purge_ ? "mi_collect(true)" : "";
       break;
     }
   }
-  return c;
 }
 
-bool AllocatorChurn::fill(const std::vector<std::uint32_t>& which, std::string* why) {
+Status AllocatorChurn::fill(const std::vector<std::uint32_t>& which) {
   std::size_t n = 0;
   for (std::uint32_t i : which) {
     const std::size_t size = plan_.sizes[i];
     void* p = api_->malloc(size);
-    if (p == nullptr) {
-      if (why) *why = report_.name + ": malloc(" + std::to_string(size) + ") returned NULL";
-      return false;
-    }
+    if (p == nullptr) return Error{report_.name + ": malloc(" + std::to_string(size) + ") returned NULL"};
     std::memset(p, 0x5a, size);  // resident, as a live object's memory is
     blocks_[i] = p;
-    if (++n % 4096 == 0 && sys::StopSignals::pending()) {
-      if (why) *why = "interrupted while building the live set";
-      return false;
-    }
+    if (++n % 4096 == 0 && sys::StopSignals::pending()) return Error{"interrupted while building the live set"};
   }
-  return true;
+  return Ok{};
 }
 
-bool AllocatorChurn::build(std::string* why) {
+Status AllocatorChurn::build() {
   std::vector<std::uint32_t> all(plan_.sizes.size());
   for (std::uint32_t i = 0; i < all.size(); ++i) all[i] = i;
-  return fill(all, why);
+  return fill(all);
 }
 
-bool AllocatorChurn::release(std::string* why) {
+Status AllocatorChurn::release() {
   for (std::uint32_t i : plan_.free_order) {
     api_->free(blocks_[i]);
     blocks_[i] = nullptr;
   }
-  if (!purge_) return true;
+  if (!purge_) return Ok{};
   switch (strategy_) {
     case ReleaseStrategy::kGlibcMalloc:
       malloc_trim(0);
-      return true;
+      return Ok{};
     case ReleaseStrategy::kJemalloc:
-      if (api_->mallctl("arena.4096.purge", nullptr, nullptr, nullptr, 0) != 0) {
-        if (why) *why = "mallctl(\"arena.4096.purge\") failed";
-        return false;
-      }
-      return true;
+      if (api_->mallctl("arena.4096.purge", nullptr, nullptr, nullptr, 0) != 0)
+        return Error{"mallctl(\"arena.4096.purge\") failed"};
+      return Ok{};
     case ReleaseStrategy::kTcmalloc:
       api_->tc_release();
-      return true;
+      return Ok{};
     default:
       api_->mi_collect(true);
-      return true;
+      return Ok{};
   }
 }
 
-bool AllocatorChurn::rearm(std::string* why) {
-  return fill(freed_, why);
+Status AllocatorChurn::rearm() {
+  return fill(freed_);
 }
 
 void AllocatorChurn::settle() {

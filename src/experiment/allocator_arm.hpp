@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/churn_plan.hpp"
+#include "core/expected.hpp"
 #include "core/result.hpp"
 #include "sys/dl.hpp"
 
@@ -21,21 +22,21 @@ namespace shootdown::exp {
 
 class AllocatorChurn {
  public:
-  // Loads the allocator of s with plan.allocator_conf; nullptr + why when it
-  // is not installed or refuses the settings.
-  static std::unique_ptr<AllocatorChurn> open(ReleaseStrategy s, const Plan& plan, std::string* why);
+  // Loads the allocator of s with plan.allocator_conf; an error when it is
+  // not installed or refuses the settings.
+  static Expected<std::unique_ptr<AllocatorChurn>> open(ReleaseStrategy s, const Plan& plan);
   ~AllocatorChurn();
   AllocatorChurn(const AllocatorChurn&) = delete;
   AllocatorChurn& operator=(const AllocatorChurn&) = delete;
 
   // Allocates and writes the whole live set (outside the timed window);
-  // false + why on allocation failure or a stop signal.
-  bool build(std::string* why);
+  // an error on allocation failure or a stop signal.
+  Status build();
   // The timed part: frees the planned blocks, then the purge call.
   // Allocates nothing of its own.
-  bool release(std::string* why);
+  Status release();
   // Allocates and writes the freed blocks again (between repeats).
-  bool rearm(std::string* why);
+  Status rearm();
   // Reads the allocator's own free bytes now (the release settled).
   void settle();
   const AllocatorReport& report() const { return report_; }
@@ -44,7 +45,11 @@ class AllocatorChurn {
 
  private:
   AllocatorChurn(ReleaseStrategy s, const Plan& plan);
-  bool fill(const std::vector<std::uint32_t>& which, std::string* why);
+  // The loaded library's entry points, then its version and settings as
+  // the allocator reports them (after its first call).
+  Status resolve_api();
+  void describe(const Plan& plan);
+  Status fill(const std::vector<std::uint32_t>& which);
 
   ReleaseStrategy strategy_;
   bool purge_ = true;

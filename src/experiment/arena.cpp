@@ -130,13 +130,10 @@ bool Chunk::prefault(const volatile int* stop_flag) {
   return true;
 }
 
-bool Chunk::lock(std::string* why) {
-  if (mlock(data_, size_) != 0) {
-    if (why) *why = std::strerror(errno);
-    return false;
-  }
+Status Chunk::lock() {
+  if (mlock(data_, size_) != 0) return Error{std::strerror(errno)};
   locked_ = true;
-  return true;
+  return Ok{};
 }
 
 void Chunk::release() noexcept {

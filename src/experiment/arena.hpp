@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/expected.hpp"
 #include "core/strategy.hpp"
 
 namespace shootdown::exp {
@@ -33,8 +34,8 @@ class Chunk {
 
   // Writes one byte per 4 KiB page; returns false if stop_flag became set.
   bool prefault(const volatile int* stop_flag = nullptr);
-  // mlock; returns false and sets why when not permitted.
-  bool lock(std::string* why);
+  // mlock; the error (strerror) when not permitted.
+  Status lock();
   // Forget the mapping without releasing it (the culprit released it itself).
   void disown() noexcept {
     data_ = nullptr;

@@ -52,13 +52,11 @@ ReleaseContext::~ReleaseContext() {
   if (old_slack_ns_ > 0) prctl(PR_SET_TIMERSLACK, static_cast<unsigned long>(old_slack_ns_), 0, 0, 0);
 }
 
-bool ReleaseContext::prepare(ReleaseStrategy s, const Chunk& a, Pace pace, std::string* why) {
+Status ReleaseContext::prepare(ReleaseStrategy s, const Chunk& a, Pace pace) {
   if (is_paced(s)) {
-    if (pace.step <= 0 || pace.gap_ns < 0) {
-      if (why)
-        *why = "no pace (step " + std::to_string(pace.step) + " bytes, gap " + std::to_string(pace.gap_ns) + " ns)";
-      return false;
-    }
+    if (pace.step <= 0 || pace.gap_ns < 0)
+      return Error{"no pace (step " + std::to_string(pace.step) + " bytes, gap " + std::to_string(pace.gap_ns) +
+                   " ns)"};
     pace_ = pace;
     // The gaps are short (100 us by default): without this the kernel may
     // stretch each sleep by the thread's timer slack (50 us by default).
@@ -66,81 +64,69 @@ bool ReleaseContext::prepare(ReleaseStrategy s, const Chunk& a, Pace pace, std::
       const int old = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
       if (old > 0 && prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0) == 0) old_slack_ns_ = old;
     }
-    return true;
+    return Ok{};
   }
-  if (s != ReleaseStrategy::kMadviseRanges && s != ReleaseStrategy::kProcessMadvise) return true;
+  if (s != ReleaseStrategy::kMadviseRanges && s != ReleaseStrategy::kProcessMadvise) return Ok{};
   extents_.clear();
   for (std::size_t off = 0; off < a.size(); off += 2 * kExtentBytes)
     extents_.push_back({a.data() + off, std::min(kExtentBytes, a.size() - off)});
-  if (s != ReleaseStrategy::kProcessMadvise || pidfd_ >= 0 || !pidfd_kind_.empty()) return true;
+  if (s != ReleaseStrategy::kProcessMadvise || pidfd_ >= 0 || !pidfd_kind_.empty()) return Ok{};
   // An empty vector checks the advice without touching memory: a kernel that
   // refuses MADV_DONTNEED through process_madvise says EINVAL here.
   if (process_madvise(kPidfdSelfThreadGroup, nullptr, 0, MADV_DONTNEED) == 0) {
     pidfd_ = kPidfdSelfThreadGroup;
     pidfd_kind_ = "PIDFD_SELF";
-    return true;
+    return Ok{};
   }
   const int self_errno = errno;
-  if (self_errno != EBADF && self_errno != EINVAL) {
-    if (why) *why = std::string("process_madvise(PIDFD_SELF): ") + std::strerror(self_errno);
-    return false;
-  }
+  if (self_errno != EBADF && self_errno != EINVAL)
+    return Error{std::string("process_madvise(PIDFD_SELF): ") + std::strerror(self_errno)};
   const int fd = static_cast<int>(syscall(SYS_pidfd_open, ::getpid(), 0U));
-  if (fd < 0) {
-    if (why) *why = std::string("pidfd_open(getpid()): ") + std::strerror(errno);
-    return false;
-  }
+  if (fd < 0) return Error{std::string("pidfd_open(getpid()): ") + std::strerror(errno)};
   if (process_madvise(fd, nullptr, 0, MADV_DONTNEED) != 0) {
     const int e = errno;
     ::close(fd);
-    if (why)
-      *why = std::string("this kernel refuses process_madvise(MADV_DONTNEED) on the calling process (") +
-             std::strerror(e) + "): the process-madvise path is unavailable here; madvise-ranges is";
-    return false;
+    return Error{std::string("this kernel refuses process_madvise(MADV_DONTNEED) on the calling process (") +
+                 std::strerror(e) + "): the process-madvise path is unavailable here; madvise-ranges is"};
   }
   pidfd_ = fd;
   own_fd_ = true;
   pidfd_kind_ = "pidfd_open(getpid())";
-  return true;
+  return Ok{};
 }
 
 Allocator allocator_for(ReleaseStrategy s) {
   return s == ReleaseStrategy::kFree ? Allocator::kMalloc : Allocator::kMmap;
 }
 
-bool prepare_strategy(ReleaseStrategy s, std::string* why) {
-  if (s != ReleaseStrategy::kMembarrier) return true;
-  if (membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) != 0) {
-    if (why) *why = std::string("membarrier register failed: ") + std::strerror(errno);
-    return false;
-  }
-  return true;
+Status prepare_strategy(ReleaseStrategy s) {
+  if (s != ReleaseStrategy::kMembarrier) return Ok{};
+  if (membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) != 0)
+    return Error{std::string("membarrier register failed: ") + std::strerror(errno)};
+  return Ok{};
 }
 
-bool release_chunk(ReleaseStrategy s, Chunk& a, ReleaseContext& ctx, std::string* why) {
-  auto fail = [&](const char* what) {
-    if (why) *why = std::string(what) + ": " + std::strerror(errno);
-    return false;
-  };
+Status release_chunk(ReleaseStrategy s, Chunk& a, ReleaseContext& ctx) {
+  auto fail = [](const char* what) -> Status { return Error{std::string(what) + ": " + std::strerror(errno)}; };
   switch (s) {
     case ReleaseStrategy::kFree:
     case ReleaseStrategy::kMunmap:
       // Chunk::release() does free() for malloc'd chunks and munmap otherwise.
       a.release();
-      return true;
+      return Ok{};
     case ReleaseStrategy::kMadviseDontneed:
       if (madvise(a.data(), a.size(), MADV_DONTNEED) != 0) return fail("madvise(MADV_DONTNEED)");
-      return true;
+      return Ok{};
     case ReleaseStrategy::kMadviseFree:
       if (madvise(a.data(), a.size(), MADV_FREE) != 0) return fail("madvise(MADV_FREE)");
-      return true;
+      return Ok{};
     case ReleaseStrategy::kMprotect:
       if (mprotect(a.data(), a.size(), PROT_READ) != 0) return fail("mprotect(PROT_READ)");
-      return true;
+      return Ok{};
     case ReleaseStrategy::kMadviseRanges:
       for (const auto& e : ctx.extents_)
         if (madvise(e.iov_base, e.iov_len, MADV_DONTNEED) != 0) return fail("madvise(MADV_DONTNEED) of an extent");
-      return true;
+      return Ok{};
     case ReleaseStrategy::kProcessMadvise:
       for (std::size_t i = 0; i < ctx.extents_.size();) {
         const std::size_t n = std::min(kIovMax, ctx.extents_.size() - i);
@@ -148,13 +134,11 @@ bool release_chunk(ReleaseStrategy s, Chunk& a, ReleaseContext& ctx, std::string
         for (std::size_t k = i; k < i + n; ++k) want += ctx.extents_[k].iov_len;
         const long done = process_madvise(ctx.pidfd_, &ctx.extents_[i], n, MADV_DONTNEED);
         if (done < 0) return fail("process_madvise(MADV_DONTNEED)");
-        if (static_cast<std::size_t>(done) != want) {
-          if (why) *why = "process_madvise advised " + std::to_string(done) + " of " + std::to_string(want) + " bytes";
-          return false;
-        }
+        if (static_cast<std::size_t>(done) != want)
+          return Error{"process_madvise advised " + std::to_string(done) + " of " + std::to_string(want) + " bytes"};
         i += n;
       }
-      return true;
+      return Ok{};
     case ReleaseStrategy::kPaced:
     case ReleaseStrategy::kChunked: {
       // One madvise(MADV_DONTNEED) per step, the gap after each but the
@@ -163,27 +147,25 @@ bool release_chunk(ReleaseStrategy s, Chunk& a, ReleaseContext& ctx, std::string
       ctx.paced_bytes_ = 0;
       ctx.stopped_by_ = 0;
       const auto step = static_cast<std::size_t>(ctx.pace_.step);
-      if (step == 0) {
-        if (why) *why = "no pace prepared";
-        return false;
-      }
+      if (step == 0) return Error{"no pace prepared"};
       for (std::size_t off = 0; off < a.size();) {
         const std::size_t n = std::min(step, a.size() - off);
         if (madvise(a.data() + off, n, MADV_DONTNEED) != 0) return fail("madvise(MADV_DONTNEED) of a step");
         off += n;
         ctx.paced_bytes_ = static_cast<std::int64_t>(off);
-        if (off < a.size() && !pace_gap(ctx.pace_.gap_ns, &ctx.stopped_by_)) return false;
+        // Short enough to allocate nothing: the caller reads stopped_by().
+        if (off < a.size() && !pace_gap(ctx.pace_.gap_ns, &ctx.stopped_by_)) return Error{"stopped"};
       }
-      return true;
+      return Ok{};
     }
     case ReleaseStrategy::kReuse: {
       volatile char* p = a.data();
       for (std::size_t off = 0; off < a.size(); off += kTouchStride) p[off] = static_cast<char>(p[off] + 1);
-      return true;
+      return Ok{};
     }
     case ReleaseStrategy::kMembarrier:
       if (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0) return fail("membarrier(PRIVATE_EXPEDITED)");
-      return true;
+      return Ok{};
     case ReleaseStrategy::kJournalUnmap:
     case ReleaseStrategy::kJournalRecycle:
     case ReleaseStrategy::kGlibcMalloc:
@@ -191,36 +173,32 @@ bool release_chunk(ReleaseStrategy s, Chunk& a, ReleaseContext& ctx, std::string
     case ReleaseStrategy::kTcmalloc:
     case ReleaseStrategy::kMimalloc:
     case ReleaseStrategy::kProbe:
-      if (why) *why = std::string(strategy_name(s)) + " releases no chunk A";
-      return false;
+      return Error{std::string(strategy_name(s)) + " releases no chunk A"};
   }
-  return true;
+  return Ok{};
 }
 
-bool rearm_chunk(ReleaseStrategy s, Chunk& a, std::size_t size, PageMode mode, int node, std::string* why) {
+Status rearm_chunk(ReleaseStrategy s, Chunk& a, std::size_t size, PageMode mode, int node) {
   try {
     switch (strategy_info(s).rearm) {
       case Rearm::kReallocate:
         a = Chunk(size, mode, allocator_for(s), node);
         a.prefault();
-        return true;
+        return Ok{};
       case Rearm::kRefault:
         a.prefault();
-        return true;
+        return Ok{};
       case Rearm::kRestoreProtection:
-        if (mprotect(a.data(), a.size(), PROT_READ | PROT_WRITE) != 0) {
-          if (why) *why = std::string("mprotect(PROT_READ|PROT_WRITE): ") + std::strerror(errno);
-          return false;
-        }
-        return true;
+        if (mprotect(a.data(), a.size(), PROT_READ | PROT_WRITE) != 0)
+          return Error{std::string("mprotect(PROT_READ|PROT_WRITE): ") + std::strerror(errno)};
+        return Ok{};
       case Rearm::kNothing:
-        return true;
+        return Ok{};
     }
   } catch (const std::exception& e) {
-    if (why) *why = e.what();
-    return false;
+    return Error{e.what()};
   }
-  return true;
+  return Ok{};
 }
 
 }  // namespace shootdown::exp

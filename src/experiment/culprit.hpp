@@ -6,6 +6,7 @@
 #include <sys/uio.h>
 #include <vector>
 
+#include "core/expected.hpp"
 #include "core/strategy.hpp"
 #include "experiment/arena.hpp"
 
@@ -23,10 +24,10 @@ class ReleaseContext {
   ~ReleaseContext();
   ReleaseContext(const ReleaseContext&) = delete;
   ReleaseContext& operator=(const ReleaseContext&) = delete;
-  // For chunk A (same address across repeats: kRefault). False + why when
+  // For chunk A (same address across repeats: kRefault). An error when
   // the kernel lacks the path (process_madvise(MADV_DONTNEED) on itself).
   // pace: paced / chunked only (Plan::pace(); step > 0).
-  bool prepare(ReleaseStrategy s, const Chunk& a, Pace pace, std::string* why);
+  Status prepare(ReleaseStrategy s, const Chunk& a, Pace pace);
   // "PIDFD_SELF" or "pidfd_open(getpid())" for process-madvise, else "".
   const std::string& pidfd_kind() const { return pidfd_kind_; }
   // paced / chunked, after release_chunk: the bytes the steps released (all
@@ -36,7 +37,7 @@ class ReleaseContext {
   int stopped_by() const { return stopped_by_; }
 
  private:
-  friend bool release_chunk(ReleaseStrategy, Chunk&, ReleaseContext&, std::string*);
+  friend Status release_chunk(ReleaseStrategy, Chunk&, ReleaseContext&);
   std::vector<struct iovec> extents_;
   int pidfd_ = -1;
   bool own_fd_ = false;
@@ -47,13 +48,15 @@ class ReleaseContext {
   long old_slack_ns_ = 0;  // the culprit thread's timer slack before prepare() set 1 ns (restored)
 };
 
-// Performs the release (the timed part). Returns false and sets why on failure.
-bool release_chunk(ReleaseStrategy s, Chunk& a, ReleaseContext& ctx, std::string* why);
+// Performs the release (the timed part; allocates nothing when it succeeds).
+// A paced / chunked release stopped by a signal between two steps is an
+// error too: ctx.stopped_by() names the signal.
+Status release_chunk(ReleaseStrategy s, Chunk& a, ReleaseContext& ctx);
 // Makes A usable again for the next repeat (outside the timed window):
 // the strategy's Rearm rule (core/strategy.hpp).
-bool rearm_chunk(ReleaseStrategy s, Chunk& a, std::size_t size, PageMode mode, int node, std::string* why);
+Status rearm_chunk(ReleaseStrategy s, Chunk& a, std::size_t size, PageMode mode, int node);
 // Registers what a strategy needs once per process (membarrier registration).
-bool prepare_strategy(ReleaseStrategy s, std::string* why);
+Status prepare_strategy(ReleaseStrategy s);
 // The journal strategies release no chunk: the experiment drives a Journal.
 inline bool is_journal(ReleaseStrategy s) {
   return strategy_info(s).workload == Workload::kJournal;

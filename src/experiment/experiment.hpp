@@ -10,6 +10,7 @@
 #include <string>
 #include <utility>
 
+#include "core/expected.hpp"
 #include "core/result.hpp"
 #include "experiment/arena.hpp"
 
@@ -44,9 +45,9 @@ struct Hooks {
   std::function<void(const std::string& phase)> on_phase;
   // Called ~10 times a second while measuring with the samples so far.
   std::function<void(std::int64_t elapsed_ns, std::size_t samples)> on_tick;
-  // Opens kernel tracing for the plan's CPUs; nullptr = no tracing (the
-  // reason is then in *why and recorded in the result).
-  std::function<std::unique_ptr<TraceSession>(const Plan&, std::string* why)> open_trace;
+  // Opens kernel tracing for the plan's CPUs; an error = no tracing (the
+  // reason is recorded in the result).
+  std::function<Expected<std::unique_ptr<TraceSession>>(const Plan&)> open_trace;
   // For --trigger enter: prompt text printed before waiting.
   std::function<void(const std::string&)> prompt;
   // Optional: the victim on `cpu` measures on this chunk B instead of a

@@ -32,11 +32,10 @@ Journal::Journal(JournalConfig cfg) : cfg_(std::move(cfg)) {
   record_.assign(cfg_.record_size, 'j');
   const int n = cfg_.recycle ? std::max(cfg_.pool_segments, 2) : 1;
   pool_.resize(static_cast<std::size_t>(n));
-  std::string why;
   for (auto& s : pool_) {
-    if (!open_segment(&s, &why)) {
+    if (const Status opened = open_segment(&s); !opened) {
       for (auto& x : pool_) close_segment(&x);
-      throw std::runtime_error("journal: " + why);
+      throw std::runtime_error("journal: " + opened.error());
     }
     // Pre-fault (write every page) so the first records do not fault: both
     // arms start from a warm segment, only what happens on rotation differs.
@@ -48,26 +47,23 @@ Journal::~Journal() {
   for (auto& s : pool_) close_segment(&s);
 }
 
-bool Journal::open_segment(Segment* s, std::string* why) {
+Status Journal::open_segment(Segment* s) {
   s->path = dir_ + "/shootdown-journal-" + std::to_string(::getpid()) + "-" + std::to_string(files_++) + ".seg";
   s->fd = ::open(s->path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (s->fd < 0) {
-    if (why) *why = "cannot create " + s->path + ": " + std::strerror(errno);
-    return false;
-  }
+  if (s->fd < 0) return Error{"cannot create " + s->path + ": " + std::strerror(errno)};
   if (::ftruncate(s->fd, static_cast<off_t>(cfg_.segment_size)) != 0) {
-    if (why) *why = "ftruncate " + s->path + ": " + std::strerror(errno);
+    Error e{"ftruncate " + s->path + ": " + std::strerror(errno)};
     close_segment(s);
-    return false;
+    return e;
   }
   void* p = ::mmap(nullptr, cfg_.segment_size, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, 0);
   if (p == MAP_FAILED) {
-    if (why) *why = "mmap " + s->path + ": " + std::strerror(errno);
+    Error e{"mmap " + s->path + ": " + std::strerror(errno)};
     close_segment(s);
-    return false;
+    return e;
   }
   s->data = static_cast<char*>(p);
-  return true;
+  return Ok{};
 }
 
 void Journal::close_segment(Segment* s) noexcept {
@@ -79,30 +75,31 @@ void Journal::close_segment(Segment* s) noexcept {
   s->path.clear();
 }
 
-bool Journal::rotate(std::string* why) {
+Status Journal::rotate() {
   ++rotations_;
   off_ = 0;
   if (cfg_.recycle) {
     cur_ = (cur_ + 1) % pool_.size();
-    return true;
+    return Ok{};
   }
   // The full segment is done: unmap it (TLB shootdown of every CPU running
   // this mm), delete it, start a fresh file.
   close_segment(&pool_[cur_]);
-  return open_segment(&pool_[cur_], why);
+  return open_segment(&pool_[cur_]);
 }
 
-bool Journal::append(std::size_t bytes, std::string* why) {
+Status Journal::append(std::size_t bytes) {
   const std::size_t rec = cfg_.record_size;
   for (std::size_t written = 0; written < bytes; written += rec) {
-    if (off_ + rec > cfg_.segment_size && !rotate(why)) return false;
+    if (off_ + rec > cfg_.segment_size)
+      if (Status rotated = rotate(); !rotated) return rotated;
     char* p = pool_[cur_].data + off_;
     std::memcpy(p, record_.data(), rec);
     std::memcpy(p, &seq_, sizeof seq_);  // record header: sequence number
     ++seq_;
     off_ += rec;
   }
-  return true;
+  return Ok{};
 }
 
 }  // namespace shootdown::exp

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "core/expected.hpp"
 #include "core/result.hpp"
 #include "experiment/culprit.hpp"
 
@@ -43,7 +44,7 @@ class Journal {
   Journal& operator=(const Journal&) = delete;
 
   // Appends records totalling at least `bytes` (the timed release step).
-  bool append(std::size_t bytes, std::string* why);
+  Status append(std::size_t bytes);
 
   std::size_t rotations() const { return rotations_; }
   const std::string& dir() const { return dir_; }
@@ -54,9 +55,9 @@ class Journal {
     int fd = -1;
     char* data = nullptr;
   };
-  bool open_segment(Segment* s, std::string* why);
+  Status open_segment(Segment* s);
   void close_segment(Segment* s) noexcept;
-  bool rotate(std::string* why);
+  Status rotate();
 
   JournalConfig cfg_;
   std::string dir_;

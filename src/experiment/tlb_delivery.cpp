@@ -4,6 +4,8 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <optional>
+#include <string>
 #include <sys/mman.h>
 #include <thread>
 #include <unistd.h>
@@ -13,12 +15,8 @@
 
 namespace shootdown::exp {
 
-std::optional<DoctorFacts::TlbDelivery> measure_tlb_delivery(int from_cpu, int to_cpu, int requests, std::string* why) {
-  auto fail = [&](std::string w) {
-    if (why) *why = std::move(w);
-    return std::nullopt;
-  };
-  if (from_cpu == to_cpu || requests <= 0) return fail("needs two CPUs");
+Expected<DoctorFacts::TlbDelivery> measure_tlb_delivery(int from_cpu, int to_cpu, int requests) {
+  if (from_cpu == to_cpu || requests <= 0) return Error{"needs two CPUs"};
   const long page = ::sysconf(_SC_PAGESIZE);
   std::atomic<int> spinner{0};  // 0 starting, 1 spinning on to_cpu, -1 could not pin
   std::atomic<bool> stop{false};
@@ -75,8 +73,8 @@ std::optional<DoctorFacts::TlbDelivery> measure_tlb_delivery(int from_cpu, int t
   }
   stop.store(true);
   spin.join();
-  if (!out) return fail(err.empty() ? std::string("not measured") : err);
-  return out;
+  if (!out) return Error{err.empty() ? std::string("not measured") : err};
+  return *out;
 }
 
 }  // namespace shootdown::exp

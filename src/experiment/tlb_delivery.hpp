@@ -9,13 +9,11 @@
 // Changes nothing on the machine; takes a few milliseconds.
 #pragma once
 
-#include <optional>
-#include <string>
-
 #include "core/doctor.hpp"
+#include "core/expected.hpp"
 
 namespace shootdown::exp {
 
-std::optional<DoctorFacts::TlbDelivery> measure_tlb_delivery(int from_cpu, int to_cpu, int requests, std::string* why);
+Expected<DoctorFacts::TlbDelivery> measure_tlb_delivery(int from_cpu, int to_cpu, int requests);
 
 }  // namespace shootdown::exp

@@ -56,6 +56,16 @@ void Victim::run() {
 }
 
 bool Victim::prepare() {
+  if (!pin()) return false;
+  if (!prepare_chunk_b()) return false;
+  fill_tlb_from_a();
+  const double fastest_ns = warm_up();
+  const std::size_t store_max = store_limit(fastest_ns);
+  return prepare_store(store_max) && prepare_ring(fastest_ns, store_max);
+}
+
+// Pinned to its CPU, and SCHED_FIFO with --rt.
+bool Victim::pin() {
   std::string why;
   if (const Status pinned = sys::pin_this_thread(cfg_.cpu); !pinned) {
     out_.error = "cannot pin victim to CPU " + std::to_string(cfg_.cpu) + ": " + pinned.error();
@@ -71,6 +81,12 @@ bool Victim::prepare() {
       out_.warnings.push_back(std::string("--rt: SCHED_FIFO refused (") + std::strerror(errno) +
                               "), running SCHED_OTHER");
   }
+  return true;
+}
+
+// Chunk B (its own or the borrowed one) pre-faulted and mlocked; false when
+// it cannot be mapped or the run aborted the prefault.
+bool Victim::prepare_chunk_b() {
   if (cfg_.chunk_b && cfg_.chunk_b->mapped() && cfg_.chunk_b->size() == cfg_.chunk_size) {
     bp_ = cfg_.chunk_b;  // already faulted in by an earlier trial: prefault below is a cheap pass
   } else {
@@ -85,20 +101,26 @@ bool Victim::prepare() {
   const std::int64_t t0 = sys::mono_now_ns();
   if (!bp_->prefault(abort_flag)) return false;
   out_.prefault_ns = sys::mono_now_ns() - t0;
-  if (cfg_.mlock && !bp_->lock(&why))
-    out_.warnings.push_back("mlock of chunk B failed (" + why + "): page faults may disturb the samples");
+  if (cfg_.mlock)
+    if (const Status locked = bp_->lock(); !locked)
+      out_.warnings.push_back("mlock of chunk B failed (" + locked.error() + "): page faults may disturb the samples");
+  return true;
+}
 
-  // Fill the TLB with A's translations, as the article's victim does.
+// Fill the TLB with A's translations, as the article's victim does.
+void Victim::fill_tlb_from_a() {
   if (cfg_.chunk_a && cfg_.chunk_a->mapped()) {
     volatile char* a = cfg_.chunk_a->data();
     for (std::size_t off = 0; off < cfg_.chunk_a->size(); off += kTouchStride) a[off] = a[off];
   }
+}
 
-  // Warm-up pass over B (untimed samples) to size the ring.
+// Warm-up pass over B (untimed samples) to size the ring: the fastest batch,
+// in ns. A mean is inflated by any preemption during the pass and would
+// leave the ring too small.
+double Victim::warm_up() {
   const std::size_t per_batch = cfg_.batch / kTouchStride;
   const std::size_t batches = cfg_.chunk_size / cfg_.batch;
-  // The fastest warm-up batch sizes the ring: a mean is inflated by any
-  // preemption during the pass and would leave the ring too small.
   volatile char* b = bp_->data();
   std::uint64_t fastest = UINT64_MAX;
   std::uint64_t prev = sys::rdtsc_fenced();
@@ -108,9 +130,12 @@ bool Victim::prepare() {
     fastest = std::min(fastest, now - prev);
     prev = now;
   }
-  const double fastest_ns = std::max(1.0, static_cast<double>(fastest) * cfg_.ns_per_tick);
+  return std::max(1.0, static_cast<double>(fastest) * cfg_.ns_per_tick);
+}
 
-  // The store holds the whole run, up to its limit (memory, not time).
+// The store holds the whole run, up to its limit (memory, not time): the
+// samples it may hold.
+std::size_t Victim::store_limit(double fastest_ns) {
   std::size_t store_max = cfg_.max_ring_samples;
   if (const std::size_t budget = cfg_.ring_budget_bytes / sizeof(std::uint32_t);
       cfg_.ring_budget_bytes > 0 && budget < store_max) {
@@ -127,6 +152,12 @@ bool Victim::prepare() {
           format_duration_ns(static_cast<std::int64_t>(static_cast<double>(store_max) * fastest_ns)),
           format_duration_ns(cfg_.planned_ns), cfg_.ring_budget_why));
   }
+  return store_max;
+}
+
+// The store and every container the drainer uses, reserved now: the
+// drainer never allocates or frees.
+bool Victim::prepare_store(std::size_t store_max) {
   try {
     store_ = SampleStore(store_max, cfg_.numa_node, cfg_.compact);
     const std::size_t slots = store_.slots();
@@ -154,11 +185,15 @@ bool Victim::prepare() {
     out_.error = e.what();
     return false;
   }
-  // The ring bridges the drainer's pauses (it wakes every 2 ms, but can be
-  // starved): the planned span +25 %, at least 2 s and at most 5 s, at the
-  // fastest warm-up rate, +64k, and never under kRingMinSamples; the store's
-  // budget caps both. Under emulation (the lab's TCG) a victim later ran up
-  // to 30x faster than its warm-up, so the margin is wide on purpose.
+  return true;
+}
+
+// The ring bridges the drainer's pauses (it wakes every 2 ms, but can be
+// starved): the planned span +25 %, at least 2 s and at most 5 s, at the
+// fastest warm-up rate, +64k, and never under kRingMinSamples; the store's
+// budget caps both. Under emulation (the lab's TCG) a victim later ran up
+// to 30x faster than its warm-up, so the margin is wide on purpose.
+bool Victim::prepare_ring(double fastest_ns, std::size_t store_max) {
   const double span_ns = std::clamp(static_cast<double>(cfg_.planned_ns) * 1.25, static_cast<double>(kRingMinNs),
                                     static_cast<double>(kRingMaxNs));
   ring_cap_ = static_cast<std::size_t>(
@@ -178,7 +213,7 @@ bool Victim::prepare() {
     }
   }
   rp_->prefault();
-  if (cfg_.mlock) rp_->lock(&why);
+  if (cfg_.mlock) (void)rp_->lock();  // a failure leaves the pre-faulted ring unlocked
   overflow_.assign(4096, Overflow{0, 0});
   return true;
 }

@@ -167,7 +167,15 @@ class Victim {
   std::uint64_t held_spans(std::vector<TickRange>& out) const;
 
  private:
+  // prepare()'s steps, in order; each false sets out_.error (or the run aborted).
   bool prepare();
+  bool pin();
+  bool prepare_chunk_b();
+  void fill_tlb_from_a();
+  double warm_up();
+  std::size_t store_limit(double fastest_ns);
+  bool prepare_store(std::size_t store_max);
+  bool prepare_ring(double fastest_ns, std::size_t store_max);
   void measure();
   bool make_room() noexcept;                               // drainer: fold the block core/compaction chooses
   std::optional<std::size_t> choose(bool final) noexcept;  // core/compaction's choice among the held blocks
