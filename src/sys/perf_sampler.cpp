@@ -14,14 +14,9 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-extern "C" {
-#include <traceevent/event-parse.h>
-}
-
 #include "sys/perf_fuzz.hpp"
 #include "sys/perf_ring.hpp"
 #include "sys/perf_trace.hpp"
-#include "sys/tracefs.hpp"
 #include "sys/tsc.hpp"
 
 namespace shootdown::sys {

@@ -14,10 +14,6 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-extern "C" {
-#include <traceevent/event-parse.h>
-}
-
 #include "sys/affinity.hpp"
 #include "sys/fs.hpp"
 #include "sys/kallsyms.hpp"
