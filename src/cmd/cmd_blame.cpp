@@ -69,11 +69,7 @@ class BlameTool final : public Tool {
     if (o_.pid < 0) throw UsageError(fmt::format("-p {}: not a process id", o_.pid));
     if (o_.pid > 0 && !sys::path_exists("/proc/" + std::to_string(o_.pid)))
       throw UsageError(fmt::format("-p {}: no such process", o_.pid));
-    try {
-      if (!o_.duration.empty()) duration_ns_ = cli::positive_duration("--duration", o_.duration);
-    } catch (const std::invalid_argument& e) {
-      throw UsageError(e.what());
-    }
+    if (!o_.duration.empty()) duration_ns_ = cli::positive_duration("--duration", o_.duration);
     if (o_.stack_bytes < 8 || o_.stack_bytes > 4096)
       throw UsageError(fmt::format("--stack-bytes {}: out of range [8, 4096]", o_.stack_bytes));
     check_output_file("-o", o_.output);

@@ -153,14 +153,10 @@ std::vector<Arm> parse_arms(const CompareCommand& c, const cli::MachineFacts& fa
       ro.allocator_conf.clear();
       ro.allocator_purge.clear();
     }
-    try {
-      std::vector<std::string> w;
-      a.plan = cli::validate_run_options(ro, facts, &w);
-      for (auto& x : w)
-        if (std::find(warnings->begin(), warnings->end(), x) == warnings->end()) warnings->push_back(x);
-    } catch (const std::invalid_argument& e) {
-      throw UsageError(e.what());
-    }
+    std::vector<std::string> w;
+    a.plan = cli::validate_run_options(ro, facts, &w);
+    for (auto& x : w)
+      if (std::find(warnings->begin(), warnings->end(), x) == warnings->end()) warnings->push_back(x);
     a.plan.release = a.strategy;
     a.pages = a.plan.pages;
     if (a.plan.trigger == Trigger::kEnter)
@@ -268,13 +264,7 @@ class CompareTool final : public Tool {
     const cli::MachineFacts facts = cli::read_machine_facts();
     arms_ = parse_arms(c, facts, &warnings_);
     for (const auto& a : arms_) labels_.push_back(a.label);
-    for (const auto& g : c.fail_if) {
-      try {
-        gates_.push_back(compare::parse_gate(g, labels_));
-      } catch (const std::invalid_argument& e) {
-        throw UsageError(e.what());
-      }
-    }
+    for (const auto& g : c.fail_if) gates_.push_back(compare::parse_gate(g, labels_));
     if (c.workload == "journal") {
       auto seg = parse_size(c.segment_size);
       for (auto& a : arms_) {

@@ -205,11 +205,7 @@ class ProbeTool final : public Tool {
     if (o_.batch_pages < 1 || o_.batch_pages > arena_pages_)
       throw UsageError(
           fmt::format("--batch-pages {}: out of range [1, {}] (the arena's pages)", o_.batch_pages, arena_pages_));
-    try {
-      if (!o_.duration.empty()) duration_ns_ = cli::positive_duration("--duration", o_.duration);
-    } catch (const std::invalid_argument& e) {
-      throw UsageError(e.what());
-    }
+    if (!o_.duration.empty()) duration_ns_ = cli::positive_duration("--duration", o_.duration);
     if (!o_.stall_threshold.empty()) {
       auto d = parse_duration_ns(o_.stall_threshold, &why);
       if (!d || *d <= 0)

@@ -27,11 +27,7 @@ class RunTool final : public Tool {
   explicit RunTool(const cli::RunOptions& o) : o_(o) {}
 
   void plan() override {
-    try {
-      plan_ = cli::validate_run_options(o_, cli::read_machine_facts(), &plan_warnings_);
-    } catch (const std::invalid_argument& e) {
-      throw UsageError(e.what());
-    }
+    plan_ = cli::validate_run_options(o_, cli::read_machine_facts(), &plan_warnings_);
     if (!o_.out.empty()) {
       try {
         out_ = std::make_unique<sink::OutputDir>(o_.out);
@@ -47,11 +43,7 @@ class RunTool final : public Tool {
     const exp::Hooks hooks = make_run_hooks(progress_, o_.quiet);
     // Wall clock of the run (InfluxDB, .hlog StartTime): read once, next to the start.
     const std::int64_t realtime_offset = sys::realtime_offset_ns();
-    try {
-      r_ = exp::run_experiment(plan_, hooks);
-    } catch (const std::runtime_error& e) {
-      throw RuntimeError(e.what());
-    }
+    r_ = exp::run_experiment(plan_, hooks);
     if (progress_) std::fputs("\r\033[K", stderr);
     r_.realtime_offset_ns = realtime_offset;
   }

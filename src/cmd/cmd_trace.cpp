@@ -184,14 +184,10 @@ class TraceTool final : public Tool {
   explicit TraceTool(const TraceOptions& o) : o_(o) {}
 
   void plan() override {
-    try {
-      const cli::CpuPlan cpus = cli::resolve_cpus(o_.culprit_cpu, o_.victim_cpus, cli::read_machine_facts());
-      culprit_ = cpus.culprit;
-      victims_ = cpus.victims;
-      if (!o_.duration.empty()) duration_ns_ = cli::positive_duration("--duration", o_.duration);
-    } catch (const std::invalid_argument& e) {
-      throw UsageError(e.what());
-    }
+    const cli::CpuPlan cpus = cli::resolve_cpus(o_.culprit_cpu, o_.victim_cpus, cli::read_machine_facts());
+    culprit_ = cpus.culprit;
+    victims_ = cpus.victims;
+    if (!o_.duration.empty()) duration_ns_ = cli::positive_duration("--duration", o_.duration);
     check_output_file("-o", o_.output);
   }
 

@@ -5,11 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <functional>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "cli/run_options.hpp"
+#include "core/errors.hpp"
 
 using namespace shootdown;
 using cli::MachineFacts;
@@ -41,7 +41,7 @@ std::string error_of(const std::function<void(RunOptions&)>& change, const Machi
   change(o);
   try {
     (void)cli::validate_run_options(o, m, nullptr);
-  } catch (const std::invalid_argument& e) {
+  } catch (const UsageError& e) {
     return e.what();
   }
   return "";
