@@ -4,6 +4,8 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
+#include <exception>
 #include <thread>
 
 #include "sys/child.hpp"
@@ -21,6 +23,18 @@ int drive(Tool& tool) {
   const int code = tool.report();
   if (const int sig = tool.interrupted_by()) return sys::exit_code_for_signal(sig);
   return code;
+}
+
+int run_command(const std::string& command, const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "shootdown %s: %s\n", command.c_str(), e.what());
+    return kExitUsage;
+  } catch (const std::exception& e) {  // RuntimeError and any other failure
+    std::fprintf(stderr, "shootdown %s: error: %s\n", command.c_str(), e.what());
+    return kExitError;
+  }
 }
 
 StopCause watch(const Watch& w) {

@@ -12,11 +12,14 @@
 // Errors: plan() throws UsageError (exit 2, nothing acquired yet); later
 // steps throw RuntimeError or any std::exception (exit 1). report() returns
 // the exit code, unless interrupted_by() names a signal (docs/exit-codes.md).
+// This file is the one place that maps failures and signals to exit codes:
+// drive() the signals, run_command() the exceptions.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "cmd/commands.hpp"
 
@@ -41,6 +44,12 @@ class Tool {
 };
 
 int drive(Tool& tool);
+
+// Runs one subcommand (its option checks and drive()) and returns its exit
+// code: body's value, or for an exception that ends it 2 (UsageError) or 1
+// (RuntimeError, any other std::exception) after one line on stderr,
+// "shootdown COMMAND: MESSAGE" or "shootdown COMMAND: error: MESSAGE".
+int run_command(const std::string& command, const std::function<int()>& body);
 
 // A Command whose callback builds T from the parsed options and drives it.
 template <typename T, typename Options>
