@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cmd/driver.hpp"
 
+#include <CLI/CLI.hpp>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -35,6 +36,14 @@ int run_command(const std::string& command, const std::function<int()>& body) {
     std::fprintf(stderr, "shootdown %s: error: %s\n", command.c_str(), e.what());
     return kExitError;
   }
+}
+
+void set_help_footer(CLI::App* app, const HelpFooter& f) {
+  std::string text = f.notes.empty() ? "" : f.notes + "\n\n";
+  text += "EXAMPLES:";
+  for (const std::string& e : f.examples) text += "\n  " + e;
+  if (!f.exit_status.empty()) text += "\n\nEXIT STATUS: " + f.exit_status;
+  app->footer(text);
 }
 
 StopCause watch(const Watch& w) {

@@ -20,6 +20,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "cmd/commands.hpp"
 
@@ -51,9 +52,20 @@ int drive(Tool& tool);
 // "shootdown COMMAND: MESSAGE" or "shootdown COMMAND: error: MESSAGE".
 int run_command(const std::string& command, const std::function<int()>& body);
 
-// A Command whose callback builds T from the parsed options and drives it.
+// The end of a subcommand's --help: what it does, its examples and its exit
+// status, laid out the same way for every subcommand.
+struct HelpFooter {
+  std::string notes;                  // paragraphs before EXAMPLES ("" = none)
+  std::vector<std::string> examples;  // one line each, indented under EXAMPLES
+  std::string exit_status;            // after "EXIT STATUS: " ("" = no such line)
+};
+void set_help_footer(CLI::App* app, const HelpFooter& f);
+
+// A Command whose callback builds T from the parsed options and drives it;
+// app's --help ends with the footer.
 template <typename T, typename Options>
-Command tool_command(CLI::App* app, std::shared_ptr<Options> opts) {
+Command tool_command(CLI::App* app, std::shared_ptr<Options> opts, const HelpFooter& footer) {
+  set_help_footer(app, footer);
   return {app, [opts]() {
             T tool(*opts);
             return drive(tool);
