@@ -35,6 +35,7 @@
 #include "cli/run_options.hpp"
 #include "cmd/trace_session.hpp"
 #include "core/compare.hpp"
+#include "core/errors.hpp"
 #include "core/overhead.hpp"
 #include "core/units.hpp"
 #include "experiment/experiment.hpp"
@@ -502,6 +503,9 @@ int main(int argc, char** argv) {
   try {
     return run(o);
   } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "trace_overhead: %s\n", e.what());
+    return kExitUsage;
+  } catch (const UsageError& e) {  // cli::validate_run_options
     std::fprintf(stderr, "trace_overhead: %s\n", e.what());
     return kExitUsage;
   } catch (const std::exception& e) {

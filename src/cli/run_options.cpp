@@ -8,10 +8,10 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <fmt/format.h>
-#include <stdexcept>
 #include <unistd.h>
 
 #include "core/cpulist.hpp"
+#include "core/errors.hpp"
 #include "core/units.hpp"
 #include "sys/cpus.hpp"
 #include "sys/meminfo.hpp"
@@ -21,7 +21,7 @@ namespace shootdown::cli {
 namespace {
 
 [[noreturn]] void bad(const std::string& msg) {
-  throw std::invalid_argument(msg);
+  throw UsageError(msg);
 }
 
 std::int64_t size_opt(const char* name, const std::string& v) {
@@ -239,13 +239,14 @@ std::int64_t positive_duration(const std::string& name, const std::string& v) {
   return *d;
 }
 
-Plan validate_run_options(const RunOptions& o, const MachineFacts& m, std::vector<std::string>* warnings) {
-  Plan p;
-  auto warn = [&](std::string w) {
-    if (warnings) warnings->push_back(std::move(w));
-  };
+namespace {
 
-  // CPUs.
+void warn(std::vector<std::string>* warnings, std::string w) {
+  if (warnings) warnings->push_back(std::move(w));
+}
+
+// The CPUs, and warnings for SMT siblings and victims on another NUMA node.
+void cpu_rules(Plan& p, const RunOptions& o, const MachineFacts& m, std::vector<std::string>* warnings) {
   const CpuPlan cpus = resolve_cpus(o.culprit_cpu, o.victim_cpus, m);
   p.culprit_cpu = cpus.culprit;
   p.victim_cpus = cpus.victims;
@@ -253,15 +254,43 @@ Plan validate_run_options(const RunOptions& o, const MachineFacts& m, std::vecto
   for (auto [a, b] : m.smt_pairs) {
     const bool ia = a == p.culprit_cpu || std::count(p.victim_cpus.begin(), p.victim_cpus.end(), a);
     const bool ib = b == p.culprit_cpu || std::count(p.victim_cpus.begin(), p.victim_cpus.end(), b);
-    if (ia && ib) warn(fmt::format("CPUs {} and {} are SMT siblings: they share a core and its TLB", a, b));
+    if (ia && ib) warn(warnings, fmt::format("CPUs {} and {} are SMT siblings: they share a core and its TLB", a, b));
   }
   if (p.culprit_cpu < static_cast<int>(m.cpu_node.size()))
     p.numa_node = m.cpu_node[static_cast<std::size_t>(p.culprit_cpu)];
   for (int c : p.victim_cpus)
     if (c < static_cast<int>(m.cpu_node.size()) && m.cpu_node[static_cast<std::size_t>(c)] != p.numa_node)
-      warn(fmt::format("victim CPU {} is on another NUMA node than the culprit", c));
+      warn(warnings, fmt::format("victim CPU {} is on another NUMA node than the culprit", c));
+}
 
-  // Enumerations.
+// --allocator-conf and --allocator-purge: only with an allocator arm.
+void allocator_rules(Plan& p, const RunOptions& o) {
+  if (!is_allocator_arm(p.release)) {
+    if (!o.allocator_conf.empty())
+      bad(
+          fmt::format("--allocator-conf '{}': the release {} uses no allocator (accepted with --release glibc-malloc, "
+                      "jemalloc, tcmalloc or mimalloc)",
+                      o.allocator_conf, o.release));
+    if (!o.allocator_purge.empty())
+      bad(
+          fmt::format("--allocator-purge '{}': the release {} uses no allocator (accepted with --release "
+                      "glibc-malloc, jemalloc, tcmalloc or mimalloc)",
+                      o.allocator_purge, o.release));
+    return;
+  }
+  std::vector<AllocatorSetting> settings;
+  std::string why;
+  if (!parse_allocator_conf(p.release, o.allocator_conf, &settings, &why))
+    bad(fmt::format("--allocator-conf '{}' for {}: {}", o.allocator_conf, o.release, why));
+  p.allocator_conf = o.allocator_conf;
+  if (o.allocator_purge != "" && o.allocator_purge != "on" && o.allocator_purge != "off")
+    bad(fmt::format("--allocator-purge '{}': not on or off (accepted: on, off)", o.allocator_purge));
+  p.allocator_purge = o.allocator_purge != "off";
+}
+
+// --pages, --release, --trace by name; --pace and the allocator options only
+// where the release has them.
+void enumeration_rules(Plan& p, const RunOptions& o) {
   if (auto mode = find_page_mode(o.pages))
     p.pages = *mode;
   else
@@ -278,30 +307,11 @@ Plan validate_run_options(const RunOptions& o, const MachineFacts& m, std::vecto
   if (!o.pace.empty() && !is_paced(p.release))
     bad(fmt::format("--pace '{}': the release {} has no pace (accepted with --release paced or chunked)", o.pace,
                     o.release));
+  allocator_rules(p, o);
+}
 
-  if (!is_allocator_arm(p.release)) {
-    if (!o.allocator_conf.empty())
-      bad(
-          fmt::format("--allocator-conf '{}': the release {} uses no allocator (accepted with --release glibc-malloc, "
-                      "jemalloc, tcmalloc or mimalloc)",
-                      o.allocator_conf, o.release));
-    if (!o.allocator_purge.empty())
-      bad(
-          fmt::format("--allocator-purge '{}': the release {} uses no allocator (accepted with --release "
-                      "glibc-malloc, jemalloc, tcmalloc or mimalloc)",
-                      o.allocator_purge, o.release));
-  } else {
-    std::vector<AllocatorSetting> settings;
-    std::string why;
-    if (!parse_allocator_conf(p.release, o.allocator_conf, &settings, &why))
-      bad(fmt::format("--allocator-conf '{}' for {}: {}", o.allocator_conf, o.release, why));
-    p.allocator_conf = o.allocator_conf;
-    if (o.allocator_purge != "" && o.allocator_purge != "on" && o.allocator_purge != "off")
-      bad(fmt::format("--allocator-purge '{}': not on or off (accepted: on, off)", o.allocator_purge));
-    p.allocator_purge = o.allocator_purge != "off";
-  }
-
-  // Trigger.
+// --trigger, --repeat, the durations, the stall threshold, and the flags.
+void timing_rules(Plan& p, const RunOptions& o, const MachineFacts& m) {
   std::string trig = o.trigger.empty() ? (m.stdin_is_tty ? "enter" : "after=2s") : o.trigger;
   if (trig == "enter") {
     p.trigger = Trigger::kEnter;
@@ -328,8 +338,10 @@ Plan validate_run_options(const RunOptions& o, const MachineFacts& m, std::vecto
   p.mlock = !o.no_mlock;
   p.rt = o.rt;
   if (o.open && o.out.empty()) bad("--open: needs --out DIR (the report is written to DIR/report.html)");
+}
 
-  // Sizes.
+// --batch, --report-every, --chunk-size as asked and --memory-limit.
+void size_rules(Plan& p, const RunOptions& o, const MachineFacts& m) {
   p.batch = size_opt("--batch", o.batch);
   // --report-every: a size ("32MiB", a bare number = bytes) or else a
   // duration ("10ms"; "m" is minutes, "M" MiB). By time, every interval but
@@ -351,61 +363,82 @@ Plan validate_run_options(const RunOptions& o, const MachineFacts& m, std::vecto
     bad(fmt::format("--batch {}: must be a positive multiple of the 4 KiB page size (e.g. 64KiB)", o.batch));
   if (p.chunk_size_requested < 4096)
     bad(fmt::format("--chunk-size {}: must be at least 4KiB (accepted: a size like 512MiB, 4GiB)", o.chunk_size));
-  if (!o.memory_limit.empty()) {
-    p.memory_limit = size_opt("--memory-limit", o.memory_limit);
-    const std::int64_t least =
-        kMemoryLimitPerVictim * static_cast<std::int64_t>(std::max<std::size_t>(p.victim_cpus.size(), 1));
-    if (p.memory_limit < least)
-      bad(
-          fmt::format("--memory-limit {}: below the least for {} victim{} ({}: a 32 MiB sample store per victim, "
-                      "8 bytes of analysis per stored byte) (accepted: a size like 512MiB, 2GiB)",
-                      o.memory_limit, p.victim_cpus.size(), p.victim_cpus.size() == 1 ? "" : "s", format_size(least)));
-  } else {
-    p.memory_limit =
-        std::max(kMemoryLimitDefault,
-                 kMemoryLimitPerVictim * static_cast<std::int64_t>(std::max<std::size_t>(p.victim_cpus.size(), 1)));
+  const std::int64_t least =
+      kMemoryLimitPerVictim * static_cast<std::int64_t>(std::max<std::size_t>(p.victim_cpus.size(), 1));
+  if (o.memory_limit.empty()) {
+    p.memory_limit = std::max(kMemoryLimitDefault, least);
+    return;
   }
-  const std::int64_t chunks = 1 + static_cast<std::int64_t>(p.victim_cpus.size());
-  std::int64_t margin = std::max<std::int64_t>(1LL << 30, m.mem_available / 10);
-  std::int64_t usable = m.mem_available - margin;
+  p.memory_limit = size_opt("--memory-limit", o.memory_limit);
+  if (p.memory_limit < least)
+    bad(
+        fmt::format("--memory-limit {}: below the least for {} victim{} ({}: a 32 MiB sample store per victim, "
+                    "8 bytes of analysis per stored byte) (accepted: a size like 512MiB, 2GiB)",
+                    o.memory_limit, p.victim_cpus.size(), p.victim_cpus.size() == 1 ? "" : "s", format_size(least)));
+}
+
+// The memory the chunks may use, what to keep free, and what bounds it.
+struct ChunkMemory {
+  std::int64_t usable = 0;
+  std::int64_t margin = 0;
+  std::string name;  // "MemAvailable is ..." or the memory cgroup's headroom
+};
+
+ChunkMemory chunk_memory(const MachineFacts& m) {
+  ChunkMemory c;
+  c.margin = std::max<std::int64_t>(1LL << 30, m.mem_available / 10);
+  c.usable = m.mem_available - c.margin;
+  c.name = fmt::format("MemAvailable is {}", format_size(m.mem_available));
   // In a memory cgroup (a container, a systemd slice) the kernel OOM-kills
   // the run (SIGKILL, no result) once the chunks, the victims' sample rings
   // and the rest of the process exceed its limit: the headroom under the
   // limit bounds the chunks too.
-  std::string memory_name = fmt::format("MemAvailable is {}", format_size(m.mem_available));
   if (m.cgroup_limit >= 0) {
     const std::int64_t headroom = std::max<std::int64_t>(0, m.cgroup_limit - m.cgroup_usage);
     // A third of the headroom (at least 128 MiB) for the rest: the victims'
     // sample rings (~70 MiB for a 2 s run here; experiment/ caps them to what
     // the limit leaves), the trace buffers and the analysis.
     const std::int64_t cg_margin = std::max<std::int64_t>(128LL << 20, headroom / 3);
-    if (headroom - cg_margin < usable) {
-      usable = headroom - cg_margin;
-      margin = cg_margin;
-      memory_name = fmt::format("the memory cgroup {} allows {} more (limit {}, {} in use)", m.cgroup_path,
-                                format_size(headroom), format_size(m.cgroup_limit), format_size(m.cgroup_usage));
+    if (headroom - cg_margin < c.usable) {
+      c.usable = headroom - cg_margin;
+      c.margin = cg_margin;
+      c.name = fmt::format("the memory cgroup {} allows {} more (limit {}, {} in use)", m.cgroup_path,
+                           format_size(headroom), format_size(m.cgroup_limit), format_size(m.cgroup_usage));
     }
   }
+  return c;
+}
+
+// The chunk size: whole huge pages, and A plus one B per victim within the
+// memory; a default size is capped to fit (a warning), a given one refused.
+void fit_chunks(Plan& p, const RunOptions& o, const MachineFacts& m, std::vector<std::string>* warnings) {
+  const std::int64_t chunks = 1 + static_cast<std::int64_t>(p.victim_cpus.size());
+  const ChunkMemory mem = chunk_memory(m);
   std::int64_t chunk = p.chunk_size_requested;
   if (p.pages != PageMode::k4k) chunk = (chunk + (2LL << 20) - 1) / (2LL << 20) * (2LL << 20);  // whole huge pages
-  if (chunk > usable / chunks) {
-    const std::int64_t fit = std::max<std::int64_t>(0, usable / chunks) / (2LL << 20) * (2LL << 20);
+  if (chunk > mem.usable / chunks) {
+    const std::int64_t fit = std::max<std::int64_t>(0, mem.usable / chunks) / (2LL << 20) * (2LL << 20);
     if (o.chunk_size_given)
       bad(fmt::format(
           "--chunk-size {}: {} chunks (A + one B per victim) need {} but {} (keep {} free); "
           "use at most {}",
-          o.chunk_size, chunks, format_size(chunk * chunks), memory_name, format_size(margin), format_size(fit)));
+          o.chunk_size, chunks, format_size(chunk * chunks), mem.name, format_size(mem.margin), format_size(fit)));
     if (fit < (64LL << 20))
       bad(
           fmt::format("--chunk-size: not enough memory for the default chunks ({}); free memory or give a "
                       "smaller size",
-                      memory_name));
-    warn(fmt::format("chunk size capped from {} to {} so {} chunks fit: {} (keep {} free)", format_size(chunk),
-                     format_size(fit), chunks, memory_name, format_size(margin)));
+                      mem.name));
+    warn(warnings, fmt::format("chunk size capped from {} to {} so {} chunks fit: {} (keep {} free)",
+                               format_size(chunk), format_size(fit), chunks, mem.name, format_size(mem.margin)));
     chunk = fit;
     p.chunk_capped = true;
   }
   p.chunk_size = chunk;
+}
+
+// What depends on the final chunk: whole batches, --report-every, --pace,
+// and the free huge pages --pages hugetlb needs.
+void chunk_rules(Plan& p, const RunOptions& o, const MachineFacts& m) {
   if (p.batch > p.chunk_size)
     bad(fmt::format("--batch {}: larger than the chunk ({}); use a batch of at most the chunk size", o.batch,
                     format_size(p.chunk_size)));
@@ -419,6 +452,7 @@ Plan validate_run_options(const RunOptions& o, const MachineFacts& m, std::vecto
     p.pace_gap_ns = pace.gap_ns;
   }
   if (p.pages == PageMode::kHugetlb) {
+    const std::int64_t chunks = 1 + static_cast<std::int64_t>(p.victim_cpus.size());
     const std::int64_t need = chunks * ((p.chunk_size + m.hugepage_size - 1) / m.hugepage_size);
     if (m.hugepages_free < need)
       bad(
@@ -426,6 +460,18 @@ Plan validate_run_options(const RunOptions& o, const MachineFacts& m, std::vecto
                       "'echo {} > /proc/sys/vm/nr_hugepages' or use --pages thp",
                       need, format_size(m.hugepage_size), m.hugepages_free, need));
   }
+}
+
+}  // namespace
+
+Plan validate_run_options(const RunOptions& o, const MachineFacts& m, std::vector<std::string>* warnings) {
+  Plan p;
+  cpu_rules(p, o, m, warnings);
+  enumeration_rules(p, o);
+  timing_rules(p, o, m);
+  size_rules(p, o, m);
+  fit_chunks(p, o, m, warnings);
+  chunk_rules(p, o, m);
   return p;
 }
 

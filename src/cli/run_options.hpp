@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // `shootdown run` options: raw strings as typed, then validated into a Plan.
-// Validation throws cmd::UsageError-compatible std::invalid_argument with one
+// Validation throws shootdown::UsageError (core/errors.hpp, exit 2) with one
 // line naming the option, the value and what is accepted.
 #pragma once
 
@@ -71,7 +71,7 @@ MachineFacts read_machine_facts();
 
 // The CPUs of an experiment from --culprit-cpu and --victim-cpus (either may
 // be empty: the default choice fills it) and why they were chosen. Shared by
-// run, compare and trace. Throws std::invalid_argument (one line).
+// run, compare and trace. Throws UsageError (one line).
 struct CpuPlan {
   int culprit = -1;
   std::vector<int> victims;
@@ -80,9 +80,10 @@ struct CpuPlan {
 CpuPlan resolve_cpus(const std::string& culprit, const std::string& victims, const MachineFacts& m);
 
 // A duration option that must be > 0 (--duration of trace, probe, blame).
+// Throws UsageError (one line).
 std::int64_t positive_duration(const std::string& name, const std::string& v);
 
-// Throws std::invalid_argument (one line) on bad input.
+// Throws UsageError (one line) on bad input.
 Plan validate_run_options(const RunOptions& o, const MachineFacts& m, std::vector<std::string>* warnings);
 
 }  // namespace shootdown::cli

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "cmd/commands.hpp"
+#include "cmd/driver.hpp"
 #include "cmd/strict_input.hpp"
 #include "sys/dl.hpp"
 
@@ -75,26 +76,14 @@ int main_entry(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     std::fputs(explain_parse_error(root, e).c_str(), stderr);
     return kExitUsage;
-  } catch (const UsageError& e) {
-    std::fprintf(stderr, "shootdown: %s\n", e.what());
-    return kExitUsage;
   }
 
   for (auto& c : cmds) {
     if (c.app && c.app->parsed()) {
-      try {
+      return run_command(c.app->get_name(), [&c] {
         check_values(*c.app);
         return c.run();
-      } catch (const UsageError& e) {
-        std::fprintf(stderr, "shootdown %s: %s\n", c.app->get_name().c_str(), e.what());
-        return kExitUsage;
-      } catch (const RuntimeError& e) {
-        std::fprintf(stderr, "shootdown %s: error: %s\n", c.app->get_name().c_str(), e.what());
-        return kExitError;
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "shootdown %s: error: %s\n", c.app->get_name().c_str(), e.what());
-        return kExitError;
-      }
+      });
     }
   }
   return kExitUsage;

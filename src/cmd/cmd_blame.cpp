@@ -69,11 +69,7 @@ class BlameTool final : public Tool {
     if (o_.pid < 0) throw UsageError(fmt::format("-p {}: not a process id", o_.pid));
     if (o_.pid > 0 && !sys::path_exists("/proc/" + std::to_string(o_.pid)))
       throw UsageError(fmt::format("-p {}: no such process", o_.pid));
-    try {
-      if (!o_.duration.empty()) duration_ns_ = cli::positive_duration("--duration", o_.duration);
-    } catch (const std::invalid_argument& e) {
-      throw UsageError(e.what());
-    }
+    if (!o_.duration.empty()) duration_ns_ = cli::positive_duration("--duration", o_.duration);
     if (o_.stack_bytes < 8 || o_.stack_bytes > 4096)
       throw UsageError(fmt::format("--stack-bytes {}: out of range [8, 4096]", o_.stack_bytes));
     check_output_file("-o", o_.output);
@@ -184,17 +180,15 @@ Command add_blame(CLI::App& root) {
   app->add_option("-o,--output", o->output,
                   "Write the report to FILE (atomically) instead of stdout: the command keeps its stdout");
   app->add_option("command", o->command, "Command to run and blame (after --)");
-  app->footer(
-      "Samples tlb:tlb_flush reason 4 (the initiator, with kernel and user\n"
-      "callchains) and ipi:ipi_send_* on every CPU, keeps the target's, and counts\n"
-      "the reason-1 flushes its threads received. Build the target with frame\n"
-      "pointers (-fno-omit-frame-pointer) for deep user stacks.\n\n"
-      "EXAMPLES:\n"
-      "  shootdown blame -p 1234 --duration 10s\n"
-      "  shootdown blame -- ./my-app --config prod.toml\n"
-      "  shootdown blame --folded -- ./my-app | flamegraph.pl > blame.svg\n\n"
-      "EXIT STATUS: 0 done, 1 not permitted or error, 2 bad input (no such PID), 130/143 interrupted.");
-  return tool_command<BlameTool>(app, o);
+  return tool_command<BlameTool>(
+      app, o,
+      {.notes = "Samples tlb:tlb_flush reason 4 (the initiator, with kernel and user\n"
+                "callchains) and ipi:ipi_send_* on every CPU, keeps the target's, and counts\n"
+                "the reason-1 flushes its threads received. Build the target with frame\n"
+                "pointers (-fno-omit-frame-pointer) for deep user stacks.",
+       .examples = {"shootdown blame -p 1234 --duration 10s", "shootdown blame -- ./my-app --config prod.toml",
+                    "shootdown blame --folded -- ./my-app | flamegraph.pl > blame.svg"},
+       .exit_status = "0 done, 1 not permitted or error, 2 bad input (no such PID), 130/143 interrupted."});
 }
 
 }  // namespace shootdown::cmd

@@ -153,14 +153,10 @@ std::vector<Arm> parse_arms(const CompareCommand& c, const cli::MachineFacts& fa
       ro.allocator_conf.clear();
       ro.allocator_purge.clear();
     }
-    try {
-      std::vector<std::string> w;
-      a.plan = cli::validate_run_options(ro, facts, &w);
-      for (auto& x : w)
-        if (std::find(warnings->begin(), warnings->end(), x) == warnings->end()) warnings->push_back(x);
-    } catch (const std::invalid_argument& e) {
-      throw UsageError(e.what());
-    }
+    std::vector<std::string> w;
+    a.plan = cli::validate_run_options(ro, facts, &w);
+    for (auto& x : w)
+      if (std::find(warnings->begin(), warnings->end(), x) == warnings->end()) warnings->push_back(x);
     a.plan.release = a.strategy;
     a.pages = a.plan.pages;
     if (a.plan.trigger == Trigger::kEnter)
@@ -268,13 +264,7 @@ class CompareTool final : public Tool {
     const cli::MachineFacts facts = cli::read_machine_facts();
     arms_ = parse_arms(c, facts, &warnings_);
     for (const auto& a : arms_) labels_.push_back(a.label);
-    for (const auto& g : c.fail_if) {
-      try {
-        gates_.push_back(compare::parse_gate(g, labels_));
-      } catch (const std::invalid_argument& e) {
-        throw UsageError(e.what());
-      }
-    }
+    for (const auto& g : c.fail_if) gates_.push_back(compare::parse_gate(g, labels_));
     if (c.workload == "journal") {
       auto seg = parse_size(c.segment_size);
       for (auto& a : arms_) {
@@ -544,29 +534,30 @@ Command add_compare(CLI::App& root) {
   app->add_option("--segment-size", cmd->segment_size, "Journal segment file size (default 16MiB)");
   app->add_option("--journal-dir", cmd->journal_dir, "Directory for journal segments (default /dev/shm, else /tmp)");
   cli::add_run_options(*app, cmd->run, /*for_compare=*/true);
-  app->footer(
-      "Per trial defaults differ from run: --baseline 150ms --after 100ms --trigger after=150ms.\n"
-      "SEQUENTIAL (default): after every --look-every trials per arm, each arm's stall_us is tested against the\n"
-      "control (Mann-Whitney z vs Lan-DeMets boundaries, overall alpha 0.05 however early it stops); a decided\n"
-      "arm stops. CIs and p-values are fixed-sample ones (naive after an early stop). docs/compare.md.\n"
-      "METRICS (per release, averaged over victims): stall_us p99_us p999_us max_us shootdowns release_us "
-      "ipi_stall_us unexplained_us\n\n"
-      "EXAMPLES:\n"
-      "  shootdown compare --arms reuse,munmap --trials 20 --chunk-size 1GiB\n"
-      "                                  stops after 5 trials per arm when the difference is clear\n"
-      "  shootdown compare --arms reuse,munmap --trials 20 --sequential off\n"
-      "                                  always 20 trials per arm (the fixed design)\n"
-      "  shootdown compare --arms reuse,munmap,madvise-dontneed,thp-munmap --out out/cmp\n"
-      "  shootdown compare --arms reuse,reuse --seed 7          A/A: expect no detectable difference\n"
-      "  shootdown compare --preset mitigations --chunk-size 1GiB --out out/mitigations\n"
-      "                                  every release arm, allocators included, against reuse\n"
-      "  shootdown compare --arms reuse,munmap --trials 40 --look-every 4 --spending obf\n"
-      "  shootdown compare --arms madvise-dontneed,paced,chunked --pace 2MiB/1ms\n"
-      "                                  the same release at once, spread in 2 MiB steps (1 ms pauses) and chunked\n"
-      "  shootdown compare --arms reuse,munmap --fail-if 'munmap.stall_us > reuse.stall_us'\n"
-      "  shootdown compare --workload journal --segment-size 16MiB --chunk-size 256MiB\n\n"
-      "EXIT STATUS: 0 ok, 1 error, 2 bad input, 3 gate failed, 130/143 interrupted.");
-  return tool_command<CompareTool>(app, cmd);
+  return tool_command<CompareTool>(
+      app, cmd,
+      {.notes =
+           "Per trial defaults differ from run: --baseline 150ms --after 100ms --trigger after=150ms.\n"
+           "SEQUENTIAL (default): after every --look-every trials per arm, each arm's stall_us is tested against the\n"
+           "control (Mann-Whitney z vs Lan-DeMets boundaries, overall alpha 0.05 however early it stops); a decided\n"
+           "arm stops. CIs and p-values are fixed-sample ones (naive after an early stop). docs/compare.md.\n"
+           "METRICS (per release, averaged over victims): stall_us p99_us p999_us max_us shootdowns release_us "
+           "ipi_stall_us unexplained_us",
+       .examples =
+           {"shootdown compare --arms reuse,munmap --trials 20 --chunk-size 1GiB",
+            "                                stops after 5 trials per arm when the difference is clear",
+            "shootdown compare --arms reuse,munmap --trials 20 --sequential off",
+            "                                always 20 trials per arm (the fixed design)",
+            "shootdown compare --arms reuse,munmap,madvise-dontneed,thp-munmap --out out/cmp",
+            "shootdown compare --arms reuse,reuse --seed 7          A/A: expect no detectable difference",
+            "shootdown compare --preset mitigations --chunk-size 1GiB --out out/mitigations",
+            "                                every release arm, allocators included, against reuse",
+            "shootdown compare --arms reuse,munmap --trials 40 --look-every 4 --spending obf",
+            "shootdown compare --arms madvise-dontneed,paced,chunked --pace 2MiB/1ms",
+            "                                the same release at once, spread in 2 MiB steps (1 ms pauses) and chunked",
+            "shootdown compare --arms reuse,munmap --fail-if 'munmap.stall_us > reuse.stall_us'",
+            "shootdown compare --workload journal --segment-size 16MiB --chunk-size 256MiB"},
+       .exit_status = "0 ok, 1 error, 2 bad input, 3 gate failed, 130/143 interrupted."});
 }
 
 }  // namespace shootdown::cmd

@@ -103,18 +103,18 @@ Command add_doctor(CLI::App& root) {
   app->add_flag("--json", opts->json, "Print the findings as JSON");
   app->add_flag("--strict", opts->strict, "Exit 3 when any check FAILs (CI gate)");
   app->add_option("--root", opts->root, "Read /proc and /sys under this directory (fixture trees)")->group("");
-  app->footer(
-      "Each check prints PASS, WARN or FAIL, what was found and the fix. Nothing is\n"
-      "changed on the machine. One check measures: pv_tlb_flush unmaps 256 pages on\n"
-      "the first CPU while a thread spins on the second and counts the TLB IPIs that\n"
-      "arrive (a hypervisor's paravirtual flush sends none the guest can see).\n"
-      "Exit status: 0; with --strict 3 when a check FAILs.\n\n"
-      "EXAMPLES:\n"
-      "  shootdown doctor                  check the CPUs 'run' would choose\n"
-      "  shootdown doctor --cpus 2,3       check CPUs 2 and 3, print a cmdline isolating them\n"
-      "  shootdown doctor --json | jq '.findings[] | select(.status != \"pass\")'\n"
-      "  shootdown doctor --strict         CI gate: exit 3 on any FAIL");
-  return tool_command<DoctorTool>(app, opts);
+  return tool_command<DoctorTool>(
+      app, opts,
+      {.notes = "Each check prints PASS, WARN or FAIL, what was found and the fix. Nothing is\n"
+                "changed on the machine. One check measures: pv_tlb_flush unmaps 256 pages on\n"
+                "the first CPU while a thread spins on the second and counts the TLB IPIs that\n"
+                "arrive (a hypervisor's paravirtual flush sends none the guest can see).\n"
+                "Exit status: 0; with --strict 3 when a check FAILs.",
+       .examples = {"shootdown doctor                  check the CPUs 'run' would choose",
+                    "shootdown doctor --cpus 2,3       check CPUs 2 and 3, print a cmdline isolating them",
+                    "shootdown doctor --json | jq '.findings[] | select(.status != \"pass\")'",
+                    "shootdown doctor --strict         CI gate: exit 3 on any FAIL"},
+       .exit_status = ""});
 }
 
 }  // namespace shootdown::cmd

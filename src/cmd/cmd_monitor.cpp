@@ -550,21 +550,21 @@ Command add_monitor(CLI::App& root) {
   app->add_option("--series", o->series,
                   "Named processes and cgroups kept in exported series, each (0..1000; the rest is 'other')")
       ->capture_default_str();
-  app->footer(
-      "TLB and CAL rates come from /proc/interrupts (no root needed). With tracepoints\n"
-      "(root) also tlb:tlb_flush by reason and the processes that send shootdowns\n"
-      "(reason 4). On a terminal a top-like screen, otherwise one line per CPU per\n"
-      "interval. Stops on Ctrl-C/SIGTERM with exit status 0. Fields: docs/monitor.md.\n\n"
-      "EXAMPLES:\n"
-      "  shootdown monitor                        every second until Ctrl-C\n"
-      "  shootdown monitor 250ms 40 --cpus 1      CPU 1, 40 intervals of 250 ms\n"
-      "  shootdown monitor --json 1 10 | jq -c '.cpus[] | {cpu, tlb_per_s}'\n"
-      "  shootdown monitor --listen 127.0.0.1:9177           Prometheus scrape target\n"
-      "  shootdown monitor --influx http://127.0.0.1:8086/write?db=shootdown\n"
-      "  sudo shootdown monitor --pid $(pidof myapp)          flushes myapp initiates\n"
-      "  sudo shootdown run --release munmap --out cal && sudo shootdown monitor --calibrate-from cal\n"
-      "                                           handler seconds plus an estimated stall");
-  return tool_command<MonitorTool>(app, o);
+  return tool_command<MonitorTool>(
+      app, o,
+      {.notes = "TLB and CAL rates come from /proc/interrupts (no root needed). With tracepoints\n"
+                "(root) also tlb:tlb_flush by reason and the processes that send shootdowns\n"
+                "(reason 4). On a terminal a top-like screen, otherwise one line per CPU per\n"
+                "interval. Stops on Ctrl-C/SIGTERM with exit status 0. Fields: docs/monitor.md.",
+       .examples = {"shootdown monitor                        every second until Ctrl-C",
+                    "shootdown monitor 250ms 40 --cpus 1      CPU 1, 40 intervals of 250 ms",
+                    "shootdown monitor --json 1 10 | jq -c '.cpus[] | {cpu, tlb_per_s}'",
+                    "shootdown monitor --listen 127.0.0.1:9177           Prometheus scrape target",
+                    "shootdown monitor --influx http://127.0.0.1:8086/write?db=shootdown",
+                    "sudo shootdown monitor --pid $(pidof myapp)          flushes myapp initiates",
+                    "sudo shootdown run --release munmap --out cal && sudo shootdown monitor --calibrate-from cal",
+                    "                                         handler seconds plus an estimated stall"},
+       .exit_status = ""});
 }
 
 }  // namespace shootdown::cmd

@@ -166,11 +166,7 @@ class ProbeTool final : public Tool {
     if (o_.batch_pages < 1 || o_.batch_pages > arena_pages_)
       throw UsageError(
           fmt::format("--batch-pages {}: out of range [1, {}] (the arena's pages)", o_.batch_pages, arena_pages_));
-    try {
-      if (!o_.duration.empty()) duration_ns_ = cli::positive_duration("--duration", o_.duration);
-    } catch (const std::invalid_argument& e) {
-      throw UsageError(e.what());
-    }
+    if (!o_.duration.empty()) duration_ns_ = cli::positive_duration("--duration", o_.duration);
     if (!o_.stall_threshold.empty()) {
       auto d = parse_duration_ns(o_.stall_threshold, &why);
       if (!d || *d <= 0)
@@ -542,23 +538,22 @@ Command add_probe(CLI::App& root) {
                   "Report only these processes of the target: PIDs or program names, comma-separated "
                   "(default: every process that was measured)");
   app->add_option("command", o->command, "Command to run with the probe (after --)");
-  app->footer(
-      "Preloads libshootdown_probe.so into CMD (LD_PRELOAD). Its constructor starts\n"
-      "one thread pinned to --cpu that writes its own small arena and timestamps\n"
-      "every batch (fenced TSC) into shared memory; the tool traces kernel events\n"
-      "meanwhile and labels each of the probe's stalls (tlb-shootdown, other-ipi,\n"
-      "timer, ...), and names the target's call sites that sent the shootdowns.\n"
-      "The probe follows wrappers and shells (exec keeps the probe CPU, a waiting\n"
-      "parent hands it to its child) and fork (a child gets a free --cpu). It\n"
-      "interposes nothing and takes no signals.\n\n"
-      "EXAMPLES:\n"
-      "  shootdown probe -- ./my-app\n"
-      "  shootdown probe --rt -- taskset -c 0-2 ./my-app --threads 3\n"
-      "  shootdown probe --cpu 3 --duration 30s --out probe-run -- sh -c './start-server.sh'\n"
-      "  shootdown probe --cpu 2,3 -- ./forking-server   (parent and one child at a time)\n"
-      "  shootdown probe --duration 2h --memory-limit 1GiB --out night -- ./server   (hours: bounded memory)\n\n"
-      "EXIT STATUS: 0 done, 1 not permitted or error, 2 bad input, 130/143 interrupted.");
-  return tool_command<ProbeTool>(app, o);
+  return tool_command<ProbeTool>(
+      app, o,
+      {.notes = "Preloads libshootdown_probe.so into CMD (LD_PRELOAD). Its constructor starts\n"
+                "one thread pinned to --cpu that writes its own small arena and timestamps\n"
+                "every batch (fenced TSC) into shared memory; the tool traces kernel events\n"
+                "meanwhile and labels each of the probe's stalls (tlb-shootdown, other-ipi,\n"
+                "timer, ...), and names the target's call sites that sent the shootdowns.\n"
+                "The probe follows wrappers and shells (exec keeps the probe CPU, a waiting\n"
+                "parent hands it to its child) and fork (a child gets a free --cpu). It\n"
+                "interposes nothing and takes no signals.",
+       .examples =
+           {"shootdown probe -- ./my-app", "shootdown probe --rt -- taskset -c 0-2 ./my-app --threads 3",
+            "shootdown probe --cpu 3 --duration 30s --out probe-run -- sh -c './start-server.sh'",
+            "shootdown probe --cpu 2,3 -- ./forking-server   (parent and one child at a time)",
+            "shootdown probe --duration 2h --memory-limit 1GiB --out night -- ./server   (hours: bounded memory)"},
+       .exit_status = "0 done, 1 not permitted or error, 2 bad input, 130/143 interrupted."});
 }
 
 }  // namespace shootdown::cmd

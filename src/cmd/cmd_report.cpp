@@ -114,15 +114,14 @@ Command add_report(CLI::App& root) {
   app->add_flag("--json", o->json, "Print the result JSON on stdout instead of the table");
   app->add_flag("-q,--quiet", o->quiet, "No notes on stderr");
   app->add_flag("-v,--verbose", o->verbose, "List every tuning warning (default: one line counting them)");
-  app->footer(
-      "Rewrites DIR/result.json, timeline.csv, victim.hlog, victim.hgrm (and the other files of a run)\n"
-      "from DIR/result.json, atomically, then prints the console summary.\n\n"
-      "EXAMPLES:\n"
-      "  shootdown report out/munmap                    re-render and print the table\n"
-      "  shootdown report out/munmap --json | jq .releases\n"
-      "  shootdown report out/munmap --influx http://127.0.0.1:8086/write?db=shootdown\n\n"
-      "EXIT STATUS: 0 done (an InfluxDB failure is a warning), 1 cannot write, 2 bad DIR or result.json.");
-  return tool_command<ReportTool>(app, o);
+  return tool_command<ReportTool>(
+      app, o,
+      {.notes = "Rewrites DIR/result.json, timeline.csv, victim.hlog, victim.hgrm (and the other files of a run)\n"
+                "from DIR/result.json, atomically, then prints the console summary.",
+       .examples = {"shootdown report out/munmap                    re-render and print the table",
+                    "shootdown report out/munmap --json | jq .releases",
+                    "shootdown report out/munmap --influx http://127.0.0.1:8086/write?db=shootdown"},
+       .exit_status = "0 done (an InfluxDB failure is a warning), 1 cannot write, 2 bad DIR or result.json."});
 }
 
 }  // namespace shootdown::cmd

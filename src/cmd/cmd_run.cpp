@@ -27,11 +27,7 @@ class RunTool final : public Tool {
   explicit RunTool(const cli::RunOptions& o) : o_(o) {}
 
   void plan() override {
-    try {
-      plan_ = cli::validate_run_options(o_, cli::read_machine_facts(), &plan_warnings_);
-    } catch (const std::invalid_argument& e) {
-      throw UsageError(e.what());
-    }
+    plan_ = cli::validate_run_options(o_, cli::read_machine_facts(), &plan_warnings_);
     if (!o_.out.empty()) {
       try {
         out_ = std::make_unique<sink::OutputDir>(o_.out);
@@ -47,11 +43,7 @@ class RunTool final : public Tool {
     const exp::Hooks hooks = make_run_hooks(progress_, o_.quiet);
     // Wall clock of the run (InfluxDB, .hlog StartTime): read once, next to the start.
     const std::int64_t realtime_offset = sys::realtime_offset_ns();
-    try {
-      r_ = exp::run_experiment(plan_, hooks);
-    } catch (const std::runtime_error& e) {
-      throw RuntimeError(e.what());
-    }
+    r_ = exp::run_experiment(plan_, hooks);
     if (progress_) std::fputs("\r\033[K", stderr);
     r_.realtime_offset_ns = realtime_offset;
   }
@@ -92,21 +84,23 @@ Command add_run(CLI::App& root) {
   CLI::App* app = root.add_subcommand(
       "run", "The culprit/victim experiment: one thread releases memory, victims measure the stall");
   cli::add_run_options(*app, *opts);
-  app->footer(
-      "EXAMPLES:\n"
-      "  shootdown run                                  defaults: free of a 4 GiB chunk\n"
-      "  shootdown run --release munmap --chunk-size 1GiB --out out/munmap\n"
-      "  shootdown run --release reuse                   the control arm: no shootdowns expected\n"
-      "  shootdown run --pages thp --release munmap      huge pages: far fewer IPIs\n"
-      "  shootdown run --release paced --chunk-size 1GiB  the same release spread: 64 KiB steps, 100 us pauses\n"
-      "  shootdown run --release chunked --pace 2MiB/1ms  spread in 2 MiB steps with 1 ms pauses (G1-like: "
-      "64MiB/10ms)\n"
-      "  shootdown run --repeat 10 --every 200ms --trigger after=1s\n"
-      "  shootdown run --trigger enter --out out/live        wait as long as you like: memory stays within\n"
-      "                                                  --memory-limit (512MiB), raw kept around the release\n"
-      "  shootdown run --culprit-cpu 0 --victim-cpus 1 --json > result.json\n\n"
-      "EXIT STATUS: 0 done, 1 runtime failure, 2 bad input, 130/143 interrupted (partial result written with --out).");
-  return tool_command<RunTool>(app, opts);
+  return tool_command<RunTool>(
+      app, opts,
+      {.notes = "",
+       .examples =
+           {"shootdown run                                  defaults: free of a 4 GiB chunk",
+            "shootdown run --release munmap --chunk-size 1GiB --out out/munmap",
+            "shootdown run --release reuse                   the control arm: no shootdowns expected",
+            "shootdown run --pages thp --release munmap      huge pages: far fewer IPIs",
+            "shootdown run --release paced --chunk-size 1GiB  the same release spread: 64 KiB steps, 100 us pauses",
+            "shootdown run --release chunked --pace 2MiB/1ms  spread in 2 MiB steps with 1 ms pauses (G1-like: "
+            "64MiB/10ms)",
+            "shootdown run --repeat 10 --every 200ms --trigger after=1s",
+            "shootdown run --trigger enter --out out/live        wait as long as you like: memory stays within",
+            "                                                --memory-limit (512MiB), raw kept around the release",
+            "shootdown run --culprit-cpu 0 --victim-cpus 1 --json > result.json"},
+       .exit_status =
+           "0 done, 1 runtime failure, 2 bad input, 130/143 interrupted (partial result written with --out)."});
 }
 
 }  // namespace shootdown::cmd

@@ -184,14 +184,10 @@ class TraceTool final : public Tool {
   explicit TraceTool(const TraceOptions& o) : o_(o) {}
 
   void plan() override {
-    try {
-      const cli::CpuPlan cpus = cli::resolve_cpus(o_.culprit_cpu, o_.victim_cpus, cli::read_machine_facts());
-      culprit_ = cpus.culprit;
-      victims_ = cpus.victims;
-      if (!o_.duration.empty()) duration_ns_ = cli::positive_duration("--duration", o_.duration);
-    } catch (const std::invalid_argument& e) {
-      throw UsageError(e.what());
-    }
+    const cli::CpuPlan cpus = cli::resolve_cpus(o_.culprit_cpu, o_.victim_cpus, cli::read_machine_facts());
+    culprit_ = cpus.culprit;
+    victims_ = cpus.victims;
+    if (!o_.duration.empty()) duration_ns_ = cli::positive_duration("--duration", o_.duration);
     check_output_file("-o", o_.output);
   }
 
@@ -357,19 +353,18 @@ Command add_trace(CLI::App& root) {
                   "Write the stream and summary to FILE (atomically, at the end) instead of stdout: the command "
                   "keeps its stdout and stderr");
   app->add_option("command", o->command, "Command to run while tracing (after --)");
-  app->footer(
-      "Needs root (or CAP_PERFMON and a mounted tracefs). Mounts tracefs for the\n"
-      "moment it takes to read event formats when it is not mounted, and changes\n"
-      "no ftrace setting. The summary compares tracepoint counts with\n"
-      "/proc/interrupts over the same span.\n\n"
-      "EXAMPLES:\n"
-      "  shootdown trace --culprit-cpu 0 --victim-cpus 1                 until Ctrl-C\n"
-      "  shootdown trace --culprit-cpu 0 --victim-cpus 1 --duration 10s --all\n"
-      "  shootdown trace --culprit-cpu 0 --victim-cpus 1 -- taskset -c 0 ./my-app\n"
-      "  shootdown trace -o trace.txt -- ./my-app > app.out     the app keeps stdout\n"
-      "  shootdown trace -q --duration 5s                                  summary only\n\n"
-      "EXIT STATUS: 0 done, 1 error (tracing unavailable, command failed), 2 bad input, 130/143 interrupted.");
-  return tool_command<TraceTool>(app, o);
+  return tool_command<TraceTool>(
+      app, o,
+      {.notes = "Needs root (or CAP_PERFMON and a mounted tracefs). Mounts tracefs for the\n"
+                "moment it takes to read event formats when it is not mounted, and changes\n"
+                "no ftrace setting. The summary compares tracepoint counts with\n"
+                "/proc/interrupts over the same span.",
+       .examples = {"shootdown trace --culprit-cpu 0 --victim-cpus 1                 until Ctrl-C",
+                    "shootdown trace --culprit-cpu 0 --victim-cpus 1 --duration 10s --all",
+                    "shootdown trace --culprit-cpu 0 --victim-cpus 1 -- taskset -c 0 ./my-app",
+                    "shootdown trace -o trace.txt -- ./my-app > app.out     the app keeps stdout",
+                    "shootdown trace -q --duration 5s                                  summary only"},
+       .exit_status = "0 done, 1 error (tracing unavailable, command failed), 2 bad input, 130/143 interrupted."});
 }
 
 }  // namespace shootdown::cmd

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cmd/driver.hpp"
 
+#include <CLI/CLI.hpp>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
+#include <exception>
 #include <thread>
 
 #include "sys/child.hpp"
@@ -21,6 +24,26 @@ int drive(Tool& tool) {
   const int code = tool.report();
   if (const int sig = tool.interrupted_by()) return sys::exit_code_for_signal(sig);
   return code;
+}
+
+int run_command(const std::string& command, const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "shootdown %s: %s\n", command.c_str(), e.what());
+    return kExitUsage;
+  } catch (const std::exception& e) {  // RuntimeError and any other failure
+    std::fprintf(stderr, "shootdown %s: error: %s\n", command.c_str(), e.what());
+    return kExitError;
+  }
+}
+
+void set_help_footer(CLI::App* app, const HelpFooter& f) {
+  std::string text = f.notes.empty() ? "" : f.notes + "\n\n";
+  text += "EXAMPLES:";
+  for (const std::string& e : f.examples) text += "\n  " + e;
+  if (!f.exit_status.empty()) text += "\n\nEXIT STATUS: " + f.exit_status;
+  app->footer(text);
 }
 
 StopCause watch(const Watch& w) {

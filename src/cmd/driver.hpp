@@ -12,11 +12,15 @@
 // Errors: plan() throws UsageError (exit 2, nothing acquired yet); later
 // steps throw RuntimeError or any std::exception (exit 1). report() returns
 // the exit code, unless interrupted_by() names a signal (docs/exit-codes.md).
+// This file is the one place that maps failures and signals to exit codes:
+// drive() the signals, run_command() the exceptions.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "cmd/commands.hpp"
 
@@ -42,9 +46,26 @@ class Tool {
 
 int drive(Tool& tool);
 
-// A Command whose callback builds T from the parsed options and drives it.
+// Runs one subcommand (its option checks and drive()) and returns its exit
+// code: body's value, or for an exception that ends it 2 (UsageError) or 1
+// (RuntimeError, any other std::exception) after one line on stderr,
+// "shootdown COMMAND: MESSAGE" or "shootdown COMMAND: error: MESSAGE".
+int run_command(const std::string& command, const std::function<int()>& body);
+
+// The end of a subcommand's --help: what it does, its examples and its exit
+// status, laid out the same way for every subcommand.
+struct HelpFooter {
+  std::string notes;                  // paragraphs before EXAMPLES ("" = none)
+  std::vector<std::string> examples;  // one line each, indented under EXAMPLES
+  std::string exit_status;            // after "EXIT STATUS: " ("" = no such line)
+};
+void set_help_footer(CLI::App* app, const HelpFooter& f);
+
+// A Command whose callback builds T from the parsed options and drives it;
+// app's --help ends with the footer.
 template <typename T, typename Options>
-Command tool_command(CLI::App* app, std::shared_ptr<Options> opts) {
+Command tool_command(CLI::App* app, std::shared_ptr<Options> opts, const HelpFooter& footer) {
+  set_help_footer(app, footer);
   return {app, [opts]() {
             T tool(*opts);
             return drive(tool);

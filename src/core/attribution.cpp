@@ -328,6 +328,281 @@ StallLabel label_of(const Incident& inc) {
   return StallLabel::kClean;
 }
 
+// Why the evidence is partial, if it is: lost events, no sched_switch, a
+// measured CPU where tracepoints could not be opened (the tracer's
+// "<event> on cpuN: ..." lines: its zeros would be no evidence, not none).
+std::string evidence_note(const std::vector<VictimSamples>& victims, const KernelTrace& trace, bool sched_switch) {
+  std::string note;
+  if (trace.lost_events > 0) note = std::to_string(trace.lost_events) + " kernel events lost: counts are lower bounds";
+  if (!sched_switch)
+    note += std::string(note.empty() ? "" : "; ") +
+            "sched:sched_switch not traced: preempted samples from the tid heuristic, on-CPU releases unknown";
+  for (const VictimSamples& v : victims) {
+    const std::string tag = " on cpu" + std::to_string(v.cpu) + ":";
+    std::size_t n = 0;
+    const std::string* first = nullptr;
+    for (const std::string& m : trace.missing)
+      if (m.find(tag) != std::string::npos && !n++) first = &m;
+    if (n > 0)
+      note += std::string(note.empty() ? "" : "; ") +
+              fmt::format("cpu{}: {} tracepoint(s) not opened there ({}): its kernel evidence is incomplete", v.cpu, n,
+                          *first);
+  }
+  return note;
+}
+
+// The baseline median (of the samples before baseline_end_ns, all of them
+// when none are) and the stall threshold derived from it unless given.
+void set_baseline_and_threshold(VictimAttribution& a, const VictimSamples& v, const AttributionOptions& opts) {
+  std::vector<std::int64_t> base;
+  for (std::size_t i = 0; i < v.size(); ++i)
+    if (opts.baseline_end_ns <= 0 || v.span_end(i) <= opts.baseline_end_ns) base.push_back(v.lat_ns[i]);
+  if (base.empty()) base = v.lat_ns;
+  a.baseline_median_ns = opts.baseline_median_ns > 0 ? opts.baseline_median_ns : median_of(base);
+  a.stall_threshold_ns =
+      opts.stall_threshold_ns > 0
+          ? opts.stall_threshold_ns
+          : static_cast<std::int64_t>(std::llround(opts.stall_factor * static_cast<double>(a.baseline_median_ns)));
+}
+
+// The victim's tid: the one the experiment recorded (gettid), or for older
+// results the most frequent tid of events on its CPU inside short samples
+// (< kShortSampleNs). A sample in which another task ran lasts at least a
+// scheduler slice, so short samples contain only interrupts of the victim
+// itself, even when other tasks share its CPU. 0 = unknown.
+std::int32_t victim_tid_of(const VictimSamples& v, const KernelTrace& trace) {
+  if (v.tid > 0) return v.tid;
+  std::int32_t victim_tid = 0;
+  if (v.size() == 0) return victim_tid;
+  constexpr std::int64_t kShortSampleNs = 100'000;
+  std::map<std::int32_t, std::int64_t> tids;
+  for (const KernelEvent& e : trace.events) {
+    if (e.cpu != v.cpu || e.tid <= 0) continue;
+    const std::int64_t s = sample_at(v, e.mono_ns);
+    if (s >= 0 && v.lat_ns[static_cast<std::size_t>(s)] < kShortSampleNs) ++tids[e.tid];
+  }
+  std::int64_t best = 0;
+  for (const auto& [tid, c] : tids)
+    if (c > best) best = c, victim_tid = tid;
+  return victim_tid;
+}
+
+// The counted span [lo, hi] of a victim's interrupt counts.
+struct Span {
+  std::int64_t lo = 0;
+  std::int64_t hi = 0;
+  bool contains(std::int64_t t) const { return t >= lo && t <= hi; }
+};
+
+// What labelling the incidents learns besides the labels.
+struct IncidentTally {
+  std::map<std::int64_t, int> tlb_per_sample;  // shootdown incidents per sample
+  std::vector<std::int64_t> handler, other_handler;
+  std::map<std::string, std::int64_t> funcs;
+  std::vector<std::int64_t> tlb_samples;           // sample index per shootdown incident
+  std::map<std::int64_t, int> outside_per_sample;  // ... of them outside the release calls
+};
+
+// Labels each sample by its highest-priority incident and counts the
+// call-function interrupts of the counted span.
+IncidentTally label_incidents(VictimAttribution& a, const VictimSamples& v, const KernelTrace& trace,
+                              const std::vector<Incident>& incidents, const AttributionOptions& opts,
+                              const Span& span) {
+  IncidentTally t;
+  for (const Incident& inc : incidents) {
+    const StallLabel l = label_of(inc);
+    // Interrupts are counted over the counted span only, as /proc/interrupts
+    // is: the tracer's own set-up (enabling events sends IPIs) and the
+    // teardown fall outside it.
+    const bool call_function = inc.kind == Kind::kCallFunction && span.contains(inc.start_ns);
+    if (call_function) {
+      for (auto f : inc.funcs) ++t.funcs[function_of(trace, f)];
+      if (l == StallLabel::kTlbShootdown)
+        ++a.shootdown_ipis;
+      else
+        ++a.other_ipis;
+      if (inc.kind == Kind::kCallFunction && inc.end_ns >= inc.start_ns)
+        (l == StallLabel::kTlbShootdown ? t.handler : t.other_handler).push_back(inc.end_ns - inc.start_ns);
+    }
+    const std::int64_t s = sample_at(v, inc.start_ns);
+    if (s < 0) continue;
+    auto& cur = a.labels[static_cast<std::size_t>(s)];
+    if (label_priority(l) > label_priority(static_cast<StallLabel>(cur))) cur = static_cast<std::uint8_t>(l);
+    if (l == StallLabel::kTlbShootdown) {
+      ++t.tlb_per_sample[s];
+      t.tlb_samples.push_back(s);
+      if (opts.own_pid > 0 && !in_release_call(opts, inc.start_ns)) ++t.outside_per_sample[s];
+      if (inc.kind == Kind::kCallFunction && span.contains(inc.start_ns)) ++a.flush_ipis;
+    }
+  }
+  return t;
+}
+
+// Off-CPU intervals (sched_switch): samples overlapping one are preempted.
+void label_preempted(VictimAttribution& a, const VictimSamples& v, const std::vector<OffCpu>& offs, const Span& span) {
+  for (const OffCpu& iv : offs) {
+    // Counted from a seen switch-out (not the time before the victim started).
+    if (iv.off_ns != std::numeric_limits<std::int64_t>::min() && iv.off_ns < span.hi && iv.on_ns > span.lo) {
+      ++a.offcpu_intervals;
+      a.offcpu_ns += std::min(iv.on_ns, span.hi) - std::max(iv.off_ns, span.lo);
+    }
+    // Samples with span (start, end] overlapping [off, on].
+    auto it = std::upper_bound(v.end_ns.begin(), v.end_ns.end(), iv.off_ns);
+    for (auto i = static_cast<std::size_t>(it - v.end_ns.begin()); i < v.size() && v.span_start(i) < iv.on_ns; ++i)
+      a.labels[i] = static_cast<std::uint8_t>(StallLabel::kPreempted);
+  }
+}
+
+// Releases overlapping no off-CPU interval ran with the victim on its CPU;
+// during those, the culprit's remote flush requests and their delivery here.
+void releases_on_cpu(VictimAttribution& a, const VictimSamples& v, const KernelTrace& trace,
+                     const AttributionOptions& opts, const std::vector<OffCpu>& offs) {
+  a.releases_on_cpu = 0;
+  for (const auto& [before, after] : opts.releases) {
+    if (folded_over(v, before, after)) {
+      a.release_on_cpu.emplace_back();  // its raw window was folded: unknown
+      continue;
+    }
+    bool on = true;
+    for (const OffCpu& iv : offs)
+      if (iv.off_ns <= after && iv.on_ns >= before) on = false;
+    a.release_on_cpu.emplace_back(on);
+    a.releases_on_cpu += on;
+    if (opts.culprit_cpu < 0 || opts.culprit_cpu == v.cpu) continue;
+    // Remote flush delivery, counted only while the victim ran (then its
+    // CPU is in our mm's cpumask): a long release rarely has it on its
+    // CPU throughout. trace.events is sorted by mono_ns.
+    auto ran = [&](std::int64_t t) {
+      return std::none_of(offs.begin(), offs.end(), [t](const OffCpu& iv) { return iv.off_ns <= t && t <= iv.on_ns; });
+    };
+    auto e = std::lower_bound(trace.events.begin(), trace.events.end(), before,
+                              [](const KernelEvent& x, std::int64_t t) { return x.mono_ns < t; });
+    for (; e != trace.events.end() && e->mono_ns <= after; ++e) {
+      if (e->type != EventType::kTlbFlush) continue;
+      const bool request = e->cpu == opts.culprit_cpu && e->a == kTlbRemoteSendIpi;
+      const bool delivered = e->cpu == v.cpu && e->a == kTlbRemoteShootdown;
+      if ((request || delivered) && ran(e->mono_ns)) ++(request ? a.flush_requests : a.flush_requests_delivered);
+    }
+  }
+}
+
+// A sample's latency above the baseline median, 0 below it.
+std::int64_t excess_of(const VictimAttribution& a, const VictimSamples& v, std::size_t i) {
+  return std::max<std::int64_t>(0, v.lat_ns[i] - a.baseline_median_ns);
+}
+
+// Unexplained stalls, per-label counts and stall time.
+void count_labels(VictimAttribution& a, const VictimSamples& v) {
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    auto& l = a.labels[i];
+    if (l == static_cast<std::uint8_t>(StallLabel::kClean) && a.stall_threshold_ns > 0 &&
+        v.lat_ns[i] > a.stall_threshold_ns)
+      l = static_cast<std::uint8_t>(StallLabel::kUnexplained);
+    ++a.samples[l];
+    a.stall_ns[l] += excess_of(a, v, i);
+  }
+}
+
+// Kernel count of shootdowns received in the span and how many the samples saw.
+void count_shootdowns_received(VictimAttribution& a, const VictimSamples& v, const std::vector<std::int64_t>& flushes,
+                               const std::vector<std::int64_t>& wrong_cpu, const AttributionOptions& opts,
+                               const Span& span) {
+  for (std::int64_t t : wrong_cpu)
+    if (span.contains(t)) ++a.wrong_cpu_flushes;
+  for (std::int64_t t : flushes) {
+    if (!span.contains(t)) continue;
+    ++a.shootdowns_received;
+    const bool outside = opts.own_pid > 0 && !in_release_call(opts, t);
+    a.shootdowns_outside_releases += outside;
+    const std::int64_t s = sample_at(v, t);
+    if (s < 0) continue;
+    ++a.shootdowns_matched;
+    a.shootdowns_outside_matched += outside;
+    if (a.stall_threshold_ns > 0 && v.lat_ns[static_cast<std::size_t>(s)] > a.stall_threshold_ns)
+      ++a.shootdowns_stalled;
+  }
+  a.recall = a.shootdowns_received
+                 ? static_cast<double>(a.shootdowns_matched) / static_cast<double>(a.shootdowns_received)
+                 : 1.0;
+}
+
+// Victim-side stall per shootdown IPI: a sample's excess shared by the
+// shootdowns in it; and the stall of shootdown samples outside the release
+// calls, each sample's excess shared likewise.
+void share_shootdown_stalls(VictimAttribution& a, const VictimSamples& v, const IncidentTally& t) {
+  auto shootdowns_in = [&](std::int64_t s) { return std::max(1, t.tlb_per_sample.at(s)); };
+  auto is_shootdown = [&](std::int64_t s) {
+    return a.labels[static_cast<std::size_t>(s)] == static_cast<std::uint8_t>(StallLabel::kTlbShootdown);
+  };
+  std::vector<std::int64_t> per_ipi;
+  for (std::int64_t s : t.tlb_samples)
+    if (is_shootdown(s)) per_ipi.push_back(excess_of(a, v, static_cast<std::size_t>(s)) / shootdowns_in(s));
+  a.stall_per_shootdown = quantiles(std::move(per_ipi));
+  for (const auto& [s, k] : t.outside_per_sample)
+    if (is_shootdown(s))
+      a.shootdowns_outside_stall_ns += excess_of(a, v, static_cast<std::size_t>(s)) * k / shootdowns_in(s);
+}
+
+// Delivery: function-call IPI sends to this CPU (callback set; reschedule
+// IPIs have none) paired in order with the next call-function entry here.
+std::vector<std::int64_t> delivery_latencies(const KernelTrace& trace, int cpu,
+                                             const std::vector<std::int64_t>& cf_entries,
+                                             const AttributionOptions& opts, const Span& span) {
+  std::vector<std::int64_t> sends;
+  for (const KernelEvent& e : trace.events) {
+    if (e.type != EventType::kIpiSendCpu && e.type != EventType::kIpiSendCpumask) continue;
+    if (e.c == 0 || !trace.targets(e, cpu)) continue;
+    if (opts.culprit_cpu >= 0 ? e.cpu != opts.culprit_cpu : e.cpu == cpu) continue;
+    if (!span.contains(e.mono_ns)) continue;  // the counted span only, as the interrupts
+    sends.push_back(e.mono_ns);
+  }
+  std::vector<std::int64_t> delivery;
+  std::size_t j = 0;
+  for (std::int64_t s : sends) {
+    while (j < cf_entries.size() && cf_entries[j] < s) ++j;
+    if (j == cf_entries.size()) break;
+    if (cf_entries[j] - s <= opts.delivery_window_ns) {
+      delivery.push_back(cf_entries[j] - s);
+      ++j;
+    }
+  }
+  return delivery;
+}
+
+VictimAttribution attribute_victim(const VictimSamples& v, const KernelTrace& trace, const AttributionOptions& opts,
+                                   bool sched_switch) {
+  VictimAttribution a;
+  a.cpu = v.cpu;
+  const std::size_t n = v.size();
+  a.labels.assign(n, static_cast<std::uint8_t>(StallLabel::kClean));
+  set_baseline_and_threshold(a, v, opts);
+  a.victim_tid = victim_tid_of(v, trace);
+  std::vector<std::int64_t> flushes, wrong_cpu, cf_entries;
+  a.sched_switch = sched_switch;
+  const std::vector<Incident> incidents =
+      build_incidents(trace, v.cpu, a.victim_tid, !sched_switch, &flushes, &wrong_cpu, &cf_entries);
+
+  const Span span{opts.span_start_ns > 0 ? opts.span_start_ns : v.start_ns,
+                  opts.span_end_ns > 0 ? opts.span_end_ns : (n ? v.end_ns.back() : v.start_ns)};
+  IncidentTally tally = label_incidents(a, v, trace, incidents, opts, span);
+  if (sched_switch) {
+    const std::vector<OffCpu> offs = offcpu_intervals(trace, v, a.victim_tid);
+    label_preempted(a, v, offs, span);
+    releases_on_cpu(a, v, trace, opts, offs);
+  }
+  count_labels(a, v);
+  count_shootdowns_received(a, v, flushes, wrong_cpu, opts, span);
+  share_shootdown_stalls(a, v, tally);
+  a.handler_ns = quantiles(std::move(tally.handler));
+  a.other_handler_ns = quantiles(std::move(tally.other_handler));
+  a.delivery_ns = quantiles(delivery_latencies(trace, v.cpu, cf_entries, opts, span));
+  a.ipi_functions.assign(tally.funcs.begin(), tally.funcs.end());
+  // Stable: ties stay in name order, as result.json (an object) restores them.
+  std::stable_sort(a.ipi_functions.begin(), a.ipi_functions.end(),
+                   [](auto& x, auto& y) { return x.second > y.second; });
+  return a;
+}
+
 }  // namespace
 
 Attribution attribute(const std::vector<VictimSamples>& victims, const KernelTrace& trace,
@@ -338,219 +613,9 @@ Attribution attribute(const std::vector<VictimSamples>& victims, const KernelTra
     return out;
   }
   out.available = true;
-  if (trace.lost_events > 0)
-    out.note = std::to_string(trace.lost_events) + " kernel events lost: counts are lower bounds";
   const bool sched_switch = traced_sched_switch(trace);
-  if (!sched_switch)
-    out.note += std::string(out.note.empty() ? "" : "; ") +
-                "sched:sched_switch not traced: preempted samples from the tid heuristic, on-CPU releases unknown";
-  // A measured CPU where tracepoints could not be opened (the tracer's
-  // "<event> on cpuN: ..." lines): its zeros would be no evidence, not none.
-  for (const VictimSamples& v : victims) {
-    const std::string tag = " on cpu" + std::to_string(v.cpu) + ":";
-    std::size_t n = 0;
-    const std::string* first = nullptr;
-    for (const std::string& m : trace.missing)
-      if (m.find(tag) != std::string::npos && !n++) first = &m;
-    if (n > 0)
-      out.note += std::string(out.note.empty() ? "" : "; ") +
-                  fmt::format("cpu{}: {} tracepoint(s) not opened there ({}): its kernel evidence is incomplete", v.cpu,
-                              n, *first);
-  }
-
-  for (const VictimSamples& v : victims) {
-    VictimAttribution a;
-    a.cpu = v.cpu;
-    const std::size_t n = v.size();
-    a.labels.assign(n, static_cast<std::uint8_t>(StallLabel::kClean));
-
-    // Baseline median and threshold.
-    std::vector<std::int64_t> base;
-    for (std::size_t i = 0; i < n; ++i)
-      if (opts.baseline_end_ns <= 0 || v.span_end(i) <= opts.baseline_end_ns) base.push_back(v.lat_ns[i]);
-    if (base.empty()) base = v.lat_ns;
-    a.baseline_median_ns = opts.baseline_median_ns > 0 ? opts.baseline_median_ns : median_of(base);
-    a.stall_threshold_ns =
-        opts.stall_threshold_ns > 0
-            ? opts.stall_threshold_ns
-            : static_cast<std::int64_t>(std::llround(opts.stall_factor * static_cast<double>(a.baseline_median_ns)));
-
-    // The victim's tid: the most frequent tid of events on its CPU inside
-    // short samples (< kShortSampleNs). A sample in which another task ran
-    // lasts at least a scheduler slice, so short samples contain only
-    // interrupts of the victim itself, even when other tasks share its CPU.
-    // The experiment records the tid (gettid) itself; older results do not.
-    if (v.tid > 0) {
-      a.victim_tid = v.tid;
-    } else if (n > 0) {
-      constexpr std::int64_t kShortSampleNs = 100'000;
-      std::map<std::int32_t, std::int64_t> tids;
-      for (const KernelEvent& e : trace.events) {
-        if (e.cpu != v.cpu || e.tid <= 0) continue;
-        const std::int64_t s = sample_at(v, e.mono_ns);
-        if (s >= 0 && v.lat_ns[static_cast<std::size_t>(s)] < kShortSampleNs) ++tids[e.tid];
-      }
-      std::int64_t best = 0;
-      for (const auto& [tid, c] : tids)
-        if (c > best) best = c, a.victim_tid = tid;
-    }
-    std::vector<std::int64_t> flushes, wrong_cpu, cf_entries;
-    a.sched_switch = sched_switch;
-    const std::vector<Incident> incidents =
-        build_incidents(trace, v.cpu, a.victim_tid, !sched_switch, &flushes, &wrong_cpu, &cf_entries);
-
-    const std::int64_t lo = opts.span_start_ns > 0 ? opts.span_start_ns : v.start_ns;
-    const std::int64_t hi = opts.span_end_ns > 0 ? opts.span_end_ns : (n ? v.end_ns.back() : v.start_ns);
-    // Label samples by their highest-priority incident.
-    std::map<std::int64_t, int> tlb_per_sample;
-    std::vector<std::int64_t> handler, other_handler;
-    std::map<std::string, std::int64_t> funcs;
-    std::vector<std::int64_t> tlb_samples;           // sample index per shootdown incident
-    std::map<std::int64_t, int> outside_per_sample;  // ... of them outside the release calls
-    for (const Incident& inc : incidents) {
-      const StallLabel l = label_of(inc);
-      // Interrupts are counted over the counted span only, as /proc/interrupts
-      // is: the tracer's own set-up (enabling events sends IPIs) and the
-      // teardown fall outside it.
-      const bool call_function = inc.kind == Kind::kCallFunction && inc.start_ns >= lo && inc.start_ns <= hi;
-      if (call_function) {
-        for (auto f : inc.funcs) ++funcs[function_of(trace, f)];
-        if (l == StallLabel::kTlbShootdown)
-          ++a.shootdown_ipis;
-        else
-          ++a.other_ipis;
-        if (inc.kind == Kind::kCallFunction && inc.end_ns >= inc.start_ns)
-          (l == StallLabel::kTlbShootdown ? handler : other_handler).push_back(inc.end_ns - inc.start_ns);
-      }
-      const std::int64_t s = sample_at(v, inc.start_ns);
-      if (s < 0) continue;
-      auto& cur = a.labels[static_cast<std::size_t>(s)];
-      if (label_priority(l) > label_priority(static_cast<StallLabel>(cur))) cur = static_cast<std::uint8_t>(l);
-      if (l == StallLabel::kTlbShootdown) {
-        ++tlb_per_sample[s];
-        tlb_samples.push_back(s);
-        if (opts.own_pid > 0 && !in_release_call(opts, inc.start_ns)) ++outside_per_sample[s];
-        if (inc.kind == Kind::kCallFunction && inc.start_ns >= lo && inc.start_ns <= hi) ++a.flush_ipis;
-      }
-    }
-
-    // Off-CPU intervals (sched_switch): samples overlapping one are
-    // preempted; releases overlapping none ran with the victim on its CPU.
-    if (sched_switch) {
-      const std::vector<OffCpu> offs = offcpu_intervals(trace, v, a.victim_tid);
-      for (const OffCpu& iv : offs) {
-        // Counted from a seen switch-out (not the time before the victim started).
-        if (iv.off_ns != std::numeric_limits<std::int64_t>::min() && iv.off_ns < hi && iv.on_ns > lo) {
-          ++a.offcpu_intervals;
-          a.offcpu_ns += std::min(iv.on_ns, hi) - std::max(iv.off_ns, lo);
-        }
-        // Samples with span (start, end] overlapping [off, on].
-        auto it = std::upper_bound(v.end_ns.begin(), v.end_ns.end(), iv.off_ns);
-        for (auto i = static_cast<std::size_t>(it - v.end_ns.begin()); i < n && v.span_start(i) < iv.on_ns; ++i)
-          a.labels[i] = static_cast<std::uint8_t>(StallLabel::kPreempted);
-      }
-      a.releases_on_cpu = 0;
-      for (const auto& [before, after] : opts.releases) {
-        if (folded_over(v, before, after)) {
-          a.release_on_cpu.emplace_back();  // its raw window was folded: unknown
-          continue;
-        }
-        bool on = true;
-        for (const OffCpu& iv : offs)
-          if (iv.off_ns <= after && iv.on_ns >= before) on = false;
-        a.release_on_cpu.emplace_back(on);
-        a.releases_on_cpu += on;
-        if (opts.culprit_cpu < 0 || opts.culprit_cpu == v.cpu) continue;
-        // Remote flush delivery, counted only while the victim ran (then its
-        // CPU is in our mm's cpumask): a long release rarely has it on its
-        // CPU throughout. trace.events is sorted by mono_ns.
-        auto ran = [&](std::int64_t t) {
-          return std::none_of(offs.begin(), offs.end(),
-                              [t](const OffCpu& iv) { return iv.off_ns <= t && t <= iv.on_ns; });
-        };
-        auto e = std::lower_bound(trace.events.begin(), trace.events.end(), before,
-                                  [](const KernelEvent& x, std::int64_t t) { return x.mono_ns < t; });
-        for (; e != trace.events.end() && e->mono_ns <= after; ++e) {
-          if (e->type != EventType::kTlbFlush) continue;
-          const bool request = e->cpu == opts.culprit_cpu && e->a == kTlbRemoteSendIpi;
-          const bool delivered = e->cpu == v.cpu && e->a == kTlbRemoteShootdown;
-          if ((request || delivered) && ran(e->mono_ns)) ++(request ? a.flush_requests : a.flush_requests_delivered);
-        }
-      }
-    }
-
-    // Unexplained stalls, per-label counts and stall time.
-    auto excess = [&](std::size_t i) { return std::max<std::int64_t>(0, v.lat_ns[i] - a.baseline_median_ns); };
-    for (std::size_t i = 0; i < n; ++i) {
-      auto& l = a.labels[i];
-      if (l == static_cast<std::uint8_t>(StallLabel::kClean) && a.stall_threshold_ns > 0 &&
-          v.lat_ns[i] > a.stall_threshold_ns)
-        l = static_cast<std::uint8_t>(StallLabel::kUnexplained);
-      ++a.samples[l];
-      a.stall_ns[l] += excess(i);
-    }
-
-    // Kernel count of shootdowns received and how many the samples saw.
-    for (std::int64_t t : wrong_cpu)
-      if (t >= lo && t <= hi) ++a.wrong_cpu_flushes;
-    for (std::int64_t t : flushes) {
-      if (t < lo || t > hi) continue;
-      ++a.shootdowns_received;
-      const bool outside = opts.own_pid > 0 && !in_release_call(opts, t);
-      a.shootdowns_outside_releases += outside;
-      const std::int64_t s = sample_at(v, t);
-      if (s < 0) continue;
-      ++a.shootdowns_matched;
-      a.shootdowns_outside_matched += outside;
-      if (a.stall_threshold_ns > 0 && v.lat_ns[static_cast<std::size_t>(s)] > a.stall_threshold_ns)
-        ++a.shootdowns_stalled;
-    }
-    a.recall = a.shootdowns_received
-                   ? static_cast<double>(a.shootdowns_matched) / static_cast<double>(a.shootdowns_received)
-                   : 1.0;
-
-    // Victim-side stall per shootdown IPI: a sample's excess shared by the
-    // shootdowns in it.
-    std::vector<std::int64_t> per_ipi;
-    for (std::int64_t s : tlb_samples)
-      if (a.labels[static_cast<std::size_t>(s)] == static_cast<std::uint8_t>(StallLabel::kTlbShootdown))
-        per_ipi.push_back(excess(static_cast<std::size_t>(s)) / std::max(1, tlb_per_sample[s]));
-    a.stall_per_shootdown = quantiles(std::move(per_ipi));
-    // The stall of shootdown samples outside the release calls, each
-    // sample's excess shared by its shootdowns as above.
-    for (const auto& [s, k] : outside_per_sample)
-      if (a.labels[static_cast<std::size_t>(s)] == static_cast<std::uint8_t>(StallLabel::kTlbShootdown))
-        a.shootdowns_outside_stall_ns += excess(static_cast<std::size_t>(s)) * k / std::max(1, tlb_per_sample[s]);
-    a.handler_ns = quantiles(std::move(handler));
-    a.other_handler_ns = quantiles(std::move(other_handler));
-
-    // Delivery: function-call IPI sends to this CPU (callback set; reschedule
-    // IPIs have none) paired in order with the next call-function entry here.
-    std::vector<std::int64_t> sends;
-    for (const KernelEvent& e : trace.events) {
-      if (e.type != EventType::kIpiSendCpu && e.type != EventType::kIpiSendCpumask) continue;
-      if (e.c == 0 || !trace.targets(e, v.cpu)) continue;
-      if (opts.culprit_cpu >= 0 ? e.cpu != opts.culprit_cpu : e.cpu == v.cpu) continue;
-      if (e.mono_ns < lo || e.mono_ns > hi) continue;  // the counted span only, as the interrupts
-      sends.push_back(e.mono_ns);
-    }
-    std::vector<std::int64_t> delivery;
-    std::size_t j = 0;
-    for (std::int64_t s : sends) {
-      while (j < cf_entries.size() && cf_entries[j] < s) ++j;
-      if (j == cf_entries.size()) break;
-      if (cf_entries[j] - s <= opts.delivery_window_ns) {
-        delivery.push_back(cf_entries[j] - s);
-        ++j;
-      }
-    }
-    a.delivery_ns = quantiles(std::move(delivery));
-    a.ipi_functions.assign(funcs.begin(), funcs.end());
-    // Stable: ties stay in name order, as result.json (an object) restores them.
-    std::stable_sort(a.ipi_functions.begin(), a.ipi_functions.end(),
-                     [](auto& x, auto& y) { return x.second > y.second; });
-    out.victims.push_back(std::move(a));
-  }
+  out.note = evidence_note(victims, trace, sched_switch);
+  for (const VictimSamples& v : victims) out.victims.push_back(attribute_victim(v, trace, opts, sched_switch));
   out.own_flushes = own_flushes(trace, opts);
   return out;
 }

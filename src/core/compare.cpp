@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "core/analysis.hpp"
+#include "core/errors.hpp"
 
 namespace shootdown::compare {
 
@@ -533,20 +534,19 @@ void parse_term(const std::string& text, const std::string& term, const std::vec
                 std::string* arm, Metric* metric) {
   const auto dot = term.rfind('.');
   if (dot == std::string::npos || dot == 0 || dot + 1 == term.size())
-    throw std::invalid_argument("--fail-if '" + text + "': '" + term +
-                                "' is not ARM.METRIC or a number (e.g. munmap.stall_us)");
+    throw UsageError("--fail-if '" + text + "': '" + term + "' is not ARM.METRIC or a number (e.g. munmap.stall_us)");
   *arm = term.substr(0, dot);
   if (std::find(arms.begin(), arms.end(), *arm) == arms.end()) {
     std::string list;
     for (const auto& a : arms) list += (list.empty() ? "" : ", ") + a;
-    throw std::invalid_argument("--fail-if '" + text + "': unknown arm '" + *arm + "' (arms: " + list + ")");
+    throw UsageError("--fail-if '" + text + "': unknown arm '" + *arm + "' (arms: " + list + ")");
   }
   const auto m = parse_metric(term.substr(dot + 1));
   if (!m) {
     std::string list;
     for (const auto& n : kMetricNames) list += (list.empty() ? "" : ", ") + std::string(n.key);
-    throw std::invalid_argument("--fail-if '" + text + "': unknown metric '" + term.substr(dot + 1) +
-                                "' (accepted: " + list + ")");
+    throw UsageError("--fail-if '" + text + "': unknown metric '" + term.substr(dot + 1) + "' (accepted: " + list +
+                     ")");
   }
   *metric = *m;
 }
@@ -566,20 +566,19 @@ GateExpr parse_gate(const std::string& text, const std::vector<std::string>& arm
     }
   }
   if (pos == std::string::npos)
-    throw std::invalid_argument(
-        "--fail-if '" + text +
-        "': no comparison (accepted: 'ARM.METRIC OP ARM.METRIC|NUMBER' with OP one of > >= < <=)");
+    throw UsageError("--fail-if '" + text +
+                     "': no comparison (accepted: 'ARM.METRIC OP ARM.METRIC|NUMBER' with OP one of > >= < <=)");
   const std::string lhs = trim(text.substr(0, pos));
   const std::string rhs = trim(text.substr(pos + len));
   if (rhs.find_first_of("<>=") != std::string::npos)
-    throw std::invalid_argument("--fail-if '" + text + "': only one comparison per expression (give --fail-if again)");
+    throw UsageError("--fail-if '" + text + "': only one comparison per expression (give --fail-if again)");
   parse_term(text, lhs, arms, &g.lhs_arm, &g.lhs_metric);
   if (parse_number(rhs, &g.rhs_number)) {
     g.rhs_is_number = true;
   } else {
     parse_term(text, rhs, arms, &g.rhs_arm, &g.rhs_metric);
     if (g.rhs_arm == g.lhs_arm && g.rhs_metric == g.lhs_metric)
-      throw std::invalid_argument("--fail-if '" + text + "': compares a metric with itself");
+      throw UsageError("--fail-if '" + text + "': compares a metric with itself");
   }
   return g;
 }

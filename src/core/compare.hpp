@@ -219,7 +219,7 @@ struct GateExpr {
   std::string rhs_arm;
   Metric rhs_metric = Metric::kStallUs;
 };
-// Throws std::invalid_argument with a one-line reason.
+// Throws UsageError (core/errors.hpp) with a one-line reason.
 GateExpr parse_gate(const std::string& text, const std::vector<std::string>& arms);
 
 struct GateResult {

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <span>
 
 namespace shootdown {
 
@@ -79,6 +80,32 @@ std::optional<std::int64_t> scale(const Number& n, std::int64_t unit, std::strin
   return static_cast<std::int64_t>(v);
 }
 
+struct Unit {
+  std::string_view name;
+  std::int64_t mult;
+};
+
+constexpr Unit kSizeUnits[] = {
+    {"", 1},          {"B", 1},           {"K", 1LL << 10},        {"KiB", 1LL << 10},
+    {"k", 1LL << 10}, {"KB", 1000},       {"M", 1LL << 20},        {"MiB", 1LL << 20},
+    {"MB", 1000000},  {"G", 1LL << 30},   {"GiB", 1LL << 30},      {"GB", 1000000000LL},
+    {"T", 1LL << 40}, {"TiB", 1LL << 40}, {"TB", 1000000000000LL},
+};
+
+constexpr Unit kDurationUnits[] = {
+    {"ns", 1},           {"us", 1000},         {"µs", 1000},           {"ms", 1000000},
+    {"s", 1000000000LL}, {"m", 60000000000LL}, {"min", 60000000000LL},
+};
+
+// n in the unit its suffix names, or `unknown` as the reason when no unit does.
+std::optional<std::int64_t> scale_by_unit(const Number& n, std::span<const Unit> units, const char* unknown,
+                                          std::string* why) {
+  for (const auto& u : units)
+    if (n.rest == u.name) return scale(n, u.mult, why);
+  set(why, unknown);
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<std::int64_t> parse_int(std::string_view text, std::string* why) {
@@ -96,44 +123,18 @@ std::optional<std::int64_t> parse_int(std::string_view text, std::string* why) {
 std::optional<std::int64_t> parse_size(std::string_view text, std::string* why) {
   auto n = leading_number(text, why);
   if (!n) return std::nullopt;
-  struct Unit {
-    std::string_view name;
-    std::int64_t mult;
-  };
-  static constexpr Unit kUnits[] = {
-      {"", 1},          {"B", 1},           {"K", 1LL << 10},        {"KiB", 1LL << 10},
-      {"k", 1LL << 10}, {"KB", 1000},       {"M", 1LL << 20},        {"MiB", 1LL << 20},
-      {"MB", 1000000},  {"G", 1LL << 30},   {"GiB", 1LL << 30},      {"GB", 1000000000LL},
-      {"T", 1LL << 40}, {"TiB", 1LL << 40}, {"TB", 1000000000000LL},
-  };
-  for (const auto& u : kUnits) {
-    if (n->rest == u.name) return scale(*n, u.mult, why);
-  }
-  set(why, "unknown size unit (use B, KiB, MiB, GiB, TiB)");
-  return std::nullopt;
+  return scale_by_unit(*n, kSizeUnits, "unknown size unit (use B, KiB, MiB, GiB, TiB)", why);
 }
 
 std::optional<std::int64_t> parse_duration_ns(std::string_view text, std::string* why, std::int64_t default_unit_ns) {
   auto n = leading_number(text, why);
   if (!n) return std::nullopt;
-  struct Unit {
-    std::string_view name;
-    std::int64_t mult;
-  };
-  static constexpr Unit kUnits[] = {
-      {"ns", 1},           {"us", 1000},         {"µs", 1000},           {"ms", 1000000},
-      {"s", 1000000000LL}, {"m", 60000000000LL}, {"min", 60000000000LL},
-  };
   if (n->rest.empty()) {
     if (default_unit_ns > 0) return scale(*n, default_unit_ns, why);
     set(why, "missing time unit (use ns, us, ms, s)");
     return std::nullopt;
   }
-  for (const auto& u : kUnits) {
-    if (n->rest == u.name) return scale(*n, u.mult, why);
-  }
-  set(why, "unknown time unit (use ns, us, ms, s, m)");
-  return std::nullopt;
+  return scale_by_unit(*n, kDurationUnits, "unknown time unit (use ns, us, ms, s, m)", why);
 }
 
 std::string format_size(std::int64_t bytes) {

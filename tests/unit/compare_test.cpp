@@ -11,6 +11,7 @@
 #include <random>
 
 #include "core/compare.hpp"
+#include "core/errors.hpp"
 
 using namespace shootdown;
 using namespace shootdown::compare;
@@ -326,15 +327,15 @@ TEST(CompareGate, ParseErrors) {
   const std::vector<std::string> arms = {"reuse", "munmap", "madvise-dontneed"};
   EXPECT_NO_THROW(parse_gate("munmap.stall_us > reuse.stall_us", arms));
   EXPECT_NO_THROW(parse_gate("madvise-dontneed.p99_us>=12.5", arms));
-  EXPECT_THROW(parse_gate("munmap.stall_us reuse.stall_us", arms), std::invalid_argument);
-  EXPECT_THROW(parse_gate("free.stall_us > reuse.stall_us", arms), std::invalid_argument);
-  EXPECT_THROW(parse_gate("munmap.speed > reuse.stall_us", arms), std::invalid_argument);
-  EXPECT_THROW(parse_gate("munmap.stall_us > 1 > 2", arms), std::invalid_argument);
-  EXPECT_THROW(parse_gate("munmap > 3", arms), std::invalid_argument);
-  EXPECT_THROW(parse_gate("munmap.stall_us > munmap.stall_us", arms), std::invalid_argument);
+  EXPECT_THROW(parse_gate("munmap.stall_us reuse.stall_us", arms), UsageError);
+  EXPECT_THROW(parse_gate("free.stall_us > reuse.stall_us", arms), UsageError);
+  EXPECT_THROW(parse_gate("munmap.speed > reuse.stall_us", arms), UsageError);
+  EXPECT_THROW(parse_gate("munmap.stall_us > 1 > 2", arms), UsageError);
+  EXPECT_THROW(parse_gate("munmap > 3", arms), UsageError);
+  EXPECT_THROW(parse_gate("munmap.stall_us > munmap.stall_us", arms), UsageError);
   try {
     parse_gate("free.stall_us > reuse.stall_us", arms);
-  } catch (const std::invalid_argument& e) {
+  } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("unknown arm 'free' (arms: reuse, munmap, madvise-dontneed)"),
               std::string::npos);
   }
