@@ -401,6 +401,126 @@ Quantiles read_quantiles(const Node& n) {
   return q;
 }
 
+void read_shootdowns(const Node& sd, VictimAttribution& v) {
+  v.shootdowns_received = sd["received"].i64();
+  v.shootdowns_matched = sd["matched"].i64();
+  v.shootdowns_stalled = sd["stalled"].i64();
+  v.wrong_cpu_flushes = sd["wrong_cpu"].i64();
+  v.flush_ipis = sd["flush_ipis"].i64();
+  v.recall = sd["recall"].f64();
+  if (sd.has("flush_requests")) {  // absent in results saved before it existed
+    v.flush_requests = sd["flush_requests"].i64();
+    v.flush_requests_delivered = sd["flush_requests_delivered"].i64();
+  }
+  if (sd.has("outside_releases")) {  // older results: none
+    v.shootdowns_outside_releases = sd["outside_releases"].i64();
+    v.shootdowns_outside_matched = sd["outside_releases_matched"].i64();
+    v.shootdowns_outside_stall_ns = sd["outside_releases_stall_ns"].i64();
+  }
+}
+
+void read_ipi_functions(const Node& funcs, VictimAttribution& v) {
+  if (!funcs.raw().is_object()) fail(funcs.path(), "expected an object");
+  for (const auto& [name, count] : funcs.raw().items()) v.ipi_functions.emplace_back(name, funcs[name].i64());
+  // Most frequent first, ties by name: the order attribute() gives.
+  std::stable_sort(v.ipi_functions.begin(), v.ipi_functions.end(),
+                   [](auto& p, auto& q) { return p.second > q.second; });
+}
+
+void read_tlb_accounting(const Node& t, VictimAttribution& v) {
+  v.tlb_counted = t["counted"].i64();
+  v.tlb_traced_remote = t["traced_remote"].i64();
+  v.tlb_traced_wrong_cpu = t["traced_wrong_cpu"].i64();
+  v.tlb_untraced = t["counted_not_traced"].i64();
+  v.tlb_untraced_rule = t["rule"].str();
+  // Split by evidence since the lazy_tlb field; before it, reason 5 was
+  // not split and counted_not_traced could be negative: kept as saved.
+  v.tlb_legacy = !t.has("lazy_tlb");
+  if (!v.tlb_legacy) {
+    v.tlb_lazy = t["lazy_tlb"].i64();
+    v.tlb_traced_beyond = t["traced_beyond_count"].i64();
+    v.tlb_local_wrong_cpu = t["local_wrong_cpu"].i64();
+    v.tlb_local_flush_runs = t["local_flush_runs"].raw().is_null() ? -1 : t["local_flush_runs"].i64();
+  }
+}
+
+// The labels, one per sample of the victim (at most its sample count).
+void read_label_runs(const Node& runs, const Analysis& a, VictimAttribution& v) {
+  std::int64_t limit = std::int64_t{1} << 32;
+  for (const auto& va : a.victims)
+    if (va.cpu == v.cpu) limit = va.samples;
+  for (std::size_t k = 0; k < runs.array_size(); ++k) {
+    const Node run = runs[k];
+    if (run.array_size() != 2) fail(run.path(), "expected [label, count]");
+    const std::int64_t code = run[0].i64(), count = run[1].i64();
+    if (code < 0 || code >= kStallLabelCount) fail(run.path(), fmt::format("unknown label code {}", code));
+    if (count < 0 || count > limit - static_cast<std::int64_t>(v.labels.size()))
+      fail(run.path(), fmt::format("label runs cover more than the victim's {} samples", limit));
+    v.labels.insert(v.labels.end(), static_cast<std::size_t>(count), static_cast<std::uint8_t>(code));
+  }
+}
+
+VictimAttribution read_victim_attribution(const Node& x, const Analysis& a) {
+  VictimAttribution v;
+  v.cpu = x["cpu"].i32();
+  v.victim_tid = x["victim_tid"].i32();
+  v.baseline_median_ns = x["baseline_median_ns"].i64();
+  v.stall_threshold_ns = x["stall_threshold_ns"].i64();
+  read_shootdowns(x["shootdowns"], v);
+  v.shootdown_ipis = x["shootdown_ipis"].i64();
+  v.other_ipis = x["other_ipis"].i64();
+  for (int l = 0; l < kStallLabelCount; ++l) {
+    const char* name = label_name(static_cast<StallLabel>(l));
+    v.samples[static_cast<std::size_t>(l)] = x["samples"][name].i64();
+    v.stall_ns[static_cast<std::size_t>(l)] = x["stall_ns"][name].i64();
+  }
+  v.stall_per_shootdown = read_quantiles(x["stall_per_shootdown_ns"]);
+  v.handler_ns = read_quantiles(x["ipi_handler_ns"]);
+  v.other_handler_ns = read_quantiles(x["other_ipi_handler_ns"]);
+  v.delivery_ns = read_quantiles(x["delivery_ns"]);
+  read_ipi_functions(x["ipi_functions"], v);
+  const std::string src = x["offcpu_source"].str();
+  if (src != "sched_switch" && src != "tid-heuristic")
+    fail(x["offcpu_source"].path(), "unknown '" + src + "' (expected sched_switch or tid-heuristic)");
+  v.sched_switch = src == "sched_switch";
+  v.offcpu_ns = x["offcpu_ns"].i64();
+  v.offcpu_intervals = x["offcpu_intervals"].i64();
+  v.releases_on_cpu = x["releases_on_cpu"].raw().is_null() ? -1 : x["releases_on_cpu"].i64();
+  if (x.has("tlb_accounting")) read_tlb_accounting(x["tlb_accounting"], v);
+  const Node roc = x["release_on_cpu"];
+  for (std::size_t k = 0; k < roc.array_size(); ++k)
+    v.release_on_cpu.push_back(roc[k].raw().is_null() ? std::nullopt : std::optional<bool>(roc[k].boolean()));
+  read_label_runs(x["label_runs"], a, v);
+  return v;
+}
+
+// A victim's phase tables from its clean samples only.
+VictimAnalysis read_clean_phases(const Node& ph, int cpu, const Analysis& a) {
+  VictimAnalysis ca;
+  ca.cpu = cpu;
+  for (const auto& va : a.victims)
+    if (va.cpu == cpu) ca.pages_per_batch = va.pages_per_batch;
+  for (Phase p : {Phase::kBaseline, Phase::kRelease, Phase::kAfter}) {
+    const PhaseStats ps = read_phase(ph[to_string(p)], p);
+    ca.samples += ps.per_batch.count;
+    ca.phases.push_back(ps);
+  }
+  return ca;
+}
+
+OwnFlush read_own_flush(const Node& x) {
+  OwnFlush f;
+  f.mono_ns = x["mono_ns"].i64();
+  f.cpu = x["cpu"].i32();
+  f.tid = x["tid"].i32();
+  f.thread = x["thread"].str();
+  f.pages = x["pages"].i64();
+  f.cause = x["cause"].str();
+  const Node path = x["kernel_path"];
+  for (std::size_t k = 0; k < path.array_size(); ++k) f.kernel_path.push_back(path[k].str());
+  return f;
+}
+
 // attribution back into an Attribution (labels expanded from label_runs,
 // one per original sample) and the clean-only phase tables into a.
 Attribution read_attribution(const Node& n, Analysis& a) {
@@ -411,95 +531,9 @@ Attribution read_attribution(const Node& n, Analysis& a) {
   std::vector<VictimAnalysis> clean;
   for (std::size_t i = 0; i < vs.array_size(); ++i) {
     const Node x = vs[i];
-    VictimAttribution v;
-    v.cpu = x["cpu"].i32();
-    v.victim_tid = x["victim_tid"].i32();
-    v.baseline_median_ns = x["baseline_median_ns"].i64();
-    v.stall_threshold_ns = x["stall_threshold_ns"].i64();
-    const Node sd = x["shootdowns"];
-    v.shootdowns_received = sd["received"].i64();
-    v.shootdowns_matched = sd["matched"].i64();
-    v.shootdowns_stalled = sd["stalled"].i64();
-    v.wrong_cpu_flushes = sd["wrong_cpu"].i64();
-    v.flush_ipis = sd["flush_ipis"].i64();
-    v.recall = sd["recall"].f64();
-    if (sd.has("flush_requests")) {  // absent in results saved before it existed
-      v.flush_requests = sd["flush_requests"].i64();
-      v.flush_requests_delivered = sd["flush_requests_delivered"].i64();
-    }
-    if (sd.has("outside_releases")) {  // older results: none
-      v.shootdowns_outside_releases = sd["outside_releases"].i64();
-      v.shootdowns_outside_matched = sd["outside_releases_matched"].i64();
-      v.shootdowns_outside_stall_ns = sd["outside_releases_stall_ns"].i64();
-    }
-    v.shootdown_ipis = x["shootdown_ipis"].i64();
-    v.other_ipis = x["other_ipis"].i64();
-    for (int l = 0; l < kStallLabelCount; ++l) {
-      const char* name = label_name(static_cast<StallLabel>(l));
-      v.samples[static_cast<std::size_t>(l)] = x["samples"][name].i64();
-      v.stall_ns[static_cast<std::size_t>(l)] = x["stall_ns"][name].i64();
-    }
-    v.stall_per_shootdown = read_quantiles(x["stall_per_shootdown_ns"]);
-    v.handler_ns = read_quantiles(x["ipi_handler_ns"]);
-    v.other_handler_ns = read_quantiles(x["other_ipi_handler_ns"]);
-    v.delivery_ns = read_quantiles(x["delivery_ns"]);
-    const Node funcs = x["ipi_functions"];
-    if (!funcs.raw().is_object()) fail(funcs.path(), "expected an object");
-    for (const auto& [name, count] : funcs.raw().items()) v.ipi_functions.emplace_back(name, funcs[name].i64());
-    // Most frequent first, ties by name: the order attribute() gives.
-    std::stable_sort(v.ipi_functions.begin(), v.ipi_functions.end(),
-                     [](auto& p, auto& q) { return p.second > q.second; });
-    const std::string src = x["offcpu_source"].str();
-    if (src != "sched_switch" && src != "tid-heuristic")
-      fail(x["offcpu_source"].path(), "unknown '" + src + "' (expected sched_switch or tid-heuristic)");
-    v.sched_switch = src == "sched_switch";
-    v.offcpu_ns = x["offcpu_ns"].i64();
-    v.offcpu_intervals = x["offcpu_intervals"].i64();
-    v.releases_on_cpu = x["releases_on_cpu"].raw().is_null() ? -1 : x["releases_on_cpu"].i64();
-    if (x.has("tlb_accounting")) {
-      const Node t = x["tlb_accounting"];
-      v.tlb_counted = t["counted"].i64();
-      v.tlb_traced_remote = t["traced_remote"].i64();
-      v.tlb_traced_wrong_cpu = t["traced_wrong_cpu"].i64();
-      v.tlb_untraced = t["counted_not_traced"].i64();
-      v.tlb_untraced_rule = t["rule"].str();
-      // Split by evidence since the lazy_tlb field; before it, reason 5 was
-      // not split and counted_not_traced could be negative: kept as saved.
-      v.tlb_legacy = !t.has("lazy_tlb");
-      if (!v.tlb_legacy) {
-        v.tlb_lazy = t["lazy_tlb"].i64();
-        v.tlb_traced_beyond = t["traced_beyond_count"].i64();
-        v.tlb_local_wrong_cpu = t["local_wrong_cpu"].i64();
-        v.tlb_local_flush_runs = t["local_flush_runs"].raw().is_null() ? -1 : t["local_flush_runs"].i64();
-      }
-    }
-    const Node roc = x["release_on_cpu"];
-    for (std::size_t k = 0; k < roc.array_size(); ++k)
-      v.release_on_cpu.push_back(roc[k].raw().is_null() ? std::nullopt : std::optional<bool>(roc[k].boolean()));
-    std::int64_t limit = std::int64_t{1} << 32;
-    for (const auto& va : a.victims)
-      if (va.cpu == v.cpu) limit = va.samples;
-    const Node runs = x["label_runs"];
-    for (std::size_t k = 0; k < runs.array_size(); ++k) {
-      const Node run = runs[k];
-      if (run.array_size() != 2) fail(run.path(), "expected [label, count]");
-      const std::int64_t code = run[0].i64(), count = run[1].i64();
-      if (code < 0 || code >= kStallLabelCount) fail(run.path(), fmt::format("unknown label code {}", code));
-      if (count < 0 || count > limit - static_cast<std::int64_t>(v.labels.size()))
-        fail(run.path(), fmt::format("label runs cover more than the victim's {} samples", limit));
-      v.labels.insert(v.labels.end(), static_cast<std::size_t>(count), static_cast<std::uint8_t>(code));
-    }
+    VictimAttribution v = read_victim_attribution(x, a);
     if (x.has("clean_phases")) {
-      VictimAnalysis ca;
-      ca.cpu = v.cpu;
-      for (const auto& va : a.victims)
-        if (va.cpu == v.cpu) ca.pages_per_batch = va.pages_per_batch;
-      const Node ph = x["clean_phases"];
-      for (Phase p : {Phase::kBaseline, Phase::kRelease, Phase::kAfter}) {
-        const PhaseStats ps = read_phase(ph[to_string(p)], p);
-        ca.samples += ps.per_batch.count;
-        ca.phases.push_back(ps);
-      }
+      VictimAnalysis ca = read_clean_phases(x["clean_phases"], v.cpu, a);
       if (clean.size() == i) clean.push_back(std::move(ca));
     }
     at.victims.push_back(std::move(v));
@@ -507,26 +541,206 @@ Attribution read_attribution(const Node& n, Analysis& a) {
   if (clean.size() == at.victims.size()) a.clean_victims = std::move(clean);
   if (n.has("own_flushes")) {  // older results: none
     const Node own = n["own_flushes"];
-    for (std::size_t i = 0; i < own.array_size(); ++i) {
-      const Node x = own[i];
-      OwnFlush f;
-      f.mono_ns = x["mono_ns"].i64();
-      f.cpu = x["cpu"].i32();
-      f.tid = x["tid"].i32();
-      f.thread = x["thread"].str();
-      f.pages = x["pages"].i64();
-      f.cause = x["cause"].str();
-      const Node path = x["kernel_path"];
-      for (std::size_t k = 0; k < path.array_size(); ++k) f.kernel_path.push_back(path[k].str());
-      at.own_flushes.push_back(std::move(f));
-    }
+    for (std::size_t i = 0; i < own.array_size(); ++i) at.own_flushes.push_back(read_own_flush(own[i]));
   }
   return at;
 }
 
-}  // namespace
+ProbeProcess read_probe_process(const Node& n) {
+  ProbeProcess p;
+  p.pid = n["pid"].i32();
+  p.ppid = n["ppid"].i32();
+  p.comm = n["comm"].str();
+  p.image = n["image"].i32();
+  p.cpu = n["cpu"].i32();
+  const std::string fate = n["fate"].str();
+  const auto f = parse_probe_fate(fate);
+  if (!f) fail(n["fate"].path(), fmt::format("unknown probe fate '{}'", fate));
+  p.fate = *f;
+  p.successor_pid = n["successor_pid"].i32();
+  p.successor_comm = n["successor_comm"].str();
+  p.error = n["error"].str();
+  p.samples = n["samples"].i64();
+  p.probed_ns = n["probed_ns"].i64();
+  return p;
+}
 
-LoadedResult result_from_json(std::string_view text) {
+void read_probe(const Node& n, Result& r) {
+  r.probe = read_probe_process(n);
+  if (n.has("processes")) {
+    const Node ps = n["processes"];
+    for (std::size_t i = 0; i < ps.array_size(); ++i) r.probe_seen.push_back(read_probe_process(ps[i]));
+  }
+}
+
+AllocatorReport read_allocator(const Node& n) {
+  AllocatorReport al;
+  al.name = n["name"].str();
+  al.library = n["library"].str();
+  al.version = n["version"].str();
+  al.conf = n["conf"].str();
+  al.settings = n["settings"].str();
+  al.purge_call = n["purge_call"].str();
+  al.blocks = n["blocks"].i64();
+  al.live_bytes = n["live_bytes"].i64();
+  al.freed_bytes = n["freed_bytes"].i64();
+  al.allocator_free_bytes = n["allocator_free_bytes"].i64();
+  al.allocator_free_source = n["allocator_free_source"].str();
+  return al;
+}
+
+MemoryKept read_memory(const Node& n) {
+  MemoryKept m;
+  m.released_bytes = n["released_bytes"].i64();
+  m.rss_before = n["rss_before"].i64();
+  m.rss_settled = n["rss_settled"].i64();
+  m.kept_bytes = n["kept_bytes"].i64();
+  return m;
+}
+
+BlameReport read_callsites(const Node& c) {
+  BlameReport b;
+  b.pid = c["pid"].i32();
+  b.command = c["command"].str();
+  b.processes = c["processes"].i32();
+  b.flushes = c["flushes"].i64();
+  b.ipis = c["ipis"].i64();
+  const Node sites = c["sites"];
+  for (std::size_t i = 0; i < sites.array_size(); ++i) {
+    const Node x = sites[i];
+    CallSite cs;
+    cs.stack = x["stack"].str();
+    cs.frames = x["frames"].strings();
+    cs.syscall = x["syscall"].str();
+    cs.flushes = x["flushes"].i64();
+    cs.ipis = x["ipis"].i64();
+    cs.advice = x["advice"].str();
+    b.sites.push_back(std::move(cs));
+  }
+  return b;
+}
+
+DoctorFinding read_doctor_finding(const Node& x) {
+  DoctorFinding f;
+  const std::string status = x["status"].str();
+  bool known = false;
+  for (DoctorStatus st : {DoctorStatus::kPass, DoctorStatus::kWarn, DoctorStatus::kFail})
+    if (status == to_string(st)) {
+      f.status = st;
+      known = true;
+    }
+  if (!known) fail(x["status"].path(), "unknown status '" + status + "' (expected PASS, WARN or FAIL)");
+  f.name = x["name"].str();
+  f.found = x["found"].str();
+  f.advice = x["advice"].str();
+  f.undermines_numbers = x["undermines_numbers"].boolean();
+  return f;
+}
+
+void read_measure(const Node& m, Result& r) {
+  r.measure_start_ns = m["start_ns"].i64();
+  r.measure_end_ns = m["end_ns"].i64();
+  r.realtime_offset_ns = m["realtime_offset_ns"].i64();
+  if (m["clock"].str() != "CLOCK_MONOTONIC") fail("measure.clock", "expected CLOCK_MONOTONIC");
+}
+
+void read_releases(const Node& rels, Result& r) {
+  for (std::size_t i = 0; i < rels.array_size(); ++i) {
+    const Node x = rels[i];
+    Release rel;
+    rel.index = x["index"].i32();
+    rel.strategy = read_strategy(x["strategy"]);
+    rel.bytes = x["bytes"].i64();
+    if (x.has("partial")) rel.partial = x["partial"].boolean();  // optional: older results have none
+    rel.before_ns = x["before_ns"].i64();
+    rel.after_ns = x["after_ns"].i64();
+    r.releases.push_back(rel);
+  }
+}
+
+// A run's own process: its pid and its threads' roles.
+void read_own_process(const Node& p, Result& r) {
+  r.own_pid = p["pid"].i32();
+  const Node th = p["threads"];
+  for (std::size_t i = 0; i < th.array_size(); ++i) r.own_threads.emplace_back(th[i]["tid"].i32(), th[i]["role"].str());
+}
+
+void read_interrupts(const Node& irq, Result& r) {
+  r.interrupts_span_ns = irq["span_ns"].i64();
+  if (irq.has("start_ns")) r.interrupts_start_ns = irq["start_ns"].i64();
+  const Node deltas = irq["deltas"];
+  for (std::size_t i = 0; i < deltas.array_size(); ++i) {
+    const Node x = deltas[i];
+    CpuCounters c;
+    c.cpu = x["cpu"].i32();
+    if (auto role = parse_cpu_role(x["role"].str()))
+      c.role = *role;
+    else
+      fail(x["role"].path(), "unknown '" + x["role"].str() + "' (expected culprit, victim or other)");
+    c.tlb = x["tlb"].i64();
+    c.cal = x["cal"].i64();
+    c.loc = x["loc"].i64();
+    c.res = x["res"].i64();
+    r.counters.push_back(c);
+  }
+}
+
+// A run past its memory limit: events counted, not kept.
+void read_folded(const Node& f, Result& r) {
+  r.trace.folded.from_ns = f["from_ns"].i64() + r.measure_start_ns;
+  r.trace.folded.until_ns = f["until_ns"].i64() + r.measure_start_ns;
+  r.trace.folded.events = f["events"].i64();
+  const Node tlb = f["tlb_flush"];
+  for (std::size_t i = 0; i < tlb.array_size(); ++i) {
+    const std::pair<int, int> key{tlb[i]["cpu"].i32(), tlb[i]["reason"].i32()};
+    r.trace.folded.tlb_flush[key] = tlb[i]["count"].i64();
+    if (tlb[i].has("in_remote_run"))
+      r.trace.folded.tlb_flush_remote[key] = tlb[i]["in_remote_run"].i64();
+    else
+      r.trace.folded.remote_split = false;
+  }
+}
+
+void read_symbols(const Node& sym, Result& r) {
+  if (!sym.raw().is_object()) fail(sym.path(), "expected an object");
+  for (const auto& [key, value] : sym.raw().items()) {
+    std::size_t used = 0;
+    std::uint64_t addr = 0;
+    try {
+      addr = std::stoull(key, &used, 16);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != key.size()) fail(join(sym.path(), key), "expected a hex address as the key");
+    r.trace.symbols[addr] = sym[key].str();
+  }
+}
+
+void read_trace(const Node& t, Result& r) {
+  r.trace.enabled = t["enabled"].boolean();
+  r.trace.status = t["status"].str();
+  r.trace.tracepoints = t["tracepoints"].strings();
+  r.trace.missing = t["missing"].strings();
+  r.trace.lost_events = t["lost_events"].i64();
+  const Node counts = t["counts"];
+  std::int64_t total = 0;
+  for (std::size_t i = 0; i < counts.array_size(); ++i) {
+    const Node x = counts[i];
+    r.trace_counts.push_back(EventCount{x["cpu"].i32(), x["event"].str(), x["count"].i64()});
+    total += r.trace_counts.back().count;
+  }
+  if (total != t["events"].i64())
+    fail("trace.events", fmt::format("{} but the counts add up to {}", t["events"].i64(), total));
+  // Added within schema 1: optional (older results keep only the counts).
+  if (t.has("events_table")) read_events_table(t["events_table"], r);
+  if (t.has("events_truncated")) r.events_truncated = t["events_truncated"].boolean();
+  if (t.has("folded")) read_folded(t["folded"], r);
+  if (t.has("symbols")) read_symbols(t["symbols"], r);
+}
+
+// The parsed document, once it says it is a result of the schema this
+// shootdown reads.
+json parse_result_document(std::string_view text) {
   json j;
   try {
     j = json::parse(text.begin(), text.end());
@@ -547,216 +761,61 @@ LoadedResult result_from_json(std::string_view text) {
                                        kResultSchemaVersion));
   if (version != kResultSchemaVersion)
     fail("schema_version", fmt::format("{} is not supported (this shootdown reads {})", version, kResultSchemaVersion));
+  return j;
+}
 
-  LoadedResult out;
-  Result& r = out.result;
-  Analysis& a = out.analysis;
-  r.schema_version = static_cast<int>(version);
+// The run's identity and the optional parts that come before the
+// environment: probe, allocator, memory kept, call sites.
+void read_header_parts(const Node& root, Result& r) {
   r.run_id = root["run_id"].str();
   r.started_at = root["started_at"].str();
   r.command_line = root["command_line"].str();
   r.complete = root["complete"].boolean();
   r.incomplete_reason = root["incomplete_reason"].str();
-  if (root.has("probe")) {  // `shootdown probe` results since 0.3: optional
-    auto one = [&](const Node& n) {
-      ProbeProcess p;
-      p.pid = n["pid"].i32();
-      p.ppid = n["ppid"].i32();
-      p.comm = n["comm"].str();
-      p.image = n["image"].i32();
-      p.cpu = n["cpu"].i32();
-      const std::string fate = n["fate"].str();
-      const auto f = parse_probe_fate(fate);
-      if (!f) fail(n["fate"].path(), fmt::format("unknown probe fate '{}'", fate));
-      p.fate = *f;
-      p.successor_pid = n["successor_pid"].i32();
-      p.successor_comm = n["successor_comm"].str();
-      p.error = n["error"].str();
-      p.samples = n["samples"].i64();
-      p.probed_ns = n["probed_ns"].i64();
-      return p;
-    };
-    const Node n = root["probe"];
-    r.probe = one(n);
-    if (n.has("processes")) {
-      const Node ps = n["processes"];
-      for (std::size_t i = 0; i < ps.array_size(); ++i) r.probe_seen.push_back(one(ps[i]));
-    }
-  }
-  if (root.has("allocator")) {  // allocator arms since 0.3: optional
-    const Node n = root["allocator"];
-    AllocatorReport al;
-    al.name = n["name"].str();
-    al.library = n["library"].str();
-    al.version = n["version"].str();
-    al.conf = n["conf"].str();
-    al.settings = n["settings"].str();
-    al.purge_call = n["purge_call"].str();
-    al.blocks = n["blocks"].i64();
-    al.live_bytes = n["live_bytes"].i64();
-    al.freed_bytes = n["freed_bytes"].i64();
-    al.allocator_free_bytes = n["allocator_free_bytes"].i64();
-    al.allocator_free_source = n["allocator_free_source"].str();
-    r.allocator = std::move(al);
-  }
-  if (root.has("memory")) {  // memory kept, since 0.3: optional
-    const Node n = root["memory"];
-    MemoryKept m;
-    m.released_bytes = n["released_bytes"].i64();
-    m.rss_before = n["rss_before"].i64();
-    m.rss_settled = n["rss_settled"].i64();
-    m.kept_bytes = n["kept_bytes"].i64();
-    r.memory = m;
-  }
-  if (root.has("callsites")) {  // probe: who sent them (what the report shows of it)
-    const Node c = root["callsites"];
-    BlameReport b;
-    b.pid = c["pid"].i32();
-    b.command = c["command"].str();
-    b.processes = c["processes"].i32();
-    b.flushes = c["flushes"].i64();
-    b.ipis = c["ipis"].i64();
-    const Node sites = c["sites"];
-    for (std::size_t i = 0; i < sites.array_size(); ++i) {
-      const Node x = sites[i];
-      CallSite cs;
-      cs.stack = x["stack"].str();
-      cs.frames = x["frames"].strings();
-      cs.syscall = x["syscall"].str();
-      cs.flushes = x["flushes"].i64();
-      cs.ipis = x["ipis"].i64();
-      cs.advice = x["advice"].str();
-      b.sites.push_back(std::move(cs));
-    }
-    r.probe_callsites = std::move(b);
-  }
-  r.env = read_env(root["environment"]);
-  r.plan = read_plan(root["plan"]);
-  r.warnings = root["warnings"].strings();
-  if (root.has("doctor")) {  // added within schema 1: optional
-    const Node doc = root["doctor"];
-    for (std::size_t i = 0; i < doc.array_size(); ++i) {
-      const Node x = doc[i];
-      DoctorFinding f;
-      const std::string status = x["status"].str();
-      bool known = false;
-      for (DoctorStatus st : {DoctorStatus::kPass, DoctorStatus::kWarn, DoctorStatus::kFail})
-        if (status == to_string(st)) {
-          f.status = st;
-          known = true;
-        }
-      if (!known) fail(x["status"].path(), "unknown status '" + status + "' (expected PASS, WARN or FAIL)");
-      f.name = x["name"].str();
-      f.found = x["found"].str();
-      f.advice = x["advice"].str();
-      f.undermines_numbers = x["undermines_numbers"].boolean();
-      r.doctor.push_back(std::move(f));
-    }
-  }
-  const Node m = root["measure"];
-  r.measure_start_ns = m["start_ns"].i64();
-  r.measure_end_ns = m["end_ns"].i64();
-  r.realtime_offset_ns = m["realtime_offset_ns"].i64();
-  if (m["clock"].str() != "CLOCK_MONOTONIC") fail("measure.clock", "expected CLOCK_MONOTONIC");
+  if (root.has("probe")) read_probe(root["probe"], r);  // `shootdown probe` results since 0.3: optional
+  if (root.has("allocator")) r.allocator = read_allocator(root["allocator"]);  // allocator arms since 0.3: optional
+  if (root.has("memory")) r.memory = read_memory(root["memory"]);              // memory kept, since 0.3: optional
+  if (root.has("callsites"))  // probe: who sent them (what the report shows of it)
+    r.probe_callsites = read_callsites(root["callsites"]);
+}
 
-  const Node rels = root["releases"];
-  for (std::size_t i = 0; i < rels.array_size(); ++i) {
-    const Node x = rels[i];
-    Release rel;
-    rel.index = x["index"].i32();
-    rel.strategy = read_strategy(x["strategy"]);
-    rel.bytes = x["bytes"].i64();
-    if (x.has("partial")) rel.partial = x["partial"].boolean();  // optional: older results have none
-    rel.before_ns = x["before_ns"].i64();
-    rel.after_ns = x["after_ns"].i64();
-    r.releases.push_back(rel);
-  }
-  if (root.has("process")) {  // a run's own process (older results: none)
-    const Node p = root["process"];
-    r.own_pid = p["pid"].i32();
-    const Node th = p["threads"];
-    for (std::size_t i = 0; i < th.array_size(); ++i)
-      r.own_threads.emplace_back(th[i]["tid"].i32(), th[i]["role"].str());
-  }
-  a.release_duration = read_summary(root["release_duration_ns"]);
-  read_victims(root["victims"], a);
-  read_intervals(root["intervals"], r);
-  read_raw_windows(root["raw_windows"], r, a);
-
-  const Node irq = root["interrupts"];
-  r.interrupts_span_ns = irq["span_ns"].i64();
-  if (irq.has("start_ns")) r.interrupts_start_ns = irq["start_ns"].i64();
-  const Node deltas = irq["deltas"];
-  for (std::size_t i = 0; i < deltas.array_size(); ++i) {
-    const Node x = deltas[i];
-    CpuCounters c;
-    c.cpu = x["cpu"].i32();
-    if (auto role = parse_cpu_role(x["role"].str()))
-      c.role = *role;
-    else
-      fail(x["role"].path(), "unknown '" + x["role"].str() + "' (expected culprit, victim or other)");
-    c.tlb = x["tlb"].i64();
-    c.cal = x["cal"].i64();
-    c.loc = x["loc"].i64();
-    c.res = x["res"].i64();
-    r.counters.push_back(c);
-  }
-
-  const Node t = root["trace"];
-  r.trace.enabled = t["enabled"].boolean();
-  r.trace.status = t["status"].str();
-  r.trace.tracepoints = t["tracepoints"].strings();
-  r.trace.missing = t["missing"].strings();
-  r.trace.lost_events = t["lost_events"].i64();
-  const Node counts = t["counts"];
-  std::int64_t total = 0;
-  for (std::size_t i = 0; i < counts.array_size(); ++i) {
-    const Node x = counts[i];
-    r.trace_counts.push_back(EventCount{x["cpu"].i32(), x["event"].str(), x["count"].i64()});
-    total += r.trace_counts.back().count;
-  }
-  if (total != t["events"].i64())
-    fail("trace.events", fmt::format("{} but the counts add up to {}", t["events"].i64(), total));
-  // Added within schema 1: optional (older results keep only the counts).
-  if (t.has("events_table")) read_events_table(t["events_table"], r);
-  if (t.has("events_truncated")) r.events_truncated = t["events_truncated"].boolean();
-  if (t.has("folded")) {  // a run past its memory limit: events counted, not kept
-    const Node f = t["folded"];
-    r.trace.folded.from_ns = f["from_ns"].i64() + r.measure_start_ns;
-    r.trace.folded.until_ns = f["until_ns"].i64() + r.measure_start_ns;
-    r.trace.folded.events = f["events"].i64();
-    const Node tlb = f["tlb_flush"];
-    for (std::size_t i = 0; i < tlb.array_size(); ++i) {
-      const std::pair<int, int> key{tlb[i]["cpu"].i32(), tlb[i]["reason"].i32()};
-      r.trace.folded.tlb_flush[key] = tlb[i]["count"].i64();
-      if (tlb[i].has("in_remote_run"))
-        r.trace.folded.tlb_flush_remote[key] = tlb[i]["in_remote_run"].i64();
-      else
-        r.trace.folded.remote_split = false;
-    }
-  }
-  if (t.has("symbols")) {
-    const Node sym = t["symbols"];
-    if (!sym.raw().is_object()) fail(sym.path(), "expected an object");
-    for (const auto& [key, value] : sym.raw().items()) {
-      std::size_t used = 0;
-      std::uint64_t addr = 0;
-      try {
-        addr = std::stoull(key, &used, 16);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used == 0 || used != key.size()) fail(join(sym.path(), key), "expected a hex address as the key");
-      r.trace.symbols[addr] = sym[key].str();
-    }
-  }
-  // The saved counts cover every event; trace.events maybe only the first kResultMaxEvents.
+// The saved counts cover every event; trace.events maybe only the first kResultMaxEvents.
+void count_events(const Result& r, Analysis& a) {
   a.event_counts = r.trace_counts;
   a.event_total = static_cast<std::int64_t>(r.trace.events.size());
   if (!r.trace_counts.empty()) {
     a.event_total = 0;
     for (const auto& c : r.trace_counts) a.event_total += c.count;
   }
+}
+
+}  // namespace
+
+LoadedResult result_from_json(std::string_view text) {
+  const json j = parse_result_document(text);
+  const Node root(j, "");
+  LoadedResult out;
+  Result& r = out.result;
+  Analysis& a = out.analysis;
+  r.schema_version = static_cast<int>(root["schema_version"].i64());
+  read_header_parts(root, r);
+  r.env = read_env(root["environment"]);
+  r.plan = read_plan(root["plan"]);
+  r.warnings = root["warnings"].strings();
+  if (root.has("doctor")) {  // added within schema 1: optional
+    const Node doc = root["doctor"];
+    for (std::size_t i = 0; i < doc.array_size(); ++i) r.doctor.push_back(read_doctor_finding(doc[i]));
+  }
+  read_measure(root["measure"], r);
+  read_releases(root["releases"], r);
+  if (root.has("process")) read_own_process(root["process"], r);  // a run's own process (older results: none)
+  a.release_duration = read_summary(root["release_duration_ns"]);
+  read_victims(root["victims"], a);
+  read_intervals(root["intervals"], r);
+  read_raw_windows(root["raw_windows"], r, a);
+  read_interrupts(root["interrupts"], r);
+  read_trace(root["trace"], r);
+  count_events(r, a);
   if (root.has("attribution")) {
     r.saved_attribution = read_attribution(root["attribution"], a);
     a.attribution = restore_saved_attribution(r);
