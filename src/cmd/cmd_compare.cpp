@@ -272,13 +272,7 @@ class CompareTool final : public Tool {
         a.plan.journal_dir = c.journal_dir;
       }
     }
-    if (!c.out.empty()) {
-      try {
-        out_ = std::make_unique<sink::OutputDir>(c.out);
-      } catch (const std::invalid_argument& e) {
-        throw UsageError(e.what());
-      }
-    }
+    if (!c.out.empty()) out_ = std::make_unique<sink::OutputDir>(c.out);  // UsageError when it cannot be made
   }
 
   void prepare() override {
@@ -343,11 +337,7 @@ class CompareTool final : public Tool {
     const Arm& arm = arms_[static_cast<std::size_t>(idx)];
     progress_line(tty_, c_.run.quiet, pos, total_, arm.label, now_s() - t0_);
     exp::Hooks hooks = make_run_hooks(false, true);
-    hooks.open_trace = [this](const Plan& p) -> Expected<std::unique_ptr<exp::TraceSession>> {
-      std::string why;
-      if (auto t = tracer_.open(p, &why)) return t;
-      return Error{why};
-    };
+    hooks.open_trace = [this](const Plan& p) { return tracer_.open(p); };
     hooks.victim_chunk = [this](int cpu, std::size_t size, PageMode mode, int node) {
       return pool_.get(cpu, size, mode, node);
     };

@@ -173,13 +173,7 @@ class ProbeTool final : public Tool {
         throw UsageError(fmt::format("--stall-threshold '{}': {}", o_.stall_threshold, d ? "must be positive" : why));
       threshold_ns_ = *d;
     }
-    if (!o_.out.empty()) {
-      try {
-        out_ = std::make_unique<sink::OutputDir>(o_.out);
-      } catch (const std::exception& e) {
-        throw UsageError(e.what());
-      }
-    }
+    if (!o_.out.empty()) out_ = std::make_unique<sink::OutputDir>(o_.out);  // UsageError when it cannot be made
     if (!o_.only.empty()) {
       std::size_t b = 0;
       while (b <= o_.only.size()) {

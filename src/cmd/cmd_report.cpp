@@ -62,7 +62,7 @@ class ReportTool final : public Tool {
     }
     try {
       out_ = std::make_unique<sink::OutputDir>(dir_);
-    } catch (const std::invalid_argument& e) {
+    } catch (const UsageError&) {  // OutputDir's --out wording: say it for DIR
       throw UsageError("DIR '" + dir_ + "': not writable, cannot re-render the files");
     }
   }

@@ -28,13 +28,7 @@ class RunTool final : public Tool {
 
   void plan() override {
     plan_ = cli::validate_run_options(o_, cli::read_machine_facts(), &plan_warnings_);
-    if (!o_.out.empty()) {
-      try {
-        out_ = std::make_unique<sink::OutputDir>(o_.out);
-      } catch (const std::invalid_argument& e) {
-        throw UsageError(e.what());
-      }
-    }
+    if (!o_.out.empty()) out_ = std::make_unique<sink::OutputDir>(o_.out);  // UsageError when it cannot be made
     if (!o_.influx.empty()) influx_ = parse_influx_option(o_.influx);
   }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cmd/run_support.hpp"
 
+#include "core/errors.hpp"
 #include "cmd/trace_session.hpp"
 
 #include <cctype>
@@ -58,11 +59,7 @@ exp::Hooks make_run_hooks(bool progress, bool quiet) {
   }
   h.prompt = [](const std::string& text) { std::fprintf(stderr, "\n%s\n", text.c_str()); };
   // Kernel evidence, honours --trace.
-  h.open_trace = [](const Plan& plan) -> Expected<std::unique_ptr<exp::TraceSession>> {
-    std::string why;
-    if (auto t = open_kernel_trace(plan, &why)) return t;
-    return Error{why};
-  };
+  h.open_trace = open_kernel_trace;
   return h;
 }
 
@@ -95,7 +92,7 @@ void finish_run_outputs(const Result& r, const Analysis& a, sink::OutputDir* out
   }
   std::fflush(stdout);
   if (influx) send_to_influx_or_warn(r, a, *influx, out && file_error.empty() ? out->path() : std::string(), quiet);
-  if (!file_error.empty()) throw std::runtime_error("writing results: " + file_error);
+  if (!file_error.empty()) throw RuntimeError("writing results: " + file_error);
 }
 
 void check_output_file(const std::string& option, const std::string& path) {

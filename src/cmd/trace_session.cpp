@@ -98,16 +98,13 @@ sys::TracerOptions kernel_trace_options(const Plan& plan, bool callchains) {
   return tracer_options(cpus, plan.culprit_cpu, callchains);
 }
 
-std::unique_ptr<exp::TraceSession> open_kernel_trace(const Plan& plan, std::string* why) {
+Expected<std::unique_ptr<exp::TraceSession>> open_kernel_trace(const Plan& plan) {
   auto t = sys::Tracer::open(kernel_trace_options(plan));
-  if (!t) {
-    if (why) *why = t.error();
-    return nullptr;
-  }
-  return std::make_unique<KernelTraceSession>(std::move(*t));
+  if (!t) return Error{t.error()};
+  return std::unique_ptr<exp::TraceSession>(std::make_unique<KernelTraceSession>(std::move(*t)));
 }
 
-std::unique_ptr<exp::TraceSession> SharedTracer::open(const Plan& plan, std::string* why) {
+Expected<std::unique_ptr<exp::TraceSession>> SharedTracer::open(const Plan& plan) {
   if (!tried_) {
     tried_ = true;
     if (auto t = sys::Tracer::open(kernel_trace_options(plan, /*callchains=*/false)))
@@ -115,11 +112,8 @@ std::unique_ptr<exp::TraceSession> SharedTracer::open(const Plan& plan, std::str
     else
       why_ = t.error();
   }
-  if (!tracer_) {
-    if (why) *why = why_;
-    return nullptr;
-  }
-  return std::make_unique<Window>(*tracer_);
+  if (!tracer_) return Error{why_};
+  return std::unique_ptr<exp::TraceSession>(std::make_unique<Window>(*tracer_));
 }
 
 }  // namespace shootdown::cmd

@@ -30,8 +30,8 @@ sys::TracerOptions tracer_options(const std::vector<int>& cpus, int culprit_cpu,
 // bench/trace_overhead opens its tracers with exactly these.
 sys::TracerOptions kernel_trace_options(const Plan& plan, bool callchains = true);
 
-// nullptr + why when tracing is not permitted or nothing could be opened.
-std::unique_ptr<exp::TraceSession> open_kernel_trace(const Plan& plan, std::string* why);
+// The error says why when tracing is not permitted or nothing could be opened.
+Expected<std::unique_ptr<exp::TraceSession>> open_kernel_trace(const Plan& plan);
 
 // One kernel tracer for a whole compare, opened and enabled once before the
 // first trial; each trial's TraceSession is a time window on it. Opening a
@@ -42,7 +42,7 @@ std::unique_ptr<exp::TraceSession> open_kernel_trace(const Plan& plan, std::stri
 // ring many times over; losses are counted and recorded).
 class SharedTracer {
  public:
-  std::unique_ptr<exp::TraceSession> open(const Plan& plan, std::string* why);
+  Expected<std::unique_ptr<exp::TraceSession>> open(const Plan& plan);
 
  private:
   bool tried_ = false;

@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <sys/mman.h>
 
+#include "core/errors.hpp"
+
 namespace shootdown::exp {
 
 namespace {
@@ -26,7 +28,7 @@ Chunk::Chunk(std::size_t size, PageMode mode, Allocator alloc, int numa_node) : 
     // glibc serves blocks above M_MMAP_THRESHOLD (max 32 MiB) with mmap, so
     // free() of this block is a munmap: the article's case.
     void* p = std::malloc(size);
-    if (!p) throw std::runtime_error("malloc of " + std::to_string(size) + " bytes failed");
+    if (!p) throw RuntimeError("malloc of " + std::to_string(size) + " bytes failed");
     data_ = static_cast<char*>(p);
     size_ = size;
   } else {
@@ -40,7 +42,7 @@ Chunk::Chunk(std::size_t size, PageMode mode, Allocator alloc, int numa_node) : 
     }
     void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, flags, -1, 0);
     if (p == MAP_FAILED) {
-      throw std::runtime_error(
+      throw RuntimeError(
           std::string("mmap of ") + std::to_string(len) + " bytes failed: " + std::strerror(errno) +
           (mode == PageMode::kHugetlb ? " (are enough huge pages reserved? see /proc/meminfo HugePages_Free)" : ""));
     }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "experiment/experiment.hpp"
 
+#include "core/errors.hpp"
 #include "experiment/finish.hpp"
 
 #include <algorithm>
@@ -545,8 +546,7 @@ Result Experiment::run() {
 // the journal or the allocator opened.
 void Experiment::prepare_culprit() {
   if (const Status pinned = sys::pin_this_thread(plan_.culprit_cpu); !pinned)
-    throw std::runtime_error("cannot pin the culprit to CPU " + std::to_string(plan_.culprit_cpu) + ": " +
-                             pinned.error());
+    throw RuntimeError("cannot pin the culprit to CPU " + std::to_string(plan_.culprit_cpu) + ": " + pinned.error());
   // Before any thread of the run exists (they inherit it): keeps NUMA
   // balancing's scanner off our memory, or on a multi-node machine it flushes
   // every CPU of the process about once a second (the lab's 8-CPU, 2-node
@@ -555,7 +555,7 @@ void Experiment::prepare_culprit() {
   if (!numa_policy_->active())
     r_.warnings.push_back("memory policy not set (" + numa_policy_->why() +
                           "): NUMA balancing may scan this process and flush its CPUs");
-  if (const Status s = prepare_strategy(strategy_); !s) throw std::runtime_error(s.error());
+  if (const Status s = prepare_strategy(strategy_); !s) throw RuntimeError(s.error());
 
   // Journal workload: the culprit appends to mmap-ed segment files instead of
   // releasing A; A shrinks to a token (the victims still touch it).
@@ -564,7 +564,7 @@ void Experiment::prepare_culprit() {
   // one allocator; A shrinks to a token as for the journal.
   if (is_allocator_arm(strategy_)) {
     auto churn = AllocatorChurn::open(strategy_, plan_);
-    if (!churn) throw std::runtime_error(churn.error());
+    if (!churn) throw RuntimeError(churn.error());
     churn_ = std::move(*churn);
   }
 }
@@ -588,7 +588,7 @@ bool Experiment::prepare_chunk_a() {
         interrupted(std::string("interrupted during preparation"));
         return false;
       }
-      throw std::runtime_error(s.error());
+      throw RuntimeError(s.error());
     }
   }
   return true;
@@ -603,7 +603,7 @@ void Experiment::prepare_release() {
   rss_.emplace();  // opened now: read around the releases without allocating
   if (!journal_ && !churn_)
     if (const Status s = release_ctx_.prepare(strategy_, a_, plan_.pace()); !s)
-      throw std::runtime_error(plan_strategy_error(plan_, s.error()));
+      throw RuntimeError(plan_strategy_error(plan_, s.error()));
 }
 
 // The TSC calibrated, the span planned and the victims' sample budget set.
@@ -666,7 +666,7 @@ bool Experiment::wait_victims_ready() {
     if (!v->output().ok) {
       ctl_.abort.store(1);
       join_victims();
-      throw std::runtime_error(v->output().error.empty() ? "victim preparation failed" : v->output().error);
+      throw RuntimeError(v->output().error.empty() ? "victim preparation failed" : v->output().error);
     }
     for (const auto& w : v->output().warnings)
       r_.warnings.push_back("victim cpu" + std::to_string(v->config().cpu) + ": " + w);
@@ -708,7 +708,7 @@ void Experiment::open_kernel_evidence() {
       if (plan_.trace == TraceMode::kOn) {
         ctl_.abort.store(1);
         join_victims();
-        throw std::runtime_error("--trace on: kernel tracing unavailable: " + opened.error());
+        throw RuntimeError("--trace on: kernel tracing unavailable: " + opened.error());
       }
     }
   } else {

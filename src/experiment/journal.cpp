@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/errors.hpp"
+
 namespace shootdown::exp {
 
 JournalConfig journal_config(const Plan& plan, ReleaseStrategy s) {
@@ -22,7 +24,7 @@ JournalConfig journal_config(const Plan& plan, ReleaseStrategy s) {
 Journal::Journal(JournalConfig cfg) : cfg_(std::move(cfg)) {
   if (cfg_.segment_size < 4096 || cfg_.segment_size % 4096 != 0 || cfg_.record_size == 0 ||
       cfg_.record_size > cfg_.segment_size)
-    throw std::runtime_error("journal: segment size must be a positive multiple of 4 KiB and hold a record");
+    throw RuntimeError("journal: segment size must be a positive multiple of 4 KiB and hold a record");
   dir_ = cfg_.dir;
   if (dir_.empty()) {
     struct stat st {};
@@ -35,7 +37,7 @@ Journal::Journal(JournalConfig cfg) : cfg_(std::move(cfg)) {
   for (auto& s : pool_) {
     if (const Status opened = open_segment(&s); !opened) {
       for (auto& x : pool_) close_segment(&x);
-      throw std::runtime_error("journal: " + opened.error());
+      throw RuntimeError("journal: " + opened.error());
     }
     // Pre-fault (write every page) so the first records do not fault: both
     // arms start from a warm segment, only what happens on rotation differs.

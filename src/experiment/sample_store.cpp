@@ -6,6 +6,7 @@
 #include <exception>
 #include <stdexcept>
 
+#include "core/errors.hpp"
 #include "core/units.hpp"
 
 namespace shootdown::exp {
@@ -21,7 +22,7 @@ SampleStore::SampleStore(std::size_t max_samples, int numa_node, bool recycle)
   blocks_.reserve(slots_);
   held_.reserve(slots_);
   free_.reserve(slots_);
-  if (!next_block()) throw std::runtime_error("sample store: " + why_);
+  if (!next_block()) throw RuntimeError("sample store: " + why_);
 }
 
 std::uint32_t SampleStore::operator[](std::size_t i) const noexcept {

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/errors.hpp"
 #include "core/expected.hpp"
 
 namespace shootdown::sink {
@@ -40,7 +41,7 @@ void write_all(int fd, const std::string& content, const std::string& tmp) {
       const std::string err = std::strerror(errno);
       ::close(fd);
       ::unlink(tmp.c_str());
-      throw std::runtime_error("writing " + tmp + ": " + err);
+      throw RuntimeError("writing " + tmp + ": " + err);
     }
     off += static_cast<std::size_t>(n);
   }
@@ -51,11 +52,11 @@ void write_all(int fd, const std::string& content, const std::string& tmp) {
 OutputDir::OutputDir(std::string path) : path_(std::move(path)) {
   while (path_.size() > 1 && path_.back() == '/') path_.pop_back();
   if (const Status made = mkdir_p(path_); !made)
-    throw std::invalid_argument("--out " + path_ + ": cannot create directory: " + made.error() +
-                                " (accepted: a directory this user can write)");
+    throw UsageError("--out " + path_ + ": cannot create directory: " + made.error() +
+                     " (accepted: a directory this user can write)");
   const std::string probe = path_ + "/.shootdown-probe." + std::to_string(::getpid());
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
-  if (fd < 0) throw std::invalid_argument("--out " + path_ + ": directory is not writable: " + std::strerror(errno));
+  if (fd < 0) throw UsageError("--out " + path_ + ": directory is not writable: " + std::strerror(errno));
   ::close(fd);
   ::unlink(probe.c_str());
 }
@@ -63,29 +64,29 @@ OutputDir::OutputDir(std::string path) : path_(std::move(path)) {
 void write_file_atomic(const std::string& path, const std::string& content) {
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw std::runtime_error("cannot create " + tmp + ": " + std::strerror(errno));
+  if (fd < 0) throw RuntimeError("cannot create " + tmp + ": " + std::strerror(errno));
   write_all(fd, content, tmp);
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
     ::unlink(tmp.c_str());
-    throw std::runtime_error("cannot flush " + tmp + ": " + std::strerror(errno));
+    throw RuntimeError("cannot flush " + tmp + ": " + std::strerror(errno));
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     const std::string err = std::strerror(errno);
     ::unlink(tmp.c_str());
-    throw std::runtime_error("cannot rename " + tmp + " to " + path + ": " + err);
+    throw RuntimeError("cannot rename " + tmp + " to " + path + ": " + err);
   }
 }
 
 AtomicStream::AtomicStream(std::string path) : path_(std::move(path)) {
   tmp_ = path_ + ".tmp." + std::to_string(::getpid());
   const int fd = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw std::runtime_error("cannot create " + tmp_ + ": " + std::strerror(errno));
+  if (fd < 0) throw RuntimeError("cannot create " + tmp_ + ": " + std::strerror(errno));
   file_ = ::fdopen(fd, "w");
   if (!file_) {
     const std::string err = std::strerror(errno);
     ::close(fd);
     ::unlink(tmp_.c_str());
-    throw std::runtime_error("cannot open " + tmp_ + ": " + err);
+    throw RuntimeError("cannot open " + tmp_ + ": " + err);
   }
 }
 
@@ -96,7 +97,7 @@ AtomicStream::~AtomicStream() {
 }
 
 void AtomicStream::commit() {
-  if (!file_) throw std::runtime_error(path_ + ": already committed");
+  if (!file_) throw RuntimeError(path_ + ": already committed");
   std::FILE* f = file_;
   file_ = nullptr;
   bool written = std::fflush(f) == 0 && !std::ferror(f) && ::fsync(::fileno(f)) == 0;
@@ -105,10 +106,10 @@ void AtomicStream::commit() {
     written = false;
     err = std::strerror(errno);
   }
-  if (!written) throw std::runtime_error("cannot write " + tmp_ + ": " + err + " (what was written is kept there)");
+  if (!written) throw RuntimeError("cannot write " + tmp_ + ": " + err + " (what was written is kept there)");
   if (::rename(tmp_.c_str(), path_.c_str()) != 0)
-    throw std::runtime_error("cannot rename " + tmp_ + " to " + path_ + ": " + std::strerror(errno) +
-                             " (the output is kept in " + tmp_ + ")");
+    throw RuntimeError("cannot rename " + tmp_ + " to " + path_ + ": " + std::strerror(errno) +
+                       " (the output is kept in " + tmp_ + ")");
 }
 
 void OutputDir::write(const std::string& name, const std::string& content) {

@@ -12,7 +12,7 @@ namespace shootdown::sink {
 
 class OutputDir {
  public:
-  // Creates the directory if missing. Throws std::invalid_argument with a
+  // Creates the directory if missing. Throws UsageError (exit 2) with a
   // one-line reason when it cannot be created or written (checked by
   // creating and removing a probe file), so bad --out fails before a run.
   explicit OutputDir(std::string path);

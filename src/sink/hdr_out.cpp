@@ -5,6 +5,7 @@
 #include <map>
 #include <stdexcept>
 
+#include "core/errors.hpp"
 #include "core/hdr/hgrm.hpp"
 #include "core/hdr/hlog.hpp"
 #include "core/stats.hpp"
@@ -49,7 +50,7 @@ double sec_from_start(const Result& r, std::int64_t mono_ns) {
 
 void add_or_throw(hdr::HlogWriter& w, const std::string& tag, double start, double length, const hdr::Histogram& h) {
   auto st = w.add(tag, start, length, h);
-  if (!st) throw std::runtime_error("victim.hlog: " + st.error());
+  if (!st) throw RuntimeError("victim.hlog: " + st.error());
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sys/child.hpp"
+#include "core/errors.hpp"
 #include "sys/fd_limit.hpp"
 #include "sys/fs.hpp"
 
@@ -19,7 +20,7 @@ extern char** environ;
 namespace shootdown::sys {
 
 ChildProcess ChildProcess::spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
-  if (argv.empty()) throw std::runtime_error("cannot run an empty command");
+  if (argv.empty()) throw RuntimeError("cannot run an empty command");
   std::vector<char*> av;
   for (const auto& a : argv) av.push_back(const_cast<char*>(a.c_str()));
   av.push_back(nullptr);
@@ -38,7 +39,7 @@ ChildProcess ChildProcess::spawn(const std::vector<std::string>& argv, const std
   }
   if (rc != 0) {
     c.pid_ = -1;
-    throw std::runtime_error("cannot run '" + argv[0] + "': " + std::strerror(rc));
+    throw RuntimeError("cannot run '" + argv[0] + "': " + std::strerror(rc));
   }
   return c;
 }

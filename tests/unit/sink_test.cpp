@@ -8,6 +8,7 @@
 
 #include "core/analysis.hpp"
 #include "core/timeline.hpp"
+#include "core/errors.hpp"
 #include "sink/atomic_writer.hpp"
 #include "sink/blame_out.hpp"
 #include "sink/console.hpp"
@@ -268,7 +269,7 @@ TEST(Sink, AtomicWriterReplacesAndRejectsUnwritable) {
   }
   EXPECT_EQ(files, 1u);  // no temp files left
   std::filesystem::remove_all(dir);
-  EXPECT_THROW(sink::OutputDir("/proc/self/no/such"), std::invalid_argument);
+  EXPECT_THROW(sink::OutputDir("/proc/self/no/such"), UsageError);
 }
 
 TEST(Sink, AtomicStreamPublishesWholeOrNothing) {

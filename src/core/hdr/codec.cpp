@@ -9,6 +9,8 @@
 #include <limits>
 #include <stdexcept>
 
+#include "core/errors.hpp"
+
 namespace shootdown::hdr {
 
 namespace {
@@ -266,7 +268,7 @@ std::vector<std::uint8_t> encode_compressed(const Histogram& histogram, int leve
   std::vector<std::uint8_t> out(kCompressedHeaderSize + bound);
   if (compress2(out.data() + kCompressedHeaderSize, &bound, plain.data(), static_cast<uLong>(plain.size()), level) !=
       Z_OK)
-    throw std::runtime_error("hdr encode: zlib compress2 failed");
+    throw RuntimeError("hdr encode: zlib compress2 failed");
   out.resize(kCompressedHeaderSize + bound);
   std::vector<std::uint8_t> header;
   put_u32(header, kV2CompressedEncodingCookie);
