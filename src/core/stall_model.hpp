@@ -22,7 +22,6 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <string>
 
 #include "core/attribution_types.hpp"
