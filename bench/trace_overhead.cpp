@@ -218,11 +218,10 @@ class AlternatingSession final : public shootdown::exp::TraceSession {
 };
 
 std::int64_t duration_opt(const char* name, const std::string& v) {
-  std::string why;
-  auto d = parse_duration_ns(v, &why);
+  auto d = parse_duration_ns(v);
   if (!d || *d <= 0)
     throw std::invalid_argument(fmt::format("{} '{}': {} (accepted: a positive duration like 400ms, 2s)", name, v,
-                                            why.empty() ? "must be positive" : why));
+                                            d ? std::string("must be positive") : d.error()));
   return *d;
 }
 
@@ -251,10 +250,10 @@ int run(const Options& o) {
   if (o.resamples < 100 || o.resamples > 1000000)
     throw std::invalid_argument(fmt::format("--resamples {}: out of range [100, 1000000]", o.resamples));
   const std::int64_t segment_ns = duration_opt("--segment", o.segment);
-  std::string why;
-  const auto guard = parse_duration_ns(o.guard, &why);
+  const auto guard = parse_duration_ns(o.guard);
   if (!guard || *guard < 0)
-    throw std::invalid_argument(fmt::format("--guard '{}': {} (accepted: a duration like 20ms, 0ms)", o.guard, why));
+    throw std::invalid_argument(fmt::format("--guard '{}': {} (accepted: a duration like 20ms, 0ms)", o.guard,
+                                            guard ? std::string() : guard.error()));
   if (*guard >= segment_ns)
     throw std::invalid_argument(
         fmt::format("--guard {}: not shorter than --segment {} (nothing would be measured)", o.guard, o.segment));

@@ -13,10 +13,9 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   for (bool dups : {false, true}) {
-    std::string why;
-    auto cpus = shootdown::parse_cpulist(text, &why, dups);
+    auto cpus = shootdown::parse_cpulist(text, dups);
     if (!cpus) {
-      if (why.empty()) std::abort();  // a refusal always says why
+      if (cpus.error().empty()) std::abort();  // a refusal always says why
       continue;
     }
     for (int c : *cpus)

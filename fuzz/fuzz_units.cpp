@@ -12,21 +12,18 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  std::string why;
-  if (auto v = shootdown::parse_size(text, &why)) {
+  if (auto v = shootdown::parse_size(text)) {
     if (*v < 0) std::abort();
     (void)shootdown::format_size(*v);
-  } else if (why.empty()) {
+  } else if (v.error().empty()) {
     std::abort();
   }
   for (std::int64_t unit : {std::int64_t{0}, std::int64_t{1'000'000}}) {
-    why.clear();
-    if (auto d = shootdown::parse_duration_ns(text, &why, unit))
+    if (auto d = shootdown::parse_duration_ns(text, unit))
       (void)shootdown::format_duration_ns(*d);
-    else if (why.empty())
+    else if (d.error().empty())
       std::abort();
   }
-  why.clear();
-  if (!shootdown::parse_int(text, &why) && why.empty()) std::abort();
+  if (auto i = shootdown::parse_int(text); !i && i.error().empty()) std::abort();
   return 0;
 }

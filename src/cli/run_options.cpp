@@ -25,22 +25,19 @@ namespace {
 }
 
 std::int64_t size_opt(const char* name, const std::string& v) {
-  std::string why;
-  auto s = parse_size(v, &why);
-  if (!s) bad(fmt::format("{} '{}': {} (accepted: a size like 64KiB, 512MiB, 4GiB)", name, v, why));
+  auto s = parse_size(v);
+  if (!s) bad(fmt::format("{} '{}': {} (accepted: a size like 64KiB, 512MiB, 4GiB)", name, v, s.error()));
   return *s;
 }
 
 std::int64_t duration_opt(const char* name, const std::string& v) {
-  std::string why;
-  auto d = parse_duration_ns(v, &why);
-  if (!d) bad(fmt::format("{} '{}': {} (accepted: a duration like 250ms, 2s, 50us)", name, v, why));
+  auto d = parse_duration_ns(v);
+  if (!d) bad(fmt::format("{} '{}': {} (accepted: a duration like 250ms, 2s, 50us)", name, v, d.error()));
   return *d;
 }
 
 int cpu_opt(const char* name, const std::string& v, const MachineFacts& m) {
-  std::string why;
-  auto n = parse_int(v, &why);
+  auto n = parse_int(v);
   if (!n || *n < 0 || *n > 65535)
     bad(fmt::format("{} '{}': not a CPU number (online CPUs: {})", name, v, format_cpulist(m.online)));
   const int cpu = static_cast<int>(*n);
@@ -65,11 +62,10 @@ Pace pace_opt(const std::string& v, ReleaseStrategy s, std::int64_t chunk, std::
   const auto slash = v.find('/');
   if (slash == std::string::npos || v.find('/', slash + 1) != std::string::npos)
     bad(fmt::format("--pace '{}': not SIZE/DURATION ({})", v, accepted));
-  std::string why;
-  const auto step = parse_size(v.substr(0, slash), &why);
-  if (!step) bad(fmt::format("--pace '{}': step '{}': {} ({})", v, v.substr(0, slash), why, accepted));
-  const auto gap = parse_duration_ns(v.substr(slash + 1), &why);
-  if (!gap) bad(fmt::format("--pace '{}': pause '{}': {} ({})", v, v.substr(slash + 1), why, accepted));
+  const auto step = parse_size(v.substr(0, slash));
+  if (!step) bad(fmt::format("--pace '{}': step '{}': {} ({})", v, v.substr(0, slash), step.error(), accepted));
+  const auto gap = parse_duration_ns(v.substr(slash + 1));
+  if (!gap) bad(fmt::format("--pace '{}': pause '{}': {} ({})", v, v.substr(slash + 1), gap.error(), accepted));
   if (*step <= 0 || *step % page_size != 0)
     bad(fmt::format("--pace '{}': the step must be a positive multiple of the {} page size with --pages {} ({})", v,
                     format_size(page_size), page_name, accepted));
@@ -185,9 +181,8 @@ CpuPlan resolve_cpus(const std::string& culprit, const std::string& victims, con
   CpuPlan p;
   if (!culprit.empty()) p.culprit = cpu_opt("--culprit-cpu", culprit, m);
   if (!victims.empty()) {
-    std::string why;
-    auto l = parse_cpulist(victims, &why);
-    if (!l) bad(fmt::format("--victim-cpus '{}': {} (accepted: a CPU list like 1 or 1,3-5)", victims, why));
+    auto l = parse_cpulist(victims);
+    if (!l) bad(fmt::format("--victim-cpus '{}': {} (accepted: a CPU list like 1 or 1,3-5)", victims, l.error()));
     if (l->empty()) bad("--victim-cpus '': give at least one CPU (accepted: a CPU list like 1 or 1,3-5)");
     for (int c : *l)
       if (std::find(m.online.begin(), m.online.end(), c) == m.online.end())
@@ -231,11 +226,10 @@ CpuPlan resolve_cpus(const std::string& culprit, const std::string& victims, con
 }
 
 std::int64_t positive_duration(const std::string& name, const std::string& v) {
-  std::string why;
-  auto d = parse_duration_ns(v, &why);
+  auto d = parse_duration_ns(v);
   if (!d || *d <= 0)
     bad(fmt::format("{} '{}': {} (accepted: a positive duration like 10s, 500ms)", name, v,
-                    d ? "must be positive" : why));
+                    d ? std::string("must be positive") : d.error()));
   return *d;
 }
 
@@ -278,10 +272,8 @@ void allocator_rules(Plan& p, const RunOptions& o) {
                       o.allocator_purge, o.release));
     return;
   }
-  std::vector<AllocatorSetting> settings;
-  std::string why;
-  if (!parse_allocator_conf(p.release, o.allocator_conf, &settings, &why))
-    bad(fmt::format("--allocator-conf '{}' for {}: {}", o.allocator_conf, o.release, why));
+  if (auto conf = parse_allocator_conf(p.release, o.allocator_conf); !conf)
+    bad(fmt::format("--allocator-conf '{}' for {}: {}", o.allocator_conf, o.release, conf.error()));
   p.allocator_conf = o.allocator_conf;
   if (o.allocator_purge != "" && o.allocator_purge != "on" && o.allocator_purge != "off")
     bad(fmt::format("--allocator-purge '{}': not on or off (accepted: on, off)", o.allocator_purge));
@@ -317,9 +309,8 @@ void timing_rules(Plan& p, const RunOptions& o, const MachineFacts& m) {
     p.trigger = Trigger::kEnter;
   } else if (trig.rfind("after=", 0) == 0) {
     p.trigger = Trigger::kAfter;
-    std::string why;
-    auto d = parse_duration_ns(trig.substr(6), &why);
-    if (!d) bad(fmt::format("--trigger '{}': {} (accepted: enter or after=DURATION like after=2s)", trig, why));
+    auto d = parse_duration_ns(trig.substr(6));
+    if (!d) bad(fmt::format("--trigger '{}': {} (accepted: enter or after=DURATION like after=2s)", trig, d.error()));
     p.trigger_after_ns = *d;
   } else {
     bad(fmt::format("--trigger '{}': unknown trigger (accepted: enter or after=DURATION like after=2s)", trig));

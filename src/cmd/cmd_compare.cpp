@@ -229,11 +229,10 @@ class CompareTool final : public Tool {
       std::random_device rd;
       seed_ = (static_cast<std::uint64_t>(rd()) << 32 | rd()) % 1000000000ULL;
     } else {
-      std::string why;
-      auto s = parse_int(c.seed, &why);
+      auto s = parse_int(c.seed);
       if (!s || *s < 0)
-        throw UsageError(
-            fmt::format("--seed '{}': {} (accepted: a non-negative integer)", c.seed, why.empty() ? "negative" : why));
+        throw UsageError(fmt::format("--seed '{}': {} (accepted: a non-negative integer)", c.seed,
+                                     s ? std::string("negative") : s.error()));
       seed_ = static_cast<std::uint64_t>(*s);
     }
     if (!c.max_regression.empty()) {
@@ -250,11 +249,11 @@ class CompareTool final : public Tool {
             fmt::format("--max-regression '{}': not a percentage (accepted: e.g. 10 or 10%)", c.max_regression));
     }
     {
-      std::string why;
-      auto seg = parse_size(c.segment_size, &why);
+      auto seg = parse_size(c.segment_size);
       if (!seg || *seg < 4096 || *seg % 4096 != 0)
         throw UsageError(fmt::format("--segment-size '{}': {} (accepted: a multiple of 4KiB like 16MiB)",
-                                     c.segment_size, why.empty() ? "not a positive multiple of 4 KiB" : why));
+                                     c.segment_size,
+                                     seg ? std::string("not a positive multiple of 4 KiB") : seg.error()));
     }
     if (c.workload == "journal" && !c.journal_dir.empty())
       if (const Status writable = sys::writable_directory(c.journal_dir); !writable)

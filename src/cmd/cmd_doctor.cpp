@@ -35,11 +35,10 @@ class DoctorTool final : public Tool {
 
   void plan() override {
     if (!o_.cpus.empty()) {
-      std::string why;
-      auto l = parse_cpulist(o_.cpus, &why);
+      auto l = parse_cpulist(o_.cpus);
       if (!l || l->empty())
         throw UsageError(fmt::format("--cpus value '{}' is not a CPU list ({}); accepted: e.g. 0,1 or 2-3", o_.cpus,
-                                     why.empty() ? "empty" : why));
+                                     l ? std::string("empty") : l.error()));
       // Every CPU named must be one this machine (or the --root fixture) has
       // online: doctor measures on them and advises isolating them.
       if (!o_.root.empty()) sys::set_root(o_.root);

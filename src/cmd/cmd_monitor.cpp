@@ -91,7 +91,11 @@ StallModel load_stall_model(const std::string& value) {
   try {
     sink::LoadedResult loaded = sink::result_from_json(*text);
     complete_loaded_analysis(loaded.result, loaded.analysis);
-    m = stall_model_from(loaded.analysis.attribution, fmt::format("run {} ({})", loaded.result.run_id, file), &why);
+    auto model = stall_model_from(loaded.analysis.attribution, fmt::format("run {} ({})", loaded.result.run_id, file));
+    if (model)
+      m = std::move(*model);
+    else
+      why = model.error();
   } catch (const sink::JsonReadError& e) {
     why = e.what();
   }
@@ -120,24 +124,24 @@ std::string clock_hms(std::int64_t wall_ns) {
 
 Plan make_plan(const MonitorOptions& o) {
   Plan p;
-  std::string why;
-  auto iv = parse_duration_ns(o.interval, &why, 1000000000LL);
+  auto iv = parse_duration_ns(o.interval, 1000000000LL);
   if (!iv || *iv < 10000000LL || *iv > 3600LL * 1000000000LL)
     throw UsageError(
         fmt::format("interval value '{}' is {}; accepted: a duration from 10ms to 1h (bare number = seconds)",
-                    o.interval, iv ? "out of range" : why));
+                    o.interval, iv ? std::string("out of range") : iv.error()));
   p.interval_ns = *iv;
   if (!o.count.empty()) {
-    auto c = parse_int(o.count, &why);
+    auto c = parse_int(o.count);
     if (!c || *c < 1)
       throw UsageError(fmt::format("count value '{}' is not a positive integer; accepted: 1, 2, ...", o.count));
     p.count = *c;
   }
   const sys::Topology topo = sys::read_topology();
   if (!o.cpus.empty()) {
-    auto l = parse_cpulist(o.cpus, &why);
+    auto l = parse_cpulist(o.cpus);
     if (!l || l->empty())
-      throw UsageError(fmt::format("--cpus value '{}' is not a CPU list ({}); accepted: e.g. 0,1 or 0-3", o.cpus, why));
+      throw UsageError(fmt::format("--cpus value '{}' is not a CPU list ({}); accepted: e.g. 0,1 or 0-3", o.cpus,
+                                   l ? std::string() : l.error()));
     for (int c : *l)
       if (!topo.online.empty() && !topo.is_online(c))
         throw UsageError(fmt::format("--cpus value '{}': cpu {} is not online; accepted: {}", o.cpus, c,
@@ -150,7 +154,7 @@ Plan make_plan(const MonitorOptions& o) {
         fmt::format("--trace value '{}' is not accepted; accepted: auto, on, bpf, ring, count, off", o.trace));
   p.trace = *mode;
   if (!o.pid.empty()) {
-    auto v = parse_int(o.pid, &why);
+    auto v = parse_int(o.pid);
     if (!v || *v < 1 || *v > 4194304)
       throw UsageError(fmt::format("--pid value '{}' is not a process id; accepted: a PID in 1..4194304", o.pid));
     if (!sys::path_exists("/proc/" + std::to_string(*v)))
@@ -174,7 +178,7 @@ Plan make_plan(const MonitorOptions& o) {
       if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
       if (host.empty()) host = "127.0.0.1";
     }
-    auto pn = parse_int(port, &why);
+    auto pn = parse_int(port);
     if (!pn || *pn < 0 || *pn > 65535)
       throw UsageError(fmt::format(
           "--listen value '{}' is not HOST:PORT; accepted: 127.0.0.1:9100, :9100, 9100 (port 0..65535)", o.listen));

@@ -123,11 +123,10 @@ class ProbeTool final : public Tool {
       if (topo_.online.empty()) throw UsageError("cannot list online CPUs: give --cpu");
       cpus_ = {topo_.online.back()};
     } else {
-      std::string cwhy;
-      auto list = parse_cpulist(o_.cpu, &cwhy);
+      auto list = parse_cpulist(o_.cpu);
       if (!list || list->empty())
         throw UsageError(fmt::format("--cpu '{}': {} (accepted: a CPU list such as 3 or 2,3 or 4-7)", o_.cpu,
-                                     list ? "empty" : cwhy));
+                                     list ? std::string("empty") : list.error()));
       if (list->size() > SD_PROBE_MAX_CPUS)
         throw UsageError(fmt::format("--cpu '{}': {} CPUs; accepted: at most {} probe CPUs (CONFIG_NR_CPUS)", o_.cpu,
                                      list->size(), SD_PROBE_MAX_CPUS));
@@ -138,28 +137,27 @@ class ProbeTool final : public Tool {
       cpus_ = *list;
     }
     cpu_ = cpus_.front();
-    std::string why;
     // Each raw sample held costs 4 bytes while probing (exp::SampleStore)
     // and ~28 more in its analysis (end, latency and index, 8 bytes each,
     // and its label): the limit holds limit / 32 of them (all probes
     // together). The shared ring (--ring) comes on top.
     std::int64_t limit = kMemoryLimitDefault;
     if (!o_.memory_limit.empty()) {
-      const auto m = parse_size(o_.memory_limit, &why);
+      const auto m = parse_size(o_.memory_limit);
       if (!m || *m < kProbeMemoryLeast)
         throw UsageError(fmt::format("--memory-limit '{}': {} (accepted: a size of at least 64MiB, e.g. 512MiB)",
-                                     o_.memory_limit, m ? "below the least, 64MiB" : why));
+                                     o_.memory_limit, m ? std::string("below the least, 64MiB") : m.error()));
       limit = *m;
     }
     max_samples_ = static_cast<std::size_t>(limit / 32);
-    const auto arena = parse_size(o_.arena, &why);
+    const auto arena = parse_size(o_.arena);
     if (!arena || *arena < 4096 || *arena > (1LL << 30))
-      throw UsageError(
-          fmt::format("--arena '{}': {} (accepted: 4KiB .. 1GiB)", o_.arena, arena ? "out of range" : why));
-    const auto ring_bytes = parse_size(o_.ring, &why);
+      throw UsageError(fmt::format("--arena '{}': {} (accepted: 4KiB .. 1GiB)", o_.arena,
+                                   arena ? std::string("out of range") : arena.error()));
+    const auto ring_bytes = parse_size(o_.ring);
     if (!ring_bytes || *ring_bytes < (1 << 20) || *ring_bytes > (4LL << 30))
-      throw UsageError(
-          fmt::format("--ring '{}': {} (accepted: 1MiB .. 4GiB)", o_.ring, ring_bytes ? "out of range" : why));
+      throw UsageError(fmt::format("--ring '{}': {} (accepted: 1MiB .. 4GiB)", o_.ring,
+                                   ring_bytes ? std::string("out of range") : ring_bytes.error()));
     // --ring is per probe: each process image of the target gets its own.
     capacity_ = static_cast<std::uint64_t>(*ring_bytes) / 8;
     arena_pages_ = *arena / 4096;
@@ -168,9 +166,10 @@ class ProbeTool final : public Tool {
           fmt::format("--batch-pages {}: out of range [1, {}] (the arena's pages)", o_.batch_pages, arena_pages_));
     if (!o_.duration.empty()) duration_ns_ = cli::positive_duration("--duration", o_.duration);
     if (!o_.stall_threshold.empty()) {
-      auto d = parse_duration_ns(o_.stall_threshold, &why);
+      auto d = parse_duration_ns(o_.stall_threshold);
       if (!d || *d <= 0)
-        throw UsageError(fmt::format("--stall-threshold '{}': {}", o_.stall_threshold, d ? "must be positive" : why));
+        throw UsageError(fmt::format("--stall-threshold '{}': {}", o_.stall_threshold,
+                                     d ? std::string("must be positive") : d.error()));
       threshold_ns_ = *d;
     }
     if (!o_.out.empty()) out_ = std::make_unique<sink::OutputDir>(o_.out);  // UsageError when it cannot be made

@@ -83,15 +83,13 @@ std::string allocator_conf_syntax(ReleaseStrategy s) {
   }
 }
 
-bool parse_allocator_conf(ReleaseStrategy s, const std::string& conf, std::vector<AllocatorSetting>* out,
-                          std::string* why) {
-  out->clear();
-  auto fail = [&](const std::string& item, const std::string& what) {
-    if (why) *why = "'" + item + "': " + what + " (accepted: " + allocator_conf_syntax(s) + ")";
-    return false;
+Expected<std::vector<AllocatorSetting>> parse_allocator_conf(ReleaseStrategy s, const std::string& conf) {
+  std::vector<AllocatorSetting> out;
+  auto fail = [&](const std::string& item, const std::string& what) -> Expected<std::vector<AllocatorSetting>> {
+    return Error{"'" + item + "': " + what + " (accepted: " + allocator_conf_syntax(s) + ")"};
   };
   if (!is_allocator_arm(s)) return fail(conf, "not an allocator arm");
-  if (conf.empty()) return true;
+  if (conf.empty()) return out;
   std::size_t start = 0;
   while (start <= conf.size()) {
     const std::size_t comma = conf.find(',', start);
@@ -128,9 +126,9 @@ bool parse_allocator_conf(ReleaseStrategy s, const std::string& conf, std::vecto
     }
     if (set.value.find_first_of(" \t\n=:,") != std::string::npos && s != ReleaseStrategy::kJemalloc)
       return fail(item, "the value holds a separator");
-    out->push_back(std::move(set));
+    out.push_back(std::move(set));
   }
-  return true;
+  return out;
 }
 
 }  // namespace shootdown

@@ -8,9 +8,10 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
+
+#include "core/expected.hpp"
 
 namespace shootdown {
 
@@ -47,9 +48,8 @@ enum class ReleaseStrategy;
 struct AllocatorSetting {
   std::string name, value;
 };
-// The settings, or "" + why (the offending item and what is accepted).
-bool parse_allocator_conf(ReleaseStrategy s, const std::string& conf, std::vector<AllocatorSetting>* out,
-                          std::string* why);
+// The settings, or an error naming the offending item and what is accepted.
+Expected<std::vector<AllocatorSetting>> parse_allocator_conf(ReleaseStrategy s, const std::string& conf);
 // What --allocator-conf accepts for s, for errors and help.
 std::string allocator_conf_syntax(ReleaseStrategy s);
 

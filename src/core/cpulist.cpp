@@ -15,12 +15,9 @@ bool parse_num(std::string_view s, int& out) {
 }
 }  // namespace
 
-std::optional<std::vector<int>> parse_cpulist(std::string_view text, std::string* why, bool allow_duplicates) {
+Expected<std::vector<int>> parse_cpulist(std::string_view text, bool allow_duplicates) {
   std::vector<int> out;
-  auto fail = [&](std::string msg) -> std::optional<std::vector<int>> {
-    if (why) *why = std::move(msg);
-    return std::nullopt;
-  };
+  auto fail = [](std::string msg) -> Expected<std::vector<int>> { return Error{std::move(msg)}; };
   // Trailing newline as in sysfs files.
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
   if (text.empty()) return out;

@@ -3,16 +3,17 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "core/expected.hpp"
+
 namespace shootdown {
 
-// Sorted, duplicates are an error (the caller names the option).
-std::optional<std::vector<int>> parse_cpulist(std::string_view text, std::string* why = nullptr,
-                                              bool allow_duplicates = false);
+// Sorted, duplicates are an error unless allow_duplicates (then dropped); the
+// error says what is wrong (the caller names the option).
+Expected<std::vector<int>> parse_cpulist(std::string_view text, bool allow_duplicates = false);
 std::string format_cpulist(const std::vector<int>& cpus);  // compresses ranges
 
 // A set of CPUs of any size, laid out as the kernel's cpumask: CPU n is bit

@@ -112,8 +112,7 @@ std::vector<int> cmdline_cpus(const std::string& value, const std::vector<int>& 
     if (comma == std::string::npos) return {};
     rest = rest.substr(comma + 1);
   }
-  auto l = parse_cpulist(rest, nullptr, true);
-  return l ? *l : std::vector<int>{};
+  return parse_cpulist(rest, true).value_or(std::vector<int>{});
 }
 
 DoctorFinding check_cpus_online(const DoctorFacts& f, const std::vector<int>& cpus) {

@@ -24,6 +24,7 @@ class [[nodiscard]] Expected {
   Expected(T value) : state_(std::in_place_index<0>, std::move(value)) {}      // NOLINT: implicit on purpose
   Expected(Error error) : state_(std::in_place_index<1>, std::move(error)) {}  // NOLINT
   bool ok() const noexcept { return state_.index() == 0; }
+  bool has_value() const noexcept { return ok(); }  // as std::expected
   explicit operator bool() const noexcept { return ok(); }
   // Preconditions: ok() for value(), !ok() for error().
   T& value() & { return std::get<0>(state_); }
@@ -34,6 +35,16 @@ class [[nodiscard]] Expected {
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   const std::string& error() const { return std::get<1>(state_).message; }
+  // The value, or `fallback` on an error (as std::expected).
+  template <typename U>
+  T value_or(U&& fallback) const& {
+    return ok() ? value() : static_cast<T>(std::forward<U>(fallback));
+  }
+  // Holds a value equal to v (as std::expected's comparison with a value).
+  template <typename U>
+  friend bool operator==(const Expected& e, const U& v) {
+    return e.ok() && e.value() == v;
+  }
 
  private:
   std::variant<T, Error> state_;

@@ -25,11 +25,9 @@ std::string StallModel::describe() const {
       format_duration_ns(stall_ns), format_duration_ns(handler_ns));
 }
 
-std::optional<StallModel> stall_model_from(const Attribution& a, const std::string& source, std::string* why) {
-  if (!a.available) {
-    if (why) *why = "it has no kernel attribution (" + (a.note.empty() ? std::string("trace off") : a.note) + ")";
-    return std::nullopt;
-  }
+Expected<StallModel> stall_model_from(const Attribution& a, const std::string& source) {
+  if (!a.available)
+    return Error{"it has no kernel attribution (" + (a.note.empty() ? std::string("trace off") : a.note) + ")"};
   StallModel m;
   m.source = source;
   double weighted = 0;
@@ -44,10 +42,8 @@ std::optional<StallModel> stall_model_from(const Attribution& a, const std::stri
     weights += w;
   }
   if (m.ipis == 0 || m.handler_ns <= 0 || weights == 0) {
-    if (why)
-      *why =
-          "its victims received no shootdown IPI with a timed handler and a measured stall (nothing to calibrate on)";
-    return std::nullopt;
+    return Error{
+        "its victims received no shootdown IPI with a timed handler and a measured stall (nothing to calibrate on)"};
   }
   m.overhead_ns = weighted / static_cast<double>(weights);
   return m;

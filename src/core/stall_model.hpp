@@ -22,10 +22,10 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <string>
 
 #include "core/attribution_types.hpp"
+#include "core/expected.hpp"
 
 namespace shootdown {
 
@@ -43,8 +43,8 @@ struct StallModel {
   std::string describe() const;  // "stall/IPI = handler + 27.9 us (run X: 29 IPIs, ...)"
 };
 
-// From a run's kernel-verified attribution: nullopt + why when it has none
-// or its victims received no shootdown IPI (nothing to calibrate on).
-std::optional<StallModel> stall_model_from(const Attribution& a, const std::string& source, std::string* why);
+// From a run's kernel-verified attribution: an error when it has none or its
+// victims received no shootdown IPI (nothing to calibrate on).
+Expected<StallModel> stall_model_from(const Attribution& a, const std::string& source);
 
 }  // namespace shootdown

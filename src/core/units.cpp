@@ -11,10 +11,6 @@ namespace shootdown {
 
 namespace {
 
-void set(std::string* why, const char* msg) {
-  if (why) *why = msg;
-}
-
 struct Number {
   double value;
   bool integral;
@@ -22,14 +18,12 @@ struct Number {
   std::string_view rest;
 };
 
-std::optional<Number> leading_number(std::string_view s, std::string* why) {
+Expected<Number> leading_number(std::string_view s) {
   if (s.empty()) {
-    set(why, "empty value");
-    return std::nullopt;
+    return Error{"empty value"};
   }
   if (s.front() == '-') {
-    set(why, "negative values are not accepted");
-    return std::nullopt;
+    return Error{"negative values are not accepted"};
   }
   if (s.front() == '+') s.remove_prefix(1);
   std::size_t i = 0;
@@ -42,16 +36,14 @@ std::optional<Number> leading_number(std::string_view s, std::string* why) {
     while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
   }
   if (int_end == 0 && (integral || i == 1)) {
-    set(why, "expected a number");
-    return std::nullopt;
+    return Error{"expected a number"};
   }
   Number n{0.0, integral, 0, s.substr(i)};
   const std::string digits(s.substr(0, i));
   if (integral) {
     auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n.int_value);
     if (ec != std::errc{}) {
-      set(why, "number out of range");
-      return std::nullopt;
+      return Error{"number out of range"};
     }
     n.value = static_cast<double>(n.int_value);
   } else {
@@ -60,22 +52,19 @@ std::optional<Number> leading_number(std::string_view s, std::string* why) {
   return n;
 }
 
-std::optional<std::int64_t> scale(const Number& n, std::int64_t unit, std::string* why) {
+Expected<std::int64_t> scale(const Number& n, std::int64_t unit) {
   if (n.integral) {
     if (n.int_value != 0 && unit > INT64_MAX / n.int_value) {
-      set(why, "value too large");
-      return std::nullopt;
+      return Error{"value too large"};
     }
     return n.int_value * unit;
   }
   const double v = n.value * static_cast<double>(unit);
   if (!(v < 9.0e18)) {
-    set(why, "value too large");
-    return std::nullopt;
+    return Error{"value too large"};
   }
   if (v != std::floor(v)) {
-    set(why, "fractional value does not give a whole number of the base unit");
-    return std::nullopt;
+    return Error{"fractional value does not give a whole number of the base unit"};
   }
   return static_cast<std::int64_t>(v);
 }
@@ -98,43 +87,39 @@ constexpr Unit kDurationUnits[] = {
 };
 
 // n in the unit its suffix names, or `unknown` as the reason when no unit does.
-std::optional<std::int64_t> scale_by_unit(const Number& n, std::span<const Unit> units, const char* unknown,
-                                          std::string* why) {
+Expected<std::int64_t> scale_by_unit(const Number& n, std::span<const Unit> units, const char* unknown) {
   for (const auto& u : units)
-    if (n.rest == u.name) return scale(n, u.mult, why);
-  set(why, unknown);
-  return std::nullopt;
+    if (n.rest == u.name) return scale(n, u.mult);
+  return Error{unknown};
 }
 
 }  // namespace
 
-std::optional<std::int64_t> parse_int(std::string_view text, std::string* why) {
+Expected<std::int64_t> parse_int(std::string_view text) {
   std::int64_t v = 0;
   bool neg = !text.empty() && text.front() == '-';
   auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (text.empty() || ec != std::errc{} || p != text.data() + text.size()) {
-    set(why, ec == std::errc::result_out_of_range ? "number out of range" : "expected an integer");
-    return std::nullopt;
+    return Error{ec == std::errc::result_out_of_range ? "number out of range" : "expected an integer"};
   }
   (void)neg;
   return v;
 }
 
-std::optional<std::int64_t> parse_size(std::string_view text, std::string* why) {
-  auto n = leading_number(text, why);
-  if (!n) return std::nullopt;
-  return scale_by_unit(*n, kSizeUnits, "unknown size unit (use B, KiB, MiB, GiB, TiB)", why);
+Expected<std::int64_t> parse_size(std::string_view text) {
+  auto n = leading_number(text);
+  if (!n) return Error{n.error()};
+  return scale_by_unit(*n, kSizeUnits, "unknown size unit (use B, KiB, MiB, GiB, TiB)");
 }
 
-std::optional<std::int64_t> parse_duration_ns(std::string_view text, std::string* why, std::int64_t default_unit_ns) {
-  auto n = leading_number(text, why);
-  if (!n) return std::nullopt;
+Expected<std::int64_t> parse_duration_ns(std::string_view text, std::int64_t default_unit_ns) {
+  auto n = leading_number(text);
+  if (!n) return Error{n.error()};
   if (n->rest.empty()) {
-    if (default_unit_ns > 0) return scale(*n, default_unit_ns, why);
-    set(why, "missing time unit (use ns, us, ms, s)");
-    return std::nullopt;
+    if (default_unit_ns > 0) return scale(*n, default_unit_ns);
+    return Error{"missing time unit (use ns, us, ms, s)"};
   }
-  return scale_by_unit(*n, kDurationUnits, "unknown time unit (use ns, us, ms, s, m)", why);
+  return scale_by_unit(*n, kDurationUnits, "unknown time unit (use ns, us, ms, s, m)");
 }
 
 std::string format_size(std::int64_t bytes) {

@@ -100,9 +100,9 @@ AllocatorChurn::~AllocatorChurn() {
 }
 
 Expected<std::unique_ptr<AllocatorChurn>> AllocatorChurn::open(ReleaseStrategy s, const Plan& plan) {
-  std::vector<AllocatorSetting> settings;
-  std::string why;
-  if (!parse_allocator_conf(s, plan.allocator_conf, &settings, &why)) return Error{why};
+  auto conf = parse_allocator_conf(s, plan.allocator_conf);
+  if (!conf) return Error{conf.error()};
+  const std::vector<AllocatorSetting>& settings = *conf;
   std::unique_ptr<AllocatorChurn> c(new AllocatorChurn(s, plan));
   Api& a = *c->api_;
   AllocatorReport& r = c->report_;

@@ -354,10 +354,8 @@ void read_events_table(const Node& n, Result& r) {
   if (n.has("cpumasks")) {
     const auto lists = n["cpumasks"].strings();
     for (std::size_t k = 0; k < lists.size(); ++k) {
-      std::string why;
-      auto cpus =
-          lists[k].empty() ? std::optional<std::vector<int>>(std::vector<int>{}) : parse_cpulist(lists[k], &why);
-      if (!cpus) fail(join(n["cpumasks"].path(), k), "not a CPU list: " + why);
+      auto cpus = lists[k].empty() ? Expected<std::vector<int>>(std::vector<int>{}) : parse_cpulist(lists[k]);
+      if (!cpus) fail(join(n["cpumasks"].path(), k), "not a CPU list: " + cpus.error());
       r.trace.cpumasks.push_back(CpuMask::of(*cpus));
     }
   }

@@ -14,8 +14,7 @@ namespace {
 std::vector<int> list_file(const std::string& path) {
   auto text = read_file(path);
   if (!text) return {};
-  auto l = parse_cpulist(*text, nullptr, true);
-  return l ? *l : std::vector<int>{};
+  return parse_cpulist(*text, true).value_or(std::vector<int>{});
 }
 int int_file(const std::string& path, int fallback) {
   auto text = read_file(path);
@@ -44,7 +43,7 @@ Topology read_topology() {
       if (node > 64) break;
       continue;
     }
-    auto l = parse_cpulist(*text, nullptr, true);
+    auto l = parse_cpulist(*text, true);
     if (l)
       for (int c : *l) node_of[c] = node;
   }

@@ -28,8 +28,7 @@ std::vector<int> read_list(const std::string& path, bool* exists = nullptr) {
   auto s = read_trim(path);
   if (exists) *exists = s.has_value();
   if (!s || s->empty()) return {};
-  auto l = parse_cpulist(*s, nullptr, true);
-  return l ? *l : std::vector<int>{};
+  return parse_cpulist(*s, true).value_or(std::vector<int>{});
 }
 
 int read_int(const std::string& path, int fallback) {

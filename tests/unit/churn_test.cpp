@@ -53,27 +53,28 @@ TEST(Churn, MixedSizesSpanTheRange) {
 }
 
 TEST(Churn, ConfParsing) {
-  std::vector<AllocatorSetting> out;
-  std::string why;
-  EXPECT_TRUE(parse_allocator_conf(ReleaseStrategy::kGlibcMalloc, "", &out, &why));
-  EXPECT_TRUE(out.empty());
-  ASSERT_TRUE(
-      parse_allocator_conf(ReleaseStrategy::kGlibcMalloc, "M_TRIM_THRESHOLD=0,M_MMAP_THRESHOLD=4096", &out, &why));
-  ASSERT_EQ(out.size(), 2u);
-  EXPECT_EQ(out[1].name, "M_MMAP_THRESHOLD");
-  EXPECT_EQ(out[1].value, "4096");
-  EXPECT_FALSE(parse_allocator_conf(ReleaseStrategy::kGlibcMalloc, "M_FOO=1", &out, &why));
-  EXPECT_NE(why.find("'M_FOO=1': unknown mallopt parameter (accepted: "), std::string::npos) << why;
-  EXPECT_FALSE(parse_allocator_conf(ReleaseStrategy::kGlibcMalloc, "M_TRIM_THRESHOLD=-1", &out, &why));
-  ASSERT_TRUE(parse_allocator_conf(ReleaseStrategy::kJemalloc, "dirty_decay_ms:0,background_thread:true", &out, &why));
-  EXPECT_EQ(out[0].name, "dirty_decay_ms");
-  EXPECT_EQ(out[1].value, "true");
-  EXPECT_FALSE(parse_allocator_conf(ReleaseStrategy::kJemalloc, "dirty_decay_ms=0", &out, &why));
-  EXPECT_TRUE(parse_allocator_conf(ReleaseStrategy::kTcmalloc, "TCMALLOC_RELEASE_RATE=10", &out, &why));
-  EXPECT_FALSE(parse_allocator_conf(ReleaseStrategy::kTcmalloc, "MIMALLOC_RESET_DELAY=0", &out, &why));
-  EXPECT_TRUE(parse_allocator_conf(ReleaseStrategy::kMimalloc, "MIMALLOC_RESET_DELAY=0", &out, &why));
-  EXPECT_FALSE(parse_allocator_conf(ReleaseStrategy::kMimalloc, "MIMALLOC_RESET_DELAY=0,", &out, &why));
-  EXPECT_FALSE(parse_allocator_conf(ReleaseStrategy::kMunmap, "x=1", &out, &why));
+  auto out = parse_allocator_conf(ReleaseStrategy::kGlibcMalloc, "");
+  ASSERT_TRUE(out);
+  EXPECT_TRUE(out->empty());
+  out = parse_allocator_conf(ReleaseStrategy::kGlibcMalloc, "M_TRIM_THRESHOLD=0,M_MMAP_THRESHOLD=4096");
+  ASSERT_TRUE(out);
+  ASSERT_EQ(out->size(), 2u);
+  EXPECT_EQ((*out)[1].name, "M_MMAP_THRESHOLD");
+  EXPECT_EQ((*out)[1].value, "4096");
+  const auto foo = parse_allocator_conf(ReleaseStrategy::kGlibcMalloc, "M_FOO=1");
+  ASSERT_FALSE(foo);
+  EXPECT_NE(foo.error().find("'M_FOO=1': unknown mallopt parameter (accepted: "), std::string::npos) << foo.error();
+  EXPECT_FALSE(parse_allocator_conf(ReleaseStrategy::kGlibcMalloc, "M_TRIM_THRESHOLD=-1"));
+  out = parse_allocator_conf(ReleaseStrategy::kJemalloc, "dirty_decay_ms:0,background_thread:true");
+  ASSERT_TRUE(out);
+  EXPECT_EQ((*out)[0].name, "dirty_decay_ms");
+  EXPECT_EQ((*out)[1].value, "true");
+  EXPECT_FALSE(parse_allocator_conf(ReleaseStrategy::kJemalloc, "dirty_decay_ms=0"));
+  EXPECT_TRUE(parse_allocator_conf(ReleaseStrategy::kTcmalloc, "TCMALLOC_RELEASE_RATE=10"));
+  EXPECT_FALSE(parse_allocator_conf(ReleaseStrategy::kTcmalloc, "MIMALLOC_RESET_DELAY=0"));
+  EXPECT_TRUE(parse_allocator_conf(ReleaseStrategy::kMimalloc, "MIMALLOC_RESET_DELAY=0"));
+  EXPECT_FALSE(parse_allocator_conf(ReleaseStrategy::kMimalloc, "MIMALLOC_RESET_DELAY=0,"));
+  EXPECT_FALSE(parse_allocator_conf(ReleaseStrategy::kMunmap, "x=1"));
   EXPECT_TRUE(is_allocator_arm(ReleaseStrategy::kMimalloc));
   EXPECT_FALSE(is_allocator_arm(ReleaseStrategy::kReuse));
 }

@@ -13,14 +13,14 @@ TEST(CpuList, Parse) {
 }
 
 TEST(CpuList, Errors) {
-  std::string why;
-  EXPECT_FALSE(parse_cpulist("1,1", &why));
-  EXPECT_NE(why.find("twice"), std::string::npos);
-  EXPECT_FALSE(parse_cpulist("5-3", &why));
-  EXPECT_FALSE(parse_cpulist("a", &why));
-  EXPECT_FALSE(parse_cpulist("1,,2", &why));
-  EXPECT_FALSE(parse_cpulist("-1", &why));
-  EXPECT_EQ(parse_cpulist("1,1", nullptr, true), (std::vector<int>{1}));
+  auto twice = parse_cpulist("1,1");
+  ASSERT_FALSE(twice);
+  EXPECT_NE(twice.error().find("twice"), std::string::npos);
+  EXPECT_FALSE(parse_cpulist("5-3"));
+  EXPECT_FALSE(parse_cpulist("a"));
+  EXPECT_FALSE(parse_cpulist("1,,2"));
+  EXPECT_FALSE(parse_cpulist("-1"));
+  EXPECT_EQ(parse_cpulist("1,1", true), (std::vector<int>{1}));
 }
 
 TEST(CpuList, Format) {

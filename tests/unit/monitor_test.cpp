@@ -89,9 +89,9 @@ TEST(Monitor, InfluxPointsAndJson) {
 
 TEST(StallModel, MedianOverheadPlusMeasuredHandlerTime) {
   Attribution a;
-  std::string why;
-  EXPECT_FALSE(stall_model_from(a, "x", &why));  // no attribution
-  EXPECT_NE(why.find("no kernel attribution"), std::string::npos);
+  auto none = stall_model_from(a, "x");
+  ASSERT_FALSE(none);  // no attribution
+  EXPECT_NE(none.error().find("no kernel attribution"), std::string::npos);
   a.available = true;
   VictimAttribution v1, v2;
   v1.shootdown_ipis = 30;
@@ -103,7 +103,7 @@ TEST(StallModel, MedianOverheadPlusMeasuredHandlerTime) {
   v2.stall_per_shootdown = {10, 16000, 20000, 30000, 170000};
   v2.stall_ns[static_cast<std::size_t>(StallLabel::kTlbShootdown)] = 170000;
   a.victims = {v1, v2};
-  auto m = stall_model_from(a, "run abc (cal/result.json)", &why);
+  auto m = stall_model_from(a, "run abc (cal/result.json)");
   ASSERT_TRUE(m);
   EXPECT_EQ(m->ipis, 40);
   EXPECT_EQ(m->handler_ns, 202000);
@@ -114,8 +114,9 @@ TEST(StallModel, MedianOverheadPlusMeasuredHandlerTime) {
   EXPECT_NE(m->describe().find("run abc (cal/result.json)"), std::string::npos);
   EXPECT_NE(m->describe().find("18.0 us"), std::string::npos) << m->describe();
   a.victims = {VictimAttribution{}};
-  EXPECT_FALSE(stall_model_from(a, "x", &why));  // nothing to calibrate on
-  EXPECT_NE(why.find("no shootdown IPI"), std::string::npos);
+  auto nothing = stall_model_from(a, "x");
+  ASSERT_FALSE(nothing);  // nothing to calibrate on
+  EXPECT_NE(nothing.error().find("no shootdown IPI"), std::string::npos);
 }
 
 TEST(Monitor, StatesFlushesWithoutIpis) {

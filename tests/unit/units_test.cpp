@@ -17,15 +17,16 @@ TEST(Units, Sizes) {
 }
 
 TEST(Units, BadSizes) {
-  std::string why;
-  EXPECT_FALSE(parse_size("12abc", &why));
-  EXPECT_NE(why.find("unit"), std::string::npos);
-  EXPECT_FALSE(parse_size("-1GiB", &why));
-  EXPECT_NE(why.find("negative"), std::string::npos);
-  EXPECT_FALSE(parse_size("", &why));
-  EXPECT_FALSE(parse_size("GiB", &why));
-  EXPECT_FALSE(parse_size("99999999999TiB", &why));
-  EXPECT_FALSE(parse_size("0.3B", &why));
+  auto bad = parse_size("12abc");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().find("unit"), std::string::npos);
+  bad = parse_size("-1GiB");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().find("negative"), std::string::npos);
+  EXPECT_FALSE(parse_size(""));
+  EXPECT_FALSE(parse_size("GiB"));
+  EXPECT_FALSE(parse_size("99999999999TiB"));
+  EXPECT_FALSE(parse_size("0.3B"));
 }
 
 TEST(Units, Durations) {
@@ -34,7 +35,7 @@ TEST(Units, Durations) {
   EXPECT_EQ(parse_duration_ns("50us"), 50000);
   EXPECT_EQ(parse_duration_ns("1.5s"), 1500000000);
   EXPECT_FALSE(parse_duration_ns("10"));
-  EXPECT_EQ(parse_duration_ns("10", nullptr, 1000000000), 10000000000);
+  EXPECT_EQ(parse_duration_ns("10", 1000000000), 10000000000);
   EXPECT_FALSE(parse_duration_ns("3 days"));
   EXPECT_FALSE(parse_duration_ns("-1s"));
 }
