@@ -205,16 +205,8 @@ std::string advice_for(const std::string& sys, const std::vector<std::string>& f
 
 BlameReport blame(const BlameInput& in, const BlameOptions& opts) {
   BlameReport r;
-  r.pid = in.pid;
-  r.command = in.command;
+  static_cast<BlameScope&>(r) = in;
   r.duration_ns = in.end_ns > in.start_ns ? in.end_ns - in.start_ns : 0;
-  r.received_by_target = in.received_by_target;
-  r.received_all = in.received_all;
-  r.interrupts_tlb = in.interrupts_tlb;
-  r.lost = in.lost;
-  r.processes = in.processes;
-  r.threads = in.threads;
-  r.notes = in.notes;
   for (const auto& [cpu, n] : in.received_by_target) r.received += n;
 
   std::unordered_map<std::string, std::size_t> index;  // site key -> r.sites

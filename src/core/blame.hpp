@@ -73,20 +73,25 @@ struct IpiSend {  // ipi:ipi_send_cpu / ipi_send_cpumask of a target thread
   std::string callback;  // kernel function queued / IPI handler
 };
 
-struct BlameInput {
+// What blame learns about its target and span besides the samples: gathered
+// into BlameInput, carried into BlameReport as it is.
+struct BlameScope {
   int pid = 0;
   std::string command;
-  std::int64_t start_ns = 0, end_ns = 0;  // mono ns: sampling enabled / disabled
-  std::vector<FlushSample> flushes;
-  std::vector<IpiSend> ipis;
   std::map<int, std::int64_t> received_by_target;  // cpu -> reason-1 flushes that interrupted a target thread
   std::map<int, std::int64_t> received_all;        // cpu -> reason-1 flushes on that CPU (any task)
   std::map<int, std::int64_t> interrupts_tlb;      // cpu -> /proc/interrupts TLB delta (all processes)
-  bool has_csd = false;                            // csd:csd_queue_cpu was traced
   std::int64_t lost = 0;                           // samples the kernel dropped
   int processes = 1;                               // target plus descendants followed
   int threads = 0;                                 // threads seen (samples or clone records)
   std::vector<std::string> notes;                  // caveats, missing evidence
+};
+
+struct BlameInput : BlameScope {
+  std::int64_t start_ns = 0, end_ns = 0;  // mono ns: sampling enabled / disabled
+  std::vector<FlushSample> flushes;
+  std::vector<IpiSend> ipis;
+  bool has_csd = false;  // csd:csd_queue_cpu was traced
 };
 
 struct BlameOptions {
@@ -115,27 +120,18 @@ struct CallSite {
   std::string advice;                          // one line, "" when the pattern is not known
 };
 
-struct BlameReport {
-  int pid = 0;
-  std::string command;
+struct BlameReport : BlameScope {
   std::int64_t duration_ns = 0;
   std::int64_t flushes = 0;  // shootdowns initiated (reason 4)
   std::int64_t pages = 0;
   std::int64_t full_flushes = 0;
-  std::int64_t ipis = 0;           // TLB IPIs delivered (all target CPUs of TLB sends)
-  std::int64_t ipis_unpaired = 0;  // ... of sends with no reason-4 flush before them
-  std::int64_t ipi_sends = 0;      // hardware IPIs sent for those flushes (ipi_send_* paired with a flush)
-  std::int64_t other_ipis = 0;     // other function-call IPIs the target sent
-  std::int64_t received = 0;       // reason-1 flushes received by target threads
-  std::map<int, std::int64_t> received_by_target;
-  std::map<int, std::int64_t> received_all;
-  std::map<int, std::int64_t> interrupts_tlb;
+  std::int64_t ipis = 0;                 // TLB IPIs delivered (all target CPUs of TLB sends)
+  std::int64_t ipis_unpaired = 0;        // ... of sends with no reason-4 flush before them
+  std::int64_t ipi_sends = 0;            // hardware IPIs sent for those flushes (ipi_send_* paired with a flush)
+  std::int64_t other_ipis = 0;           // other function-call IPIs the target sent
+  std::int64_t received = 0;             // reason-1 flushes received by target threads
   std::map<int, std::int64_t> ipi_cpus;  // cpu -> TLB IPIs sent there
-  std::int64_t lost = 0;
-  int processes = 1;
-  int threads = 0;
-  std::vector<CallSite> sites;  // by flushes, descending
-  std::vector<std::string> notes;
+  std::vector<CallSite> sites;           // by flushes, descending
 };
 
 BlameReport blame(const BlameInput& in, const BlameOptions& opts);

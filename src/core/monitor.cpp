@@ -18,13 +18,7 @@ MonitorInterval monitor_interval(const MonitorTotals& prev, const MonitorTotals&
   iv.end_ns = cur.mono_ns;
   iv.wall_ns = cur.wall_ns;
   iv.seconds = cur.mono_ns > prev.mono_ns ? static_cast<double>(cur.mono_ns - prev.mono_ns) / 1e9 : 0;
-  iv.trace = cur.trace;
-  iv.attributed = cur.attributed;
-  iv.timed = cur.timed;
-  iv.wait_unmeasured = cur.wait_unmeasured;
-  iv.stall_model = cur.stall_model;
-  iv.unlinked = cur.unlinked;
-  iv.no_ipi_flushes = cur.no_ipi_flushes;
+  static_cast<MonitorEvidence&>(iv) = cur;
   iv.lost_events = clamp0(cur.lost_events - prev.lost_events);
   for (const auto& c : cur.cpus) {
     MonitorCpu p;

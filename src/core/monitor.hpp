@@ -59,10 +59,9 @@ struct MonitorCgroup {
   std::int64_t inflicted_other_ns = 0;  // ... of it on tasks of other cgroups
 };
 
-struct MonitorTotals {
-  std::int64_t mono_ns = 0;
-  std::int64_t wall_ns = 0;  // CLOCK_REALTIME, for Influx timestamps
-  std::vector<MonitorCpu> cpus;
+// What monitor's engine can tell, the same for the totals and each interval
+// made from them.
+struct MonitorEvidence {
   bool trace = false;                     // flush counts are valid
   bool attributed = false;                // per-process/cgroup tables are valid (not with --trace count)
   bool timed = false;                     // handler and wait times are valid (the BPF engine)
@@ -70,6 +69,12 @@ struct MonitorTotals {
   std::optional<StallModel> stall_model;  // --calibrate-from: estimates stall from handler time
   std::string unlinked;                   // timed, but no csd link (inflicted time): why
   std::string no_ipi_flushes;             // remote flushes here may go without IPIs (INVLPGB, arm64): doctor's finding
+};
+
+struct MonitorTotals : MonitorEvidence {
+  std::int64_t mono_ns = 0;
+  std::int64_t wall_ns = 0;  // CLOCK_REALTIME, for Influx timestamps
+  std::vector<MonitorCpu> cpus;
   std::int64_t lost_events = 0;
   std::map<int, MonitorProcess> processes;                // pid -> cumulative (bounded: at most max_series)
   MonitorProcess process_other{-1, "other", 0, "other"};  // processes beyond the bounded set
@@ -78,7 +83,7 @@ struct MonitorTotals {
   std::size_t max_series = 0;
 };
 
-struct MonitorInterval {
+struct MonitorInterval : MonitorEvidence {
   std::int64_t start_ns = 0, end_ns = 0;
   std::int64_t wall_ns = 0;
   double seconds = 0;
@@ -92,13 +97,6 @@ struct MonitorInterval {
     std::int64_t wrong_ns = 0, wrong_irqs = 0;                              // deltas
   };
   std::vector<Cpu> cpus;
-  bool trace = false;
-  bool attributed = false;
-  bool timed = false;
-  std::string wait_unmeasured;
-  std::optional<StallModel> stall_model;
-  std::string unlinked;
-  std::string no_ipi_flushes;
   std::int64_t lost_events = 0;       // delta
   std::vector<MonitorProcess> top;    // initiators (deltas), most flushes first, at most top_n
   std::vector<MonitorProcess> hurt;   // processes interrupted (deltas), most handler time first, at most top_n
