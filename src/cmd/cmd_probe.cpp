@@ -10,21 +10,13 @@
 // (one Result per measured process) → report (console/JSON/--out files) →
 // restore (Tracer closes its fds; the memfd goes with its last mapping).
 #include <CLI/CLI.hpp>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <ctime>
-#include <fcntl.h>
 #include <fmt/core.h>
 #include <fmt/ranges.h>
 #include <algorithm>
-#include <array>
 #include <cctype>
-#include <deque>
-#include <fcntl.h>
 #include <optional>
-#include <sys/stat.h>
-#include <sys/mman.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -37,7 +29,6 @@
 #include "cmd/trace_session.hpp"
 #include "core/analysis.hpp"
 #include "core/compaction.hpp"
-#include "core/stats.hpp"
 #include "core/cpulist.hpp"
 #include "core/units.hpp"
 #include "experiment/finish.hpp"
@@ -49,7 +40,6 @@
 #include "sink/json.hpp"
 #include "sys/child.hpp"
 #include "sys/cpus.hpp"
-#include "sys/fs.hpp"
 #include "sys/interrupts.hpp"
 #include "sys/perf_sampler.hpp"
 #include "sys/perf_trace.hpp"
