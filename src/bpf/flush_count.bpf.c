@@ -18,7 +18,9 @@
 //   names      hash tgid -> cgroup v2 id and comm when first counted, so a
 //              process that exits before user space looks is still named
 // Victim time: irq_vectors:call_function(_single)_entry opens a bracket on
-// its CPU, a tlb_flush reason 1 inside marks it a shootdown, the matching
+// its CPU, a tlb_flush reason 1 inside marks it a shootdown (so does a run
+// of flush_tlb_func seen by csd_function_entry that traced no reason 5: it
+// may return before its tracepoint), the matching
 // exit charges exit - entry to the CPU and to the task it interrupted
 // (handlers run with interrupts off: one bracket per CPU). The same span
 // `run` reports as its IPI handler time. Initiator wait: tlb_flush reason 4
@@ -101,7 +103,8 @@ struct {
 // Per CPU: the open call-function bracket and the open initiator wait.
 struct cpu_state {
   __u64 irq_entry_ns;   // 0: no bracket open
-  __u64 irq_tlb;        // bit 0: a reason-1 flush ran inside it; bit 1: a reason-5 one
+  __u64 irq_tlb;        // bit 0: a reason-1 flush ran inside it; bit 1: a reason-5 one;
+                        // bit 2: flush_tlb_func ran inside it (csd tracepoints)
   __u64 wait_start_ns;  // 0: no wait open
   __u64 csd_entry_ns;   // csd link: flush_tlb_func of another CPU's csd running here since
 };
@@ -259,12 +262,17 @@ static __always_inline int irq_exit(void) {
   const __u64 tlb = st->irq_tlb;
   st->irq_entry_ns = 0;
   st->irq_tlb = 0;
-  if (!tlb) return 0;
+  // A shootdown for this CPU's mm: a reason-1 flush, or flush_tlb_func
+  // with no flush traced (it returns before the tracepoint when the TLB is
+  // already at the requested generation, and /proc/interrupts counts it in
+  // TLB all the same) unless it traced reason 5. Else one for an mm the CPU
+  // no longer runs (reason 5, 6.14+). The interrupted task pays either way.
+  // The rule `run`'s attribution applies to its trace.
+  const int shootdown = (tlb & 1) || ((tlb & 4) && !(tlb & 2));
+  if (!shootdown && !(tlb & 2)) return 0;
   const __u32 tgid = current_tgid();  // the task the interrupt stopped
   if (target_tgid && tgid != target_tgid) return 0;
-  // A shootdown for this CPU's mm (reason 1), else one for an mm it no
-  // longer runs (reason 5, 6.14+): the interrupted task pays either way.
-  add_time((tlb & 1) ? T_HANDLER_NS : T_WRONG_NS, ns);
+  add_time(shootdown ? T_HANDLER_NS : T_WRONG_NS, ns);
   charge(tgid, 1, 0, ns, 1);
   return 0;
 }
@@ -362,7 +370,9 @@ SEC("raw_tp/csd_function_entry")
 int BPF_PROG(link_entry_csd, void* func, void* csd) {
   if (!csd || !is_flush_tlb_func((__u64)func)) return 0;
   struct cpu_state* st = cpu_state();
-  if (st) st->csd_entry_ns = bpf_ktime_get_ns();
+  if (!st) return 0;
+  st->csd_entry_ns = bpf_ktime_get_ns();
+  if (st->irq_entry_ns) st->irq_tlb |= 4;
   return 0;
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cli/run_options.hpp"
 
+#include "cli/common_options.hpp"
 #include "core/churn_plan.hpp"
 
 #include "core/strategy.hpp"
@@ -136,8 +137,8 @@ void add_run_options(CLI::App& app, RunOptions& o, bool for_compare) {
   app.add_flag("--rt", o.rt,
                "Run victims SCHED_FIFO (priority 1) so they keep their CPU: a preempted victim gets no shootdown IPI");
   if (!for_compare) {
-    app.add_flag("--json", o.json, "Print the full result as JSON on stdout instead of the table");
-    app.add_option("--out", o.out, "Write result.json, timeline.csv and the other files to this directory");
+    add_json_flag(app, o.json, "the full result", "the table");
+    add_out_dir(app, o.out, "result.json, timeline.csv and the other files");
     app.add_flag("--open", o.open,
                  "Print the file:// URL of DIR/report.html when done (needs --out; starts no browser)");
     app.add_option(

@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli/common_options.hpp"
 #include "cli/run_options.hpp"
 #include "cmd/blame_input.hpp"
 #include "cmd/commands.hpp"
@@ -169,17 +170,16 @@ Command add_blame(CLI::App& root) {
   CLI::App* app = root.add_subcommand("blame", "Find the call sites in a process that cause shootdowns");
   app->add_option("-p,--pid", o->pid, "Process to watch (its threads and the processes it starts)")
       ->check(CLI::PositiveNumber);
-  app->add_option("--duration", o->duration, "Stop after this long (e.g. 10s); default: Ctrl-C or target exit");
-  app->add_flag("--json", o->json, "Print the report as JSON (docs/blame-probe.md, FIELDS)");
+  cli::add_duration(*app, o->duration, "Ctrl-C or target exit");
+  cli::add_json_flag(*app, o->json, "the report (docs/blame-probe.md, FIELDS)", "the console report");
   app->add_flag("--folded", o->folded,
                 "Print collapsed stacks (flamegraph.pl / speedscope input) instead of the report");
   app->add_option("--top", o->top, "Call sites shown on the console")->check(CLI::Range(1, 1000));
   app->add_option("--frames", o->frames, "User frames per call site")->check(CLI::Range(1, 64));
   app->add_option("--stack-bytes", o->stack_bytes,
                   "User stack bytes copied per sample (the hidden caller is at the top)");
-  app->add_option("-o,--output", o->output,
-                  "Write the report to FILE (atomically) instead of stdout: the command keeps its stdout");
-  app->add_option("command", o->command, "Command to run and blame (after --)");
+  cli::add_output_file(*app, o->output, "the report");
+  cli::add_command(*app, o->command, "run and blame");
   return tool_command<BlameTool>(
       app, o,
       {.notes = "Samples tlb:tlb_flush reason 4 (the initiator, with kernel and user\n"

@@ -12,6 +12,7 @@
 #include <random>
 #include <unistd.h>
 
+#include "cli/common_options.hpp"
 #include "cli/run_options.hpp"
 #include "cmd/commands.hpp"
 #include "cmd/driver.hpp"
@@ -516,8 +517,8 @@ Command add_compare(CLI::App& root) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app->add_option("--max-regression", cmd->max_regression,
                   "Exit 3 when an arm's stall_us is detectably more than PCT % above the control's");
-  app->add_option("--out", cmd->out, "Write compare.json, compare.csv and compare.html to this directory");
-  app->add_flag("--json", cmd->json, "Print compare.json on stdout instead of the table");
+  cli::add_out_dir(*app, cmd->out, "compare.json, compare.csv and compare.html");
+  cli::add_json_flag(*app, cmd->json, "the comparison (compare.json)", "the table");
   app->add_option("--workload", cmd->workload,
                   "memory (release chunk A) or journal (mmap-ed segment files) (default memory)");
   app->add_option("--segment-size", cmd->segment_size, "Journal segment file size (default 16MiB)");

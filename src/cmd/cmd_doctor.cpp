@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fmt/core.h>
 
+#include "cli/common_options.hpp"
 #include "cmd/commands.hpp"
 #include "cmd/driver.hpp"
 #include "sink/doctor_out.hpp"
@@ -99,7 +100,7 @@ Command add_doctor(CLI::App& root) {
   auto opts = std::make_shared<DoctorOptions>();
   CLI::App* app = root.add_subcommand("doctor", "Check this machine against the low-latency tuning list");
   app->add_option("--cpus", opts->cpus, "CPUs a run would use (culprit first), e.g. 0,1; default: run's choice");
-  app->add_flag("--json", opts->json, "Print the findings as JSON");
+  cli::add_json_flag(*app, opts->json, "the findings", "the checklist");
   app->add_flag("--strict", opts->strict, "Exit 3 when any check FAILs (CI gate)");
   app->add_option("--root", opts->root, "Read /proc and /sys under this directory (fixture trees)")->group("");
   return tool_command<DoctorTool>(

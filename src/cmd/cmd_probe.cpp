@@ -21,6 +21,7 @@
 #include <thread>
 #include <unistd.h>
 
+#include "cli/common_options.hpp"
 #include "cli/run_options.hpp"
 #include "cmd/blame_input.hpp"
 #include "cmd/commands.hpp"
@@ -498,9 +499,9 @@ Command add_probe(CLI::App& root) {
   app->add_option("--cpu", o->cpu,
                   "CPU(s) for the probe threads, a list such as 3 or 2,3 (default: the last online CPU); one "
                   "process of the target measured per CPU at a time");
-  app->add_option("--duration", o->duration, "Stop after this long (the command gets SIGTERM); default: command exit");
-  app->add_option("--out", o->out, "Write result.json, timeline.csv, ... into this directory");
-  app->add_flag("--json", o->json, "Print the result JSON instead of the console summary");
+  cli::add_duration(*app, o->duration, "command exit (the command gets SIGTERM when the duration ends first)");
+  cli::add_out_dir(*app, o->out, "result.json, timeline.csv, ...");
+  cli::add_json_flag(*app, o->json, "the result", "the console summary");
   app->add_option("--arena", o->arena, "Probe arena size (its own mlocked memory; default 2MiB)");
   app->add_option("--batch-pages", o->batch_pages,
                   "Pages written per timed sample (default 512: one pass over the arena)");
@@ -509,8 +510,7 @@ Command add_probe(CLI::App& root) {
   app->add_flag("--rt", o->rt, "Run the probe thread SCHED_FIFO 1, so it owns its CPU on a loaded machine (root)");
   app->add_option("-p,--pid", o->pid,
                   "Refused: a probe cannot join a running process (says what to do instead: blame -p PID)");
-  app->add_option("-o,--output", o->output,
-                  "Write the report to FILE (atomically) instead of stdout: the command keeps its stdout");
+  cli::add_output_file(*app, o->output, "the report");
   app->add_flag("--no-callsites", o->no_callsites,
                 "Do not sample the target's reason-4 flushes with user stacks (its call sites; blame's sampler)");
   app->add_option("--memory-limit", o->memory_limit,
@@ -520,7 +520,7 @@ Command add_probe(CLI::App& root) {
   app->add_option("--only", o->only,
                   "Report only these processes of the target: PIDs or program names, comma-separated "
                   "(default: every process that was measured)");
-  app->add_option("command", o->command, "Command to run with the probe (after --)");
+  cli::add_command(*app, o->command, "run with the probe");
   return tool_command<ProbeTool>(
       app, o,
       {.notes = "Preloads libshootdown_probe.so into CMD (LD_PRELOAD). Its constructor starts\n"

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <sys/stat.h>
 
+#include "cli/common_options.hpp"
 #include "cmd/commands.hpp"
 #include "cmd/driver.hpp"
 #include "cmd/influx_out.hpp"
@@ -111,7 +112,7 @@ Command add_report(CLI::App& root) {
   app->add_option("DIR", o->dir, "Directory written by 'shootdown run --out DIR' (reads DIR/result.json)")->required();
   app->add_option("--influx", o->influx,
                   "Also send the result to InfluxDB: http://HOST:PORT/write?db=NAME or udp://HOST:PORT");
-  app->add_flag("--json", o->json, "Print the result JSON on stdout instead of the table");
+  cli::add_json_flag(*app, o->json, "the result", "the table");
   app->add_flag("-q,--quiet", o->quiet, "No notes on stderr");
   app->add_flag("-v,--verbose", o->verbose, "List every tuning warning (default: one line counting them)");
   return tool_command<ReportTool>(

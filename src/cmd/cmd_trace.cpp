@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 
+#include "cli/common_options.hpp"
 #include "cli/run_options.hpp"
 #include "cmd/commands.hpp"
 #include "cmd/driver.hpp"
@@ -341,7 +342,7 @@ Command add_trace(CLI::App& root) {
                   "CPU whose IPI sends and reason-4 flushes are traced with backtraces")
       ->type_name("CPU");
   app->add_option("--victim-cpus", o->victim_cpus, "CPU list receiving shootdowns, e.g. 1,3-5");
-  app->add_option("--duration", o->duration, "Stop after this long (e.g. 10s); default: Ctrl-C or command exit");
+  cli::add_duration(*app, o->duration, "Ctrl-C or command exit");
   app->add_flag("--all", o->all, "Also show timer ticks, device IRQs, reschedule IPIs and task-switch flushes");
   app->add_flag("-q,--quiet", o->quiet, "Only print the summary");
   app->add_option("--format", o->format,
@@ -349,10 +350,8 @@ Command add_trace(CLI::App& root) {
                   "(mono_ns cpu tid event a b c function) for scripts")
       ->check(CLI::IsMember({"text", "raw"}));
   app->add_flag("--no-callchains", o->no_callchains, "Do not sample kernel backtraces on the culprit CPU");
-  app->add_option("-o,--output", o->output,
-                  "Write the stream and summary to FILE (atomically, at the end) instead of stdout: the command "
-                  "keeps its stdout and stderr");
-  app->add_option("command", o->command, "Command to run while tracing (after --)");
+  cli::add_output_file(*app, o->output, "the stream and summary");
+  cli::add_command(*app, o->command, "run while tracing");
   return tool_command<TraceTool>(
       app, o,
       {.notes = "Needs root (or CAP_PERFMON and a mounted tracefs). Mounts tracefs for the\n"
