@@ -518,7 +518,10 @@ Command add_compare(CLI::App& root) {
   app->add_option("--max-regression", cmd->max_regression,
                   "Exit 3 when an arm's stall_us is detectably more than PCT % above the control's");
   cli::add_out_dir(*app, cmd->out, "compare.json, compare.csv and compare.html");
-  cli::add_json_flag(*app, cmd->json, "the comparison (compare.json)", "the table");
+  // compare's own flag: repeated, refused (only the run options it shares
+  // take the last occurrence; CLI11 gives bool flags TakeLast).
+  cli::add_json_flag(*app, cmd->json, "the comparison (compare.json)", "the table")
+      ->multi_option_policy(CLI::MultiOptionPolicy::Throw);
   app->add_option("--workload", cmd->workload,
                   "memory (release chunk A) or journal (mmap-ed segment files) (default memory)");
   app->add_option("--segment-size", cmd->segment_size, "Journal segment file size (default 16MiB)");
