@@ -19,10 +19,11 @@ CLI::Option* add_duration(CLI::App& app, std::string& duration, std::string_view
 }
 
 CLI::Option* add_output_file(CLI::App& app, std::string& output, std::string_view what) {
-  return app.add_option("-o,--output", output,
-                 fmt::format("Write {} to FILE (atomically, at the end) instead of stdout: the command keeps its "
-                             "stdout and stderr",
-                             what));
+  return app.add_option(
+      "-o,--output", output,
+      fmt::format("Write {} to FILE (atomically, at the end) instead of stdout: the command keeps its "
+                  "stdout and stderr",
+                  what));
 }
 
 CLI::Option* add_command(CLI::App& app, std::vector<std::string>& command, std::string_view verb) {
