@@ -552,7 +552,7 @@ class MonitorTool final : public Tool {
     }
     std::string unmeasured, unwatched;
     if (!bpf_->csd_attached())
-      unmeasured = "no csd tracepoints (kernel 6.5+): " + bpf_->csd_unattached();
+      unmeasured = "csd tracepoints (kernel 6.5+) not attached: " + bpf_->csd_unattached();
     else if (!kflush_funcs_.any())
       unmeasured = "do_kernel_range_flush, do_flush_tlb_all and __cpa_flush_tlb not in /proc/kallsyms";
     const std::pair<const char*, std::uint64_t> funcs[] = {
