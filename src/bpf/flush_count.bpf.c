@@ -10,11 +10,21 @@
 //              [1] those interrupts, [2] ns initiators waited in
 //              native_flush_tlb_multi, [3] those waits, [5] [6] handlers
 //              whose only flush was for an mm the CPU no longer ran
-//              (reason 5: another process's flush, 6.14+)
-//   tasks      per-CPU hash {tgid, reason 1|4} -> {count, ns}: who initiated
-//              (reason 4, in the sender's context; ns: its wait) and who
-//              was interrupted (reason 1, in the IPI handler; ns: handler
-//              time; tgid 0 = the idle task)
+//              (reason 5: another process's flush, 6.14+), [7] [8]
+//              call-function interrupts that ran a kernel-range flush
+//              function (ns entry -> exit, interrupts), [9] kernel-range
+//              flushes initiated on this CPU, [10] csds those queued for
+//              other CPUs (one per target: the IPIs), [11] kernel-range
+//              flush functions run from a csd outside a call-function
+//              interrupt (an idle CPU polling its queue)
+//   tasks      per-CPU hash {tgid, reason 1|4|8|9} -> {count, ns}: who
+//              initiated (reason 4, in the sender's context; ns: its wait)
+//              and who was interrupted (reason 1, in the IPI handler; ns:
+//              handler time; tgid 0 = the idle task). Keys 8 and 9 are not
+//              tlb_flush reasons: 8 = interrupted by a kernel-range flush
+//              (count: interrupts, ns: their handler time), 9 = initiated
+//              kernel-range flushes (count: flushes, ns: NOT time but the
+//              csds queued for other CPUs, the IPIs)
 //   names      hash tgid -> cgroup v2 id and comm when first counted, so a
 //              process that exits before user space looks is still named
 // Victim time: irq_vectors:call_function(_single)_entry opens a bracket on
@@ -37,6 +47,19 @@
 // its own local flush runs meanwhile). Without either the wait is not
 // measured and user space says so; without csd tracepoints nothing links a
 // receiver to its sender.
+// Kernel-range flushes (csd tracepoints, 6.5+): flush_tlb_kernel_range()
+// and flush_tlb_all() (vfree's lazy purge, BPF JIT, module load and unload,
+// set_memory_* through CPA's cpa_flush) run on_each_cpu() with
+// do_kernel_range_flush, do_flush_tlb_all or __cpa_flush_tlb: an IPI to
+// every other online CPU and no tlb_flush tracepoint, so /proc/interrupts
+// shows them in CAL only. User space writes those functions' addresses
+// (kallsyms) into config[2..4]; 0 = not watched. The sender's
+// csd_queue_cpu with such a function counts a csd (an IPI) per target, its
+// own run of it (csd_function_entry with csd NULL) one flush initiated by
+// the current task; a receiver's run (csd not NULL) inside a call-function
+// interrupt makes that interrupt a kernel-flush one: exit - entry goes to
+// the CPU and to the task it interrupted (key 8), as the shootdown handler
+// time does (an interrupt that also ran flush_tlb_func counts in both).
 // Per-CPU values: no atomic and no shared cache line on the flush path, the
 // cost of a bpftrace count() map. The program runs at the raw tracepoint
 // (no trace record is built): tp_btf, typed by the running kernel's BTF, or
@@ -91,7 +114,15 @@ struct {
 #define T_WAITS_UNENDED 4  // csd method: a wait whose targets' exits were not all seen
 #define T_WRONG_NS 5       // call-function IPIs whose only flush was reason 5 (another mm loaded)
 #define T_WRONG_IRQS 6
-#define T_SLOTS 7
+#define T_KFLUSH_NS 7  // call-function IPIs that ran a kernel-range flush function
+#define T_KFLUSH_IRQS 8
+#define T_KFLUSH_INIT 9     // kernel-range flushes initiated on this CPU (the sender's own run)
+#define T_KFLUSH_QUEUED 10  // csds of them queued for other CPUs
+#define T_KFLUSH_NOIRQ 11   // a csd's kernel-range flush run outside a call-function interrupt
+#define T_SLOTS 12
+
+#define KEY_KFLUSH_HIT 8   // tasks key: interrupted by a kernel-range flush
+#define KEY_KFLUSH_INIT 9  // tasks key: initiated kernel-range flushes (ns: csds queued)
 
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -104,7 +135,8 @@ struct {
 struct cpu_state {
   __u64 irq_entry_ns;   // 0: no bracket open
   __u64 irq_tlb;        // bit 0: a reason-1 flush ran inside it; bit 1: a reason-5 one;
-                        // bit 2: flush_tlb_func ran inside it (csd tracepoints)
+                        // bit 2: flush_tlb_func ran inside it (csd tracepoints);
+                        // bit 3: a kernel-range flush function ran inside it
   __u64 wait_start_ns;  // 0: no wait open
   __u64 csd_entry_ns;   // csd link: flush_tlb_func of another CPU's csd running here since
 };
@@ -145,12 +177,16 @@ struct {
 
 // Written by user space before the programs attach: [0] the address of
 // flush_tlb_func (from /proc/kallsyms; 0: the csd link is off), [1] 1 when
-// the csd link also ends the initiators' wait (no fexit).
+// the csd link also ends the initiators' wait (no fexit), [2..4] the
+// addresses of do_kernel_range_flush, do_flush_tlb_all and __cpa_flush_tlb
+// (0: not watched).
 #define CFG_FLUSH_TLB_FUNC 0
 #define CFG_CSD_ENDS_WAIT 1
+#define CFG_KFLUSH_FIRST 2
+#define KFLUSH_FUNCS 3
 struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
-  __uint(max_entries, 2);
+  __uint(max_entries, CFG_KFLUSH_FIRST + KFLUSH_FUNCS);
   __type(key, __u32);
   __type(value, __u64);
 } config SEC(".maps");
@@ -180,10 +216,13 @@ static __always_inline void add_time(__u32 slot, __u64 ns) {
   if (t) *t += 1;
 }
 
-static __always_inline void add_unended(void) {
-  __u32 slot = T_WAITS_UNENDED;
+static __always_inline void add_one(__u32 slot) {
   __u64* t = bpf_map_lookup_elem(&cpu_time, &slot);
   if (t) *t += 1;
+}
+
+static __always_inline void add_unended(void) {
+  add_one(T_WAITS_UNENDED);
 }
 
 static __always_inline struct cpu_state* cpu_state(void) {
@@ -269,9 +308,15 @@ static __always_inline int irq_exit(void) {
   // no longer runs (reason 5, 6.14+). The interrupted task pays either way.
   // The rule `run`'s attribution applies to its trace.
   const int shootdown = (tlb & 1) || ((tlb & 4) && !(tlb & 2));
-  if (!shootdown && !(tlb & 2)) return 0;
+  const int kflush = (tlb & 8) != 0;
+  if (!shootdown && !(tlb & 2) && !kflush) return 0;
   const __u32 tgid = current_tgid();  // the task the interrupt stopped
   if (target_tgid && tgid != target_tgid) return 0;
+  if (kflush) {
+    add_time(T_KFLUSH_NS, ns);
+    charge(tgid, KEY_KFLUSH_HIT, 1, ns, 1);
+  }
+  if (!shootdown && !(tlb & 2)) return 0;
   add_time(shootdown ? T_HANDLER_NS : T_WRONG_NS, ns);
   charge(tgid, 1, 0, ns, 1);
   return 0;
@@ -281,6 +326,15 @@ static __always_inline int is_flush_tlb_func(__u64 func) {
   __u32 k = CFG_FLUSH_TLB_FUNC;
   __u64* addr = bpf_map_lookup_elem(&config, &k);
   return addr && *addr && *addr == func;
+}
+
+static __always_inline int is_kernel_flush(__u64 func) {
+  if (!func) return 0;
+  for (__u32 k = CFG_KFLUSH_FIRST; k < CFG_KFLUSH_FIRST + KFLUSH_FUNCS; ++k) {
+    __u64* addr = bpf_map_lookup_elem(&config, &k);
+    if (addr && *addr == func) return 1;
+  }
+  return 0;
 }
 
 static __always_inline int csd_ends_wait(void) {
@@ -354,6 +408,13 @@ int BPF_PROG(wait_end_fexit) {
 // TP_PROTO(const unsigned int cpu, unsigned long callsite, smp_call_func_t func, call_single_data_t *csd)
 SEC("raw_tp/csd_queue_cpu")
 int BPF_PROG(link_queue_csd, unsigned int cpu, unsigned long callsite, void* func, void* csd) {
+  if (is_kernel_flush((__u64)func)) {  // one csd (an IPI) to a target of a kernel-range flush
+    const __u32 tgid = current_tgid();
+    if (target_tgid && tgid != target_tgid) return 0;
+    add_one(T_KFLUSH_QUEUED);
+    charge(tgid, KEY_KFLUSH_INIT, 0, 1, 1);
+    return 0;
+  }
   if (!is_flush_tlb_func((__u64)func) || !csd) return 0;
   __u32 me = bpf_get_smp_processor_id();
   struct pending_wait* p = bpf_map_lookup_elem(&pending, &me);
@@ -368,6 +429,21 @@ int BPF_PROG(link_queue_csd, unsigned int cpu, unsigned long callsite, void* fun
 // function the CPU ran for itself.
 SEC("raw_tp/csd_function_entry")
 int BPF_PROG(link_entry_csd, void* func, void* csd) {
+  if (is_kernel_flush((__u64)func)) {
+    if (!csd) {  // the initiator's own run: one kernel-range flush
+      const __u32 tgid = current_tgid();
+      if (target_tgid && tgid != target_tgid) return 0;
+      add_one(T_KFLUSH_INIT);
+      charge(tgid, KEY_KFLUSH_INIT, 1, 0, 1);
+      return 0;
+    }
+    struct cpu_state* kst = cpu_state();
+    if (kst && kst->irq_entry_ns)
+      kst->irq_tlb |= 8;
+    else
+      add_one(T_KFLUSH_NOIRQ);
+    return 0;
+  }
   if (!csd || !is_flush_tlb_func((__u64)func)) return 0;
   struct cpu_state* st = cpu_state();
   if (!st) return 0;

@@ -217,6 +217,15 @@ class Collector {
     if (bpf_) totals_.wait_unmeasured = bpf_->wait_unmeasured();
     if (bpf_) totals_.unlinked = bpf_->unlinked();
     if (bpf_) totals_.stall_model = std::move(model);
+    totals_.kernel_flush_unmeasured = "needs the BPF engine with csd tracepoints (--trace auto, on or bpf)";
+  }
+
+  // Whether kernel-range flushes are counted: "" yes, else why not; and
+  // the functions that are not watched.
+  void set_kernel_flush(std::string unmeasured, std::string unwatched) {
+    std::lock_guard<std::mutex> lk(mu_);
+    totals_.kernel_flush_unmeasured = std::move(unmeasured);
+    totals_.kernel_flush_unwatched = std::move(unwatched);
   }
 
   // Doctor's finding that remote flushes here go without IPIs (INVLPGB
@@ -258,6 +267,11 @@ class Collector {
           c.waits = times[i].waits;
           c.wrong_ns = times[i].wrong_ns;
           c.wrong_irqs = times[i].wrong_irqs;
+          c.kflush_ns = times[i].kflush_ns;
+          c.kflush_irqs = times[i].kflush_irqs;
+          c.kflush_initiated = times[i].kflush_initiated;
+          c.kflush_ipis = times[i].kflush_queued;
+          c.kflush_noirq = times[i].kflush_noirq;
         }
       }
     }
@@ -318,7 +332,12 @@ class Collector {
         if (ti.cgroup == "?" && t.cgroup_id != 0) ti.cgroup = cgroup_of_id(t.cgroup_id);
         return ti;
       };
-      attribution_.add(t.reason, t.tgid, delta, delta_ns, now_ns, lookup, delta_inflicted, delta_other);
+      if (t.reason == sys::kBpfKeyKernelFlushInit)  // ns: the csds (IPIs) queued
+        attribution_.add_kernel_flush(t.tgid, delta, delta_ns, 0, 0, now_ns, lookup);
+      else if (t.reason == sys::kBpfKeyKernelFlushHit)
+        attribution_.add_kernel_flush(t.tgid, 0, 0, delta, delta_ns, now_ns, lookup);
+      else
+        attribution_.add(t.reason, t.tgid, delta, delta_ns, now_ns, lookup, delta_inflicted, delta_other);
     }
     if (prune)
       for (const auto& [tgid, q] : quiet)
@@ -326,6 +345,8 @@ class Collector {
           bpf_->erase(tgid);
           bpf_seen_.erase({tgid, 1});
           bpf_seen_.erase({tgid, 4});
+          bpf_seen_.erase({tgid, sys::kBpfKeyKernelFlushHit});
+          bpf_seen_.erase({tgid, sys::kBpfKeyKernelFlushInit});
         }
     attribution_.fill(totals_);
     totals_.lost_events = bpf_->unattributed();
@@ -369,7 +390,10 @@ class MonitorTool final : public Tool {
       counter_ = std::move(*counter);
       trace_status_ = "count (kernel-side counters, no per-process attribution)";
     } else if (plan_.trace == TraceMode::kAuto || plan_.trace == TraceMode::kOn || plan_.trace == TraceMode::kBpf) {
-      if (auto bpf = sys::BpfFlushCounter::open(plan_.pid, sys::Kallsyms::load().address_of("flush_tlb_func")))
+      const sys::Kallsyms syms = sys::Kallsyms::load();
+      kflush_funcs_ = {syms.address_of("do_kernel_range_flush"), syms.address_of("do_flush_tlb_all"),
+                       syms.address_of("__cpa_flush_tlb")};
+      if (auto bpf = sys::BpfFlushCounter::open(plan_.pid, syms.address_of("flush_tlb_func"), kflush_funcs_))
         bpf_ = std::move(*bpf);
       else
         bpf_why = bpf.error();
@@ -411,6 +435,7 @@ class MonitorTool final : public Tool {
     }
     collector_ = std::make_unique<Collector>(plan_.cpus, tracer_.get(), plan_.pid, static_cast<std::size_t>(o_.series),
                                              counter_.get(), bpf_.get(), plan_.stall_model);
+    report_kernel_flush();
     if (plan_.stall_model && !bpf_)
       throw RuntimeError("--calibrate-from: the BPF engine did not load (" + bpf_why +
                          "): no handler times to estimate the stall from");
@@ -517,7 +542,35 @@ class MonitorTool final : public Tool {
     last_influx_error_ = err;
   }
 
+  // Whether kernel-range flushes (no tlb_flush tracepoint) are counted,
+  // on stderr and in the totals: never zeros as if measured.
+  void report_kernel_flush() {
+    if (!bpf_) {
+      std::fprintf(stderr, "shootdown monitor: kernel-range TLB flushes not counted: %s\n",
+                   "they need the BPF engine with csd tracepoints");
+      return;
+    }
+    std::string unmeasured, unwatched;
+    if (!bpf_->csd_attached())
+      unmeasured = "csd tracepoints (kernel 6.5+) not attached: " + bpf_->csd_unattached();
+    else if (!kflush_funcs_.any())
+      unmeasured = "do_kernel_range_flush, do_flush_tlb_all and __cpa_flush_tlb not in /proc/kallsyms";
+    const std::pair<const char*, std::uint64_t> funcs[] = {
+        {"do_kernel_range_flush", kflush_funcs_.do_kernel_range_flush},
+        {"do_flush_tlb_all", kflush_funcs_.do_flush_tlb_all},
+        {"__cpa_flush_tlb", kflush_funcs_.cpa_flush_tlb}};
+    for (const auto& [name, addr] : funcs)
+      if (unmeasured.empty() && addr == 0) unwatched += (unwatched.empty() ? "" : ", ") + std::string(name);
+    if (!unwatched.empty()) unwatched += " not in /proc/kallsyms: its flushes are not counted";
+    if (!unmeasured.empty())
+      std::fprintf(stderr, "shootdown monitor: kernel-range TLB flushes not counted: %s\n", unmeasured.c_str());
+    else if (!unwatched.empty())
+      std::fprintf(stderr, "shootdown monitor: kernel-range TLB flushes: %s\n", unwatched.c_str());
+    collector_->set_kernel_flush(unmeasured, unwatched);
+  }
+
   const MonitorOptions& o_;
+  sys::KernelFlushFuncs kflush_funcs_;
   Plan plan_;
   std::unique_ptr<sys::Tracer> tracer_;
   std::unique_ptr<sys::TlbFlushCounter> counter_;

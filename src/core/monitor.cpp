@@ -37,6 +37,11 @@ MonitorInterval monitor_interval(const MonitorTotals& prev, const MonitorTotals&
     o.waits = clamp0(c.waits - p.waits);
     o.wrong_ns = clamp0(c.wrong_ns - p.wrong_ns);
     o.wrong_irqs = clamp0(c.wrong_irqs - p.wrong_irqs);
+    o.kflush_ns = clamp0(c.kflush_ns - p.kflush_ns);
+    o.kflush_irqs = clamp0(c.kflush_irqs - p.kflush_irqs);
+    o.kflush_initiated = clamp0(c.kflush_initiated - p.kflush_initiated);
+    o.kflush_ipis = clamp0(c.kflush_ipis - p.kflush_ipis);
+    o.kflush_noirq = clamp0(c.kflush_noirq - p.kflush_noirq);
     if (iv.seconds > 0) {
       o.tlb_per_s = static_cast<double>(o.tlb) / iv.seconds;
       o.cal_per_s = static_cast<double>(o.cal) / iv.seconds;
@@ -98,7 +103,39 @@ MonitorInterval monitor_interval(const MonitorTotals& prev, const MonitorTotals&
       return a.wait_ns + a.handler_ns > b.wait_ns + b.handler_ns;
     return a.initiated + a.received > b.initiated + b.received;
   });
+  kernel_flush_deltas(prev, cur, top_n, iv);
   return iv;
+}
+
+void kernel_flush_deltas(const MonitorTotals& prev, const MonitorTotals& cur, std::size_t top_n, MonitorInterval& iv) {
+  auto delta = [](const MonitorKernelFlusher& c, const MonitorKernelFlusher* p) {
+    MonitorKernelFlusher d = c;
+    if (!p) return d;
+    d.flushes = clamp0(c.flushes - p->flushes);
+    d.ipis = clamp0(c.ipis - p->ipis);
+    d.hit_irqs = clamp0(c.hit_irqs - p->hit_irqs);
+    d.hit_ns = clamp0(c.hit_ns - p->hit_ns);
+    return d;
+  };
+  iv.kernel_flushers.clear();
+  iv.kernel_flush_hurt.clear();
+  for (const auto& [pid, c] : cur.kernel_flushers) {
+    auto it = prev.kernel_flushers.find(pid);
+    const MonitorKernelFlusher d = delta(c, it == prev.kernel_flushers.end() ? nullptr : &it->second);
+    if (d.flushes > 0 || d.ipis > 0) iv.kernel_flushers.push_back(d);
+    if (d.hit_irqs > 0 || d.hit_ns > 0) iv.kernel_flush_hurt.push_back(d);
+  }
+  std::stable_sort(iv.kernel_flushers.begin(), iv.kernel_flushers.end(), [](const auto& a, const auto& b) {
+    if (a.flushes != b.flushes) return a.flushes > b.flushes;
+    return a.ipis != b.ipis ? a.ipis > b.ipis : a.pid < b.pid;
+  });
+  std::stable_sort(iv.kernel_flush_hurt.begin(), iv.kernel_flush_hurt.end(), [](const auto& a, const auto& b) {
+    if (a.hit_ns != b.hit_ns) return a.hit_ns > b.hit_ns;
+    return a.hit_irqs != b.hit_irqs ? a.hit_irqs > b.hit_irqs : a.pid < b.pid;
+  });
+  if (iv.kernel_flushers.size() > top_n) iv.kernel_flushers.resize(top_n);
+  if (iv.kernel_flush_hurt.size() > top_n) iv.kernel_flush_hurt.resize(top_n);
+  iv.kernel_flusher_other = delta(cur.kernel_flusher_other, &prev.kernel_flusher_other);
 }
 
 }  // namespace shootdown

@@ -29,6 +29,24 @@ struct MonitorCpu {
   std::int64_t waits = 0;         // those waits
   std::int64_t wrong_ns = 0;      // handlers whose only flush was reason 5 (another process's mm, 6.14+)
   std::int64_t wrong_irqs = 0;
+  // Kernel-range flushes (MonitorEvidence::kernel_flush_measured()), since the monitor started:
+  std::int64_t kflush_ns = 0;         // in call-function IPI handlers that ran one (entry -> exit)
+  std::int64_t kflush_irqs = 0;       // those interrupts
+  std::int64_t kflush_initiated = 0;  // flushes initiated on this CPU
+  std::int64_t kflush_ipis = 0;       // csds (IPIs) they queued for other CPUs
+  std::int64_t kflush_noirq = 0;      // runs for another CPU outside a call-function interrupt (idle polling)
+};
+
+// A process (or kernel thread) that initiated kernel-range TLB flushes
+// (flush_tlb_kernel_range, flush_tlb_all, CPA: on_each_cpu IPIs to every
+// CPU, no tlb_flush tracepoint) or whose threads their IPIs interrupted.
+struct MonitorKernelFlusher {
+  int pid = 0;  // -1: "other" (beyond the bounded set); 0: the idle task (interrupted only)
+  std::string comm;
+  std::int64_t flushes = 0;   // initiated
+  std::int64_t ipis = 0;      // csds queued for other CPUs by those
+  std::int64_t hit_irqs = 0;  // kernel-flush interrupts while one of its threads ran
+  std::int64_t hit_ns = 0;    // their handler time
 };
 
 // A process that initiated shootdowns (reason 4, and the time its threads
@@ -69,6 +87,9 @@ struct MonitorEvidence {
   std::optional<StallModel> stall_model;  // --calibrate-from: estimates stall from handler time
   std::string unlinked;                   // timed, but no csd link (inflicted time): why
   std::string no_ipi_flushes;             // remote flushes here may go without IPIs (INVLPGB, arm64): doctor's finding
+  std::string kernel_flush_unmeasured;    // "": kernel-range flushes counted and timed; else why not
+  std::string kernel_flush_unwatched;     // counted, but these functions not (e.g. not in /proc/kallsyms)
+  bool kernel_flush_measured() const { return kernel_flush_unmeasured.empty(); }
 };
 
 struct MonitorTotals : MonitorEvidence {
@@ -80,6 +101,8 @@ struct MonitorTotals : MonitorEvidence {
   MonitorProcess process_other{-1, "other", 0, "other"};  // processes beyond the bounded set
   std::map<std::string, MonitorCgroup> cgroups;           // path -> cumulative (bounded)
   MonitorCgroup cgroup_other{"other"};
+  std::map<int, MonitorKernelFlusher> kernel_flushers;     // pid -> cumulative (bounded: at most max_series)
+  MonitorKernelFlusher kernel_flusher_other{-1, "other"};  // beyond the bounded set
   std::size_t max_series = 0;
 };
 
@@ -95,6 +118,8 @@ struct MonitorInterval : MonitorEvidence {
     std::array<std::int64_t, kTlbFlushReasons> flush{};                     // deltas
     std::int64_t handler_ns = 0, handler_irqs = 0, wait_ns = 0, waits = 0;  // deltas
     std::int64_t wrong_ns = 0, wrong_irqs = 0;                              // deltas
+    std::int64_t kflush_ns = 0, kflush_irqs = 0;                            // deltas
+    std::int64_t kflush_initiated = 0, kflush_ipis = 0, kflush_noirq = 0;   // deltas
   };
   std::vector<Cpu> cpus;
   std::int64_t lost_events = 0;       // delta
@@ -110,10 +135,17 @@ struct MonitorInterval : MonitorEvidence {
     std::vector<MonitorProcess> top;                        // its top initiating processes (deltas), at most top_n
   };
   std::vector<Cgroup> cgroups;  // non-zero ones, most active first (time, then initiated + received)
+  std::vector<MonitorKernelFlusher> kernel_flushers;    // initiators (deltas), most flushes first, at most top_n
+  std::vector<MonitorKernelFlusher> kernel_flush_hurt;  // interrupted (deltas), most handler time first, at most top_n
+  MonitorKernelFlusher kernel_flusher_other{-1, "other"};  // deltas of the "other" series
 };
 
 // cur - prev per CPU (CPUs matched by number; a CPU missing from prev counts
 // from zero). Negative deltas (counter reset, CPU hotplug) are clamped to 0.
 MonitorInterval monitor_interval(const MonitorTotals& prev, const MonitorTotals& cur, std::size_t top_n = 5);
+
+// The kernel-range flush part of monitor_interval: iv's kernel_flushers,
+// kernel_flush_hurt and kernel_flusher_other from cur - prev.
+void kernel_flush_deltas(const MonitorTotals& prev, const MonitorTotals& cur, std::size_t top_n, MonitorInterval& iv);
 
 }  // namespace shootdown

@@ -40,7 +40,24 @@ MonitorProcess process_of(int pid, const std::vector<std::string>& attrs, const 
 }  // namespace
 
 MonitorAttribution::MonitorAttribution(std::size_t max_series, std::int64_t idle_ns)
-    : processes_(max_series, kColumns, idle_ns), cgroups_(max_series, kColumns, idle_ns) {}
+    : processes_(max_series, kColumns, idle_ns),
+      cgroups_(max_series, kColumns, idle_ns),
+      kflush_(max_series, 4, idle_ns) {}
+
+void MonitorAttribution::add_kernel_flush(int pid, std::int64_t flushes, std::int64_t ipis, std::int64_t hit_irqs,
+                                          std::int64_t hit_ns, std::int64_t now_ns, const TaskLookup& lookup) {
+  const std::vector<std::int64_t> row{std::max<std::int64_t>(0, flushes), std::max<std::int64_t>(0, ipis),
+                                      std::max<std::int64_t>(0, hit_irqs), std::max<std::int64_t>(0, hit_ns)};
+  if (row[0] == 0 && row[1] == 0 && row[2] == 0 && row[3] == 0) return;
+  const std::string key = std::to_string(std::max(0, pid));
+  const std::int64_t weight = row[0] + row[2];
+  if (kflush_.has(key)) {
+    kflush_.add_row(key, row, weight, now_ns);
+    return;
+  }
+  const std::string comm = pid <= 0 ? std::string(kIdleCgroup) : lookup(pid).comm;
+  kflush_.add_row(key, row, weight, now_ns, {comm});
+}
 
 void MonitorAttribution::add(int reason, int pid, std::int64_t n, std::int64_t ns, std::int64_t now_ns,
                              const TaskLookup& lookup, std::int64_t inflicted_ns, std::int64_t inflicted_other_ns) {
@@ -87,6 +104,15 @@ void MonitorAttribution::fill(MonitorTotals& t) const {
   t.cgroups.clear();
   for (const auto& e : cgroups_.entries()) t.cgroups[e.key] = cgroup_of(e.key, e.counts);
   t.cgroup_other = cgroup_of(kOtherSeries, cgroups_.other());
+  auto flusher_of = [](int pid, const std::vector<std::string>& attrs, const std::vector<std::int64_t>& c) {
+    return MonitorKernelFlusher{pid, attrs.empty() ? "?" : attrs[0], c[0], c[1], c[2], c[3]};
+  };
+  t.kernel_flushers.clear();
+  for (const auto& e : kflush_.entries()) {
+    const int pid = std::stoi(e.key);
+    t.kernel_flushers[pid] = flusher_of(pid, e.attrs, e.counts);
+  }
+  t.kernel_flusher_other = flusher_of(-1, {kOtherSeries}, kflush_.other());
   t.max_series = processes_.max_keys();
 }
 

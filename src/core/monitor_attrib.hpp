@@ -48,14 +48,22 @@ class MonitorAttribution {
   void add(int reason, int pid, std::int64_t n, std::int64_t ns, std::int64_t now_ns, const TaskLookup& lookup,
            std::int64_t inflicted_ns = 0, std::int64_t inflicted_other_ns = 0);
 
+  // Kernel-range flushes of a process or kernel thread (pid 0: the idle
+  // task, interrupted only): flushes it initiated and the IPIs (csds) those
+  // queued, or kernel-flush interrupts that stopped it and their handler
+  // time. A series of its own, bounded as the others.
+  void add_kernel_flush(int pid, std::int64_t flushes, std::int64_t ipis, std::int64_t hit_irqs, std::int64_t hit_ns,
+                        std::int64_t now_ns, const TaskLookup& lookup);
+
   // Copies the cumulative tables into t.processes, t.process_other,
-  // t.cgroups and t.cgroup_other.
+  // t.cgroups, t.cgroup_other, t.kernel_flushers and t.kernel_flusher_other.
   void fill(MonitorTotals& t) const;
 
  private:
   BoundedSeries
       processes_;  // key pid, attrs {comm, cgroup}, counts {initiated, wait, received, handler, inflicted, ...other}
   BoundedSeries cgroups_;  // key cgroup path, same counts
+  BoundedSeries kflush_;   // key pid, attrs {comm}, counts {flushes, ipis, hit_irqs, hit_ns}
 };
 
 }  // namespace shootdown

@@ -6,6 +6,7 @@
 
 #include "core/units.hpp"
 #include "sink/monitor_attrib_out.hpp"
+#include "sink/monitor_kflush_out.hpp"
 
 namespace shootdown {
 
@@ -83,6 +84,7 @@ std::vector<prom::Family> monitor_families(const MonitorTotals& t) {
                    "counter",
                    {{{}, t.lost_events}}});
     append_attrib_families(t, fam);
+    append_kernel_flush_families(t, fam);
   }
   return fam;
 }
@@ -107,6 +109,7 @@ std::vector<influx::Point> monitor_points(const MonitorInterval& iv, const std::
       p.integer("wrong_cpu_handler_ns", c.wrong_ns).integer("wrong_cpu_irqs", c.wrong_irqs);
       if (iv.wait_unmeasured.empty()) p.integer("wait_ns", c.wait_ns).integer("waits", c.waits);
       if (iv.stall_model) p.integer("est_stall_ns", iv.stall_model->estimate_ns(c.handler_ns, c.handler_irqs));
+      add_kernel_flush_fields(iv, c, p);
     }
     p.timestamp_ns = iv.wall_ns;
     pts.push_back(std::move(p));
@@ -123,6 +126,7 @@ std::vector<influx::Point> monitor_points(const MonitorInterval& iv, const std::
     pts.push_back(std::move(p));
   }
   if (iv.trace) append_attrib_points(iv, host, pts);
+  append_kernel_flush_points(iv, host, pts);
   return pts;
 }
 
@@ -158,10 +162,12 @@ std::string monitor_json_line(const MonitorInterval& iv, const std::string& trac
       }
       if (iv.stall_model) o["est_stall_ns"] = iv.stall_model->estimate_ns(c.handler_ns, c.handler_irqs);
     }
+    append_kernel_flush_cpu_json(iv, c, o);
     cpus.push_back(o);
   }
   j["cpus"] = cpus;
   if (!iv.no_ipi_flushes.empty()) j["no_ipi_flushes"] = iv.no_ipi_flushes;
+  append_kernel_flush_json(iv, j);
   if (iv.trace) {
     auto top = nlohmann::json::array();
     for (const auto& t : iv.top) {
@@ -240,7 +246,7 @@ std::string format_monitor_lines(const MonitorInterval& iv, const std::string& c
     for (const auto& t : iv.hurt)
       out += fmt::format("{:<8}  hurt pid {} comm {} handlers {}\n", clock, t.pid, t.comm,
                          format_duration_ns(t.handler_ns));
-  return out;
+  return out + format_kernel_flush_lines(iv, clock);
 }
 
 std::string format_monitor_screen(const MonitorInterval& iv, const std::string& title) {
@@ -271,6 +277,17 @@ std::string format_monitor_screen(const MonitorInterval& iv, const std::string& 
           waited ? format_duration_ns(c.wait_ns) : "-", waited ? std::to_string(c.waits) : "-");
     if (!waited) out += "wait not measured: " + iv.wait_unmeasured.substr(0, 58) + "\n";
     if (!iv.stall_model) out += "stall not estimated: no calibration (--calibrate-from a run's DIR)\n";
+  }
+  if (kernel_flush_counted(iv)) {
+    out += "\nKernel-range flushes this interval (flush_tlb_kernel_range, flush_tlb_all, CPA)\n";
+    out += fmt::format("{:>4} {:>9} {:>8} {:>10} {:>8}\n", "CPU", "INITIATED", "IPIS", "HANDLERS", "IRQS");
+    for (const auto& c : iv.cpus)
+      out += fmt::format("{:>4} {:>9} {:>8} {:>10} {:>8}\n", c.cpu, c.kflush_initiated, c.kflush_ipis,
+                         format_duration_ns(c.kflush_ns), c.kflush_irqs);
+    for (const auto& t : iv.kernel_flushers)
+      out += fmt::format("  by pid {} {} ({} flushes)\n", t.pid, t.comm.substr(0, 16), t.flushes);
+  } else {
+    out += "\nkernel-range flushes not counted: " + kernel_flush_not_counted(iv).substr(0, 45) + "\n";
   }
   if (!iv.no_ipi_flushes.empty())
     out += "\nflushes without IPIs here, not counted: " + iv.no_ipi_flushes.substr(0, 38) + "\n";

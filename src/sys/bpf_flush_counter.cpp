@@ -11,6 +11,7 @@
 #include <cstdarg>
 #include <cstring>
 #include <algorithm>
+#include <iterator>
 
 #include "sys/fs.hpp"
 #include "sys/meminfo.hpp"
@@ -74,6 +75,8 @@ struct BpfFlushCounter::Impl {
   std::string wait_method;
   std::string wait_unmeasured;
   std::string unlinked;
+  bool csd_attached = false;
+  std::string csd_unattached;
   int ncpus = 0;
   void close() {
     for (bpf_link* l : links) bpf_link__destroy(l);
@@ -139,10 +142,11 @@ Status open_variant(bpf_object*& obj, const Variant& want, int only_tgid, std::v
 }
 
 // Loads, writes the config map (flush_count.bpf.c CFG_FLUSH_TLB_FUNC,
-// CFG_CSD_ENDS_WAIT) and attaches every program; the error says what failed
-// (*eperm: the load was refused for want of privilege).
+// CFG_CSD_ENDS_WAIT, CFG_KFLUSH_FIRST..) and attaches every program; the
+// error says what failed (*eperm: the load was refused for want of privilege).
 Status load_attach(bpf_object* obj, const std::vector<bpf_program*>& progs, const Variant& want,
-                   std::uint64_t flush_tlb_func, std::vector<bpf_link*>& links, const std::string& last, bool* eperm) {
+                   std::uint64_t flush_tlb_func, const KernelFlushFuncs& kflush, std::vector<bpf_link*>& links,
+                   const std::string& last, bool* eperm) {
   if (bpf_object__load(obj) != 0) {
     const int e = errno;
     *eperm = e == EPERM;
@@ -150,10 +154,16 @@ Status load_attach(bpf_object* obj, const std::vector<bpf_program*>& progs, cons
   }
   bpf_map* config = bpf_object__find_map_by_name(obj, "config");
   const std::uint32_t k_func = 0, k_ends = 1;
-  const std::uint64_t ends_wait = want.csd && !want.fexit ? 1 : 0;
+  const std::uint64_t ends_wait = want.csd && !want.fexit && flush_tlb_func != 0 ? 1 : 0;
   if (!config || bpf_map_update_elem(bpf_map__fd(config), &k_func, &flush_tlb_func, BPF_ANY) != 0 ||
       bpf_map_update_elem(bpf_map__fd(config), &k_ends, &ends_wait, BPF_ANY) != 0)
     return Error{"BPF object: config map missing"};
+  const std::uint64_t funcs[] = {kflush.do_kernel_range_flush, kflush.do_flush_tlb_all, kflush.cpa_flush_tlb};
+  for (std::uint32_t i = 0; i < 3; ++i) {
+    const std::uint32_t k = 2 + i;
+    if (bpf_map_update_elem(bpf_map__fd(config), &k, &funcs[i], BPF_ANY) != 0)
+      return Error{"BPF object: config map has no kernel-flush slots"};
+  }
   for (bpf_program* prog : progs) {
     bpf_link* l = bpf_program__attach(prog);
     if (!l) return Error{fmt::format("attach {}: {}", bpf_program__section_name(prog), std::strerror(errno))};
@@ -164,7 +174,8 @@ Status load_attach(bpf_object* obj, const std::vector<bpf_program*>& progs, cons
 
 }  // namespace
 
-Expected<std::unique_ptr<BpfFlushCounter>> BpfFlushCounter::open(int only_tgid, std::uint64_t flush_tlb_func) {
+Expected<std::unique_ptr<BpfFlushCounter>> BpfFlushCounter::open(int only_tgid, std::uint64_t flush_tlb_func,
+                                                                 const KernelFlushFuncs& kernel_flush) {
   std::string last;
   g_last_line = &last;
   libbpf_set_print(keep_last_line);
@@ -184,8 +195,8 @@ Expected<std::unique_ptr<BpfFlushCounter>> BpfFlushCounter::open(int only_tgid, 
                               {"_btf", false, false}, {"_raw", false, true}, {"_raw", false, false}};
   std::string btf_failure, fexit_failure, csd_failure, both_failure;
   for (const Variant& want : variants) {
-    if (want.csd && flush_tlb_func == 0) {
-      csd_failure = "flush_tlb_func not in /proc/kallsyms";
+    if (want.csd && flush_tlb_func == 0 && !kernel_flush.any()) {
+      csd_failure = "flush_tlb_func and the kernel-range flush functions not in /proc/kallsyms";
       continue;
     }
     im.close();
@@ -193,18 +204,23 @@ Expected<std::unique_ptr<BpfFlushCounter>> BpfFlushCounter::open(int only_tgid, 
     if (const Status opened = open_variant(im.obj, want, only_tgid, progs); !opened) return fail(opened.error());
     last.clear();
     bool eperm = false;
-    const Status loaded = load_attach(im.obj, progs, want, flush_tlb_func, im.links, last, &eperm);
+    const Status loaded = load_attach(im.obj, progs, want, flush_tlb_func, kernel_flush, im.links, last, &eperm);
     if (loaded) {
       im.attach_point = bpf_program__section_name(progs.front());
       im.attach_point = im.attach_point.substr(0, im.attach_point.find('/'));
-      im.wait_method = want.fexit ? "fexit" : want.csd ? "csd" : "";
+      const bool linked = want.csd && flush_tlb_func != 0;
+      im.wait_method = want.fexit ? "fexit" : linked ? "csd" : "";
       const std::string fexit_why = fexit_failure.empty() ? "the kernel has no BTF" : fexit_failure;
-      const std::string csd_why = !csd_failure.empty()    ? csd_failure
-                                  : !both_failure.empty() ? both_failure
-                                                          : "not loaded";
-      if (!want.fexit && !want.csd)
+      const std::string csd_why = !want.csd             ? (!csd_failure.empty()    ? csd_failure
+                                                           : !both_failure.empty() ? both_failure
+                                                                                   : "not loaded")
+                                  : flush_tlb_func == 0 ? "flush_tlb_func not in /proc/kallsyms"
+                                                        : "";
+      if (!want.fexit && !linked)
         im.wait_unmeasured = fmt::format("fexit/native_flush_tlb_multi: {}; csd tracepoints: {}", fexit_why, csd_why);
-      if (!want.csd) im.unlinked = "no csd tracepoints to link a receiver to its sender (" + csd_why + ")";
+      if (!linked) im.unlinked = "no csd tracepoints to link a receiver to its sender (" + csd_why + ")";
+      im.csd_attached = want.csd;
+      if (!want.csd) im.csd_unattached = csd_why;
       break;
     }
     const std::string& failure = loaded.error();
@@ -290,11 +306,20 @@ std::vector<BpfCpuTime> BpfFlushCounter::read_times() const {
   const Impl& im = *impl_;
   std::vector<BpfCpuTime> out(static_cast<std::size_t>(im.ncpus));
   std::vector<std::uint64_t> v(static_cast<std::size_t>(im.ncpus));
-  // flush_count.bpf.c T_* slots 0..6 (4: not read).
-  std::int64_t BpfCpuTime::*slots[] = {
-      &BpfCpuTime::handler_ns, &BpfCpuTime::handler_irqs, &BpfCpuTime::wait_ns, &BpfCpuTime::waits, nullptr,
-      &BpfCpuTime::wrong_ns,   &BpfCpuTime::wrong_irqs};
-  for (std::uint32_t i = 0; i < 7; ++i) {
+  // flush_count.bpf.c T_* slots 0..11 (4: not read).
+  std::int64_t BpfCpuTime::*slots[] = {&BpfCpuTime::handler_ns,
+                                       &BpfCpuTime::handler_irqs,
+                                       &BpfCpuTime::wait_ns,
+                                       &BpfCpuTime::waits,
+                                       nullptr,
+                                       &BpfCpuTime::wrong_ns,
+                                       &BpfCpuTime::wrong_irqs,
+                                       &BpfCpuTime::kflush_ns,
+                                       &BpfCpuTime::kflush_irqs,
+                                       &BpfCpuTime::kflush_initiated,
+                                       &BpfCpuTime::kflush_queued,
+                                       &BpfCpuTime::kflush_noirq};
+  for (std::uint32_t i = 0; i < std::size(slots); ++i) {
     if (!slots[i] || bpf_map_lookup_elem(im.times_fd, &i, v.data()) != 0) continue;
     for (std::size_t cpu = 0; cpu < v.size(); ++cpu) out[cpu].*slots[i] = static_cast<std::int64_t>(v[cpu]);
   }
@@ -317,8 +342,16 @@ const std::string& BpfFlushCounter::unlinked() const {
   return impl_->unlinked;
 }
 
+bool BpfFlushCounter::csd_attached() const {
+  return impl_->csd_attached;
+}
+
+const std::string& BpfFlushCounter::csd_unattached() const {
+  return impl_->csd_unattached;
+}
+
 void BpfFlushCounter::erase(int tgid) {
-  for (std::uint32_t reason : {1u, 4u}) {
+  for (std::uint32_t reason : {1u, 4u, 8u, 9u}) {
     TaskKey k{static_cast<std::uint32_t>(tgid), reason};
     bpf_map_delete_elem(impl_->tasks_fd, &k);
   }

@@ -43,7 +43,28 @@ struct BpfCpuTime {
   std::int64_t waits = 0;
   std::int64_t wrong_ns = 0;  // handlers whose only flush was reason 5 (an mm no longer loaded)
   std::int64_t wrong_irqs = 0;
+  // Kernel-range flushes (csd tracepoints and a watched function):
+  std::int64_t kflush_ns = 0;         // call-function IPI handlers that ran one, entry -> exit
+  std::int64_t kflush_irqs = 0;       // those interrupts
+  std::int64_t kflush_initiated = 0;  // flushes initiated on this CPU (its own run of the function)
+  std::int64_t kflush_queued = 0;     // csds they queued for other CPUs (the IPIs)
+  std::int64_t kflush_noirq = 0;      // a csd's run outside a call-function interrupt (idle polling)
 };
+
+// The kernel-range flush functions on_each_cpu() runs (flush_count.bpf.c
+// config[2..4]): their kallsyms addresses, 0 = not watched.
+struct KernelFlushFuncs {
+  std::uint64_t do_kernel_range_flush = 0;
+  std::uint64_t do_flush_tlb_all = 0;
+  std::uint64_t cpa_flush_tlb = 0;  // __cpa_flush_tlb
+  bool any() const { return do_kernel_range_flush != 0 || do_flush_tlb_all != 0 || cpa_flush_tlb != 0; }
+};
+
+// BpfTaskCount::reason keys beyond the tlb_flush reasons (flush_count.bpf.c
+// KEY_KFLUSH_*): interrupted by a kernel-range flush (count: interrupts, ns:
+// handler time) and initiated ones (count: flushes, ns: the csds queued).
+inline constexpr int kBpfKeyKernelFlushHit = 8;
+inline constexpr int kBpfKeyKernelFlushInit = 9;
 
 class BpfFlushCounter {
  public:
@@ -51,8 +72,10 @@ class BpfFlushCounter {
   // refusal: its log's last line, the tracepoint missing). only_tgid > 0:
   // count only flushes whose current task belongs to that process.
   // flush_tlb_func: its address (kallsyms), for the csd way of ending a
-  // wait; 0: not that way.
-  static Expected<std::unique_ptr<BpfFlushCounter>> open(int only_tgid, std::uint64_t flush_tlb_func);
+  // wait; 0: not that way. kernel_flush: the kernel-range flush functions
+  // to count (with the csd tracepoints only).
+  static Expected<std::unique_ptr<BpfFlushCounter>> open(int only_tgid, std::uint64_t flush_tlb_func,
+                                                         const KernelFlushFuncs& kernel_flush = {});
   ~BpfFlushCounter();
   BpfFlushCounter(const BpfFlushCounter&) = delete;
   BpfFlushCounter& operator=(const BpfFlushCounter&) = delete;
@@ -76,6 +99,11 @@ class BpfFlushCounter {
   // "" when the csd link charges the targets' flush_tlb_func time to each
   // initiator (inflicted), else why not.
   const std::string& unlinked() const;
+  // True when the csd tracepoint programs are attached (kernel-range
+  // flushes are counted for the watched functions); else csd_unattached()
+  // says why.
+  bool csd_attached() const;
+  const std::string& csd_unattached() const;
   // Forgets a process (one that is gone, once its counts were read).
   void erase(int tgid);
 

@@ -244,3 +244,30 @@ TEST(MonitorAttribution, TimeCausedAndSufferedPerProcessAndCgroup) {
   EXPECT_FALSE(j2["top_initiators"][0].contains("inflicted_ns"));
   EXPECT_NE(format_monitor_screen(iv2, "t").find("wait not measured"), std::string::npos);
 }
+
+TEST(MonitorAttribution, KernelFlushInitiatorsBounded) {
+  MonitorAttribution a(1, 1000000000LL);
+  int lookups = 0;
+  TaskLookup lookup = [&](int pid) {
+    ++lookups;
+    return TaskInfo{pid == 500 ? "kworker/u8:0-vmap_drain" : "kswapd0", "/"};
+  };
+  a.add_kernel_flush(500, 2, 2, 0, 0, 0, lookup);                 // a kworker initiated 2, queued 2 csds
+  a.add_kernel_flush(500, 1, 1, 0, 0, 1, lookup);                 // its slot: no second lookup
+  a.add_kernel_flush(900, 1, 1, 0, 0, 2, lookup);                 // one series only (max 1): "other"
+  a.add_kernel_flush(0, 0, 0, 3, 9000, 3, lookup);                // the idle task interrupted 3 times: "other" too
+  a.add_kernel_flush(500, 0, 0, 0, 0, 4, lookup);                 // nothing: ignored
+  a.add(4, 42, 1, 0, 5, [](int) { return TaskInfo{"x", "/"}; });  // shootdowns stay in their own series
+  MonitorTotals t;
+  a.fill(t);
+  ASSERT_EQ(t.kernel_flushers.size(), 1u);
+  EXPECT_EQ(t.kernel_flushers[500].comm, "kworker/u8:0-vmap_drain");
+  EXPECT_EQ(t.kernel_flushers[500].flushes, 3);
+  EXPECT_EQ(t.kernel_flushers[500].ipis, 3);
+  EXPECT_EQ(t.kernel_flusher_other.flushes, 1);
+  EXPECT_EQ(t.kernel_flusher_other.hit_irqs, 3);
+  EXPECT_EQ(t.kernel_flusher_other.hit_ns, 9000);
+  EXPECT_EQ(t.kernel_flusher_other.comm, "other");
+  EXPECT_EQ(t.processes[42].flushes, 1);
+  EXPECT_EQ(lookups, 2);  // 500 once, 900 once (its candidacy for a slot)
+}

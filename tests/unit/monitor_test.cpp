@@ -8,6 +8,7 @@
 
 #include "core/monitor.hpp"
 #include "sink/monitor_out.hpp"
+#include "sink/monitor_kflush_out.hpp"
 
 using namespace shootdown;
 
@@ -126,4 +127,121 @@ TEST(Monitor, StatesFlushesWithoutIpis) {
   EXPECT_EQ(nlohmann::json::parse(monitor_json_line(iv, "bpf"))["no_ipi_flushes"], iv.no_ipi_flushes);
   const std::string screen = format_monitor_screen(iv, "t");
   EXPECT_NE(screen.find("flushes without IPIs here, not counted: AMD INVLPGB"), std::string::npos) << screen;
+}
+
+namespace {
+// Kernel-range flushes measured (the BPF engine with csd tracepoints): CPU 1
+// initiates (a kworker), CPU 0's call-function interrupts run the flush.
+MonitorTotals kflush_totals(std::int64_t t_ns, std::int64_t n) {
+  MonitorTotals t = totals(t_ns, 0, 0, 0);
+  t.timed = true;
+  t.cpus[0].kflush_ns = 3000 * n;
+  t.cpus[0].kflush_irqs = n;
+  t.cpus[1].kflush_initiated = n;
+  t.cpus[1].kflush_ipis = n;
+  t.kernel_flushers[500] = MonitorKernelFlusher{500, "kworker/u8:0-vmap_drain", n, n, 0, 0};
+  t.kernel_flushers[42] = MonitorKernelFlusher{42, "munmap loop", 0, 0, n, 3000 * n};
+  t.kernel_flushers[9] = MonitorKernelFlusher{9, "kswapd0", 1, 1, 0, 0};
+  t.kernel_flusher_other = MonitorKernelFlusher{-1, "other", 2 * n, 2 * n, 0, 0};
+  return t;
+}
+}  // namespace
+
+TEST(Monitor, KernelFlushDeltas) {
+  auto a = kflush_totals(1000000000, 2);
+  auto b = kflush_totals(2000000000, 6);
+  b.cpus[0].kflush_irqs = 1;                                            // went backwards: clamped
+  b.kernel_flushers[77] = MonitorKernelFlusher{77, "new", 3, 0, 0, 0};  // not in prev: counts from zero
+  const auto iv = monitor_interval(a, b, 2);
+  EXPECT_EQ(iv.cpus[0].kflush_ns, 12000);
+  EXPECT_EQ(iv.cpus[0].kflush_irqs, 0);
+  EXPECT_EQ(iv.cpus[1].kflush_initiated, 4);
+  EXPECT_EQ(iv.cpus[1].kflush_ipis, 4);
+  ASSERT_EQ(iv.kernel_flushers.size(), 2u);  // top_n 2 of 500 (+4), 77 (+3); kswapd0 made none new
+  EXPECT_EQ(iv.kernel_flushers[0].pid, 500);
+  EXPECT_EQ(iv.kernel_flushers[0].flushes, 4);
+  EXPECT_EQ(iv.kernel_flushers[1].pid, 77);
+  EXPECT_EQ(iv.kernel_flushers[1].flushes, 3);
+  ASSERT_EQ(iv.kernel_flush_hurt.size(), 1u);
+  EXPECT_EQ(iv.kernel_flush_hurt[0].pid, 42);
+  EXPECT_EQ(iv.kernel_flush_hurt[0].hit_irqs, 4);
+  EXPECT_EQ(iv.kernel_flush_hurt[0].hit_ns, 12000);
+  EXPECT_EQ(iv.kernel_flusher_other.flushes, 8);
+}
+
+TEST(Monitor, KernelFlushExported) {
+  const auto t = kflush_totals(2000000000, 5);
+  const std::string s = monitor_exposition(t);
+  EXPECT_NE(s.find("shootdown_kernel_flush_handler_seconds_total{cpu=\"0\"} 0.000015000\n"), std::string::npos) << s;
+  EXPECT_NE(s.find("shootdown_kernel_flush_interrupts_total{cpu=\"0\"} 5\n"), std::string::npos);
+  EXPECT_NE(s.find("shootdown_kernel_flush_initiated_total{cpu=\"1\"} 5\n"), std::string::npos);
+  EXPECT_NE(s.find("shootdown_kernel_flush_ipis_total{cpu=\"1\"} 5\n"), std::string::npos);
+  EXPECT_NE(s.find("shootdown_process_kernel_flushes_total{pid=\"500\",comm=\"kworker/u8:0-vmap_drain\"} 5\n"),
+            std::string::npos);
+  EXPECT_NE(s.find("shootdown_process_kernel_flushes_total{pid=\"other\",comm=\"other\"} 10\n"), std::string::npos);
+  EXPECT_NE(s.find("shootdown_process_kernel_flush_suffered_seconds_total{pid=\"42\",comm=\"munmap loop\"} "
+                   "0.000015000\n"),
+            std::string::npos);
+  const auto iv = monitor_interval(kflush_totals(0, 0), t, 5);
+  auto j = nlohmann::json::parse(monitor_json_line(iv, "bpf"));
+  EXPECT_EQ(j["kernel_flush"], "measured");
+  EXPECT_FALSE(j.contains("kernel_flush_unwatched"));
+  EXPECT_EQ(j["cpus"][0]["kernel_flush_ns"], 15000);
+  EXPECT_EQ(j["cpus"][0]["kernel_flush_irqs"], 5);
+  EXPECT_EQ(j["cpus"][1]["kernel_flushes"], 5);
+  EXPECT_EQ(j["cpus"][1]["kernel_flush_ipis"], 5);
+  EXPECT_EQ(j["top_kernel_flushers"][0]["comm"], "kworker/u8:0-vmap_drain");
+  EXPECT_EQ(j["top_kernel_flushers"][0]["flushes"], 5);
+  EXPECT_EQ(j["top_kernel_flushers"].size(), 1u);  // kswapd0 made none this interval
+  EXPECT_EQ(j["kernel_flush_interrupted"][0]["handler_ns"], 15000);
+  EXPECT_EQ(j["kernel_flushers_other"]["flushes"], 10);
+  const auto pts = monitor_points(iv, "box");
+  const std::string cpu0 = influx::encode_line(pts[0]).value();
+  EXPECT_NE(cpu0.find("kflush_ns=15000i,kflush_irqs=5i,kflush_initiated=0i,kflush_ipis=0i"), std::string::npos) << cpu0;
+  bool point = false;
+  for (const auto& p : pts)
+    if (p.measurement == "shootdown_monitor_kernel_flusher") {
+      point = true;
+      EXPECT_NE(influx::encode_line(p).value().find("pid="), std::string::npos);
+    }
+  EXPECT_TRUE(point);
+  const std::string lines = format_monitor_lines(iv, "12:00:00");
+  EXPECT_NE(lines.find("cpu 1 kernel flushes 5 (5 IPIs), handlers 0"), std::string::npos) << lines;
+  EXPECT_NE(lines.find("kernel flushes by pid 500 comm kworker/u8:0-vmap_drain 5 (5 IPIs)"), std::string::npos);
+  const std::string screen = format_monitor_screen(iv, "t");
+  EXPECT_NE(screen.find("Kernel-range flushes this interval"), std::string::npos) << screen;
+  std::istringstream in(lines + screen);
+  std::string line;
+  while (std::getline(in, line)) EXPECT_LE(line.size(), 80u) << line;  // the screen's own title rows are 80
+}
+
+TEST(Monitor, KernelFlushNotCountedShowsNoNumbers) {
+  auto t = kflush_totals(2000000000, 5);
+  t.kernel_flush_unmeasured = "no csd tracepoints (kernel 6.5+): not loaded";
+  const std::string s = monitor_exposition(t);
+  EXPECT_EQ(s.find("kernel_flush"), std::string::npos) << s;
+  auto p = kflush_totals(0, 0);
+  p.kernel_flush_unmeasured = t.kernel_flush_unmeasured;
+  const auto iv = monitor_interval(p, t, 5);
+  auto j = nlohmann::json::parse(monitor_json_line(iv, "bpf"));
+  EXPECT_EQ(j["kernel_flush"], "no csd tracepoints (kernel 6.5+): not loaded");
+  EXPECT_FALSE(j["cpus"][0].contains("kernel_flush_irqs"));
+  EXPECT_FALSE(j.contains("top_kernel_flushers"));
+  for (const auto& pt : monitor_points(iv, "box")) {
+    EXPECT_NE(pt.measurement, "shootdown_monitor_kernel_flusher");
+    EXPECT_EQ(influx::encode_line(pt).value().find("kflush"), std::string::npos);
+  }
+  EXPECT_EQ(format_monitor_lines(iv, "12:00:00").find("kernel flushes"), std::string::npos);
+  EXPECT_NE(format_monitor_screen(iv, "t").find("kernel-range flushes not counted: no csd tracepoints"),
+            std::string::npos);
+  // Not the BPF engine (ring, count): not timed, not counted, said so.
+  auto ring = monitor_interval(totals(0, 0, 0, 0), totals(1000000000, 1, 1, 1), 5);
+  EXPECT_EQ(nlohmann::json::parse(monitor_json_line(ring, "ring"))["kernel_flush"], "needs the BPF engine");
+  // Counted, with a function not watched: said beside the numbers.
+  t.kernel_flush_unmeasured.clear();
+  t.kernel_flush_unwatched = "__cpa_flush_tlb not in /proc/kallsyms: its flushes are not counted";
+  p.kernel_flush_unmeasured.clear();
+  j = nlohmann::json::parse(monitor_json_line(monitor_interval(p, t, 5), "bpf"));
+  EXPECT_EQ(j["kernel_flush"], "measured");
+  EXPECT_EQ(j["kernel_flush_unwatched"], t.kernel_flush_unwatched);
 }
