@@ -10,6 +10,14 @@ namespace {
 std::int64_t clamp0(std::int64_t v) {
   return v < 0 ? 0 : v;
 }
+
+// c with each named counter replaced by its growth since p (none: c as is).
+template <typename T, typename... Counters>
+T grown_since(const T& c, const T* p, Counters T::*... counters) {
+  T d = c;
+  if (p) ((d.*counters = clamp0(c.*counters - p->*counters)), ...);
+  return d;
+}
 }  // namespace
 
 MonitorInterval monitor_interval(const MonitorTotals& prev, const MonitorTotals& cur, std::size_t top_n) {
@@ -49,15 +57,9 @@ MonitorInterval monitor_interval(const MonitorTotals& prev, const MonitorTotals&
     iv.cpus.push_back(o);
   }
   auto process_delta = [](const MonitorProcess& c, const MonitorProcess* p) {
-    MonitorProcess d = c;
-    if (!p) return d;
-    d.flushes = clamp0(c.flushes - p->flushes);
-    d.wait_ns = clamp0(c.wait_ns - p->wait_ns);
-    d.received = clamp0(c.received - p->received);
-    d.handler_ns = clamp0(c.handler_ns - p->handler_ns);
-    d.inflicted_ns = clamp0(c.inflicted_ns - p->inflicted_ns);
-    d.inflicted_other_ns = clamp0(c.inflicted_other_ns - p->inflicted_other_ns);
-    return d;
+    using P = MonitorProcess;
+    return grown_since(c, p, &P::flushes, &P::wait_ns, &P::received, &P::handler_ns, &P::inflicted_ns,
+                       &P::inflicted_other_ns);
   };
   std::vector<MonitorProcess> all;
   for (const auto& [pid, c] : cur.processes) {
@@ -109,13 +111,8 @@ MonitorInterval monitor_interval(const MonitorTotals& prev, const MonitorTotals&
 
 void kernel_flush_deltas(const MonitorTotals& prev, const MonitorTotals& cur, std::size_t top_n, MonitorInterval& iv) {
   auto delta = [](const MonitorKernelFlusher& c, const MonitorKernelFlusher* p) {
-    MonitorKernelFlusher d = c;
-    if (!p) return d;
-    d.flushes = clamp0(c.flushes - p->flushes);
-    d.ipis = clamp0(c.ipis - p->ipis);
-    d.hit_irqs = clamp0(c.hit_irqs - p->hit_irqs);
-    d.hit_ns = clamp0(c.hit_ns - p->hit_ns);
-    return d;
+    using K = MonitorKernelFlusher;
+    return grown_since(c, p, &K::flushes, &K::ipis, &K::hit_irqs, &K::hit_ns);
   };
   iv.kernel_flushers.clear();
   iv.kernel_flush_hurt.clear();

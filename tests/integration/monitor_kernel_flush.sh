@@ -63,16 +63,21 @@ fi
 ok "monitor --trace bpf counts kernel-range flushes$(grep -o 'kernel-range TLB flushes: .*' "$TMP/err" | sed 's/^/ (/; s/$/)/')"
 sleep 1  # the monitor's own program loads (JIT, set_memory) are done
 
-perf record -q -a -m 1024 -o "$TMP/perf.data" \
+perf record -q -a -m 1024 -k CLOCK_MONOTONIC -o "$TMP/perf.data" \
   -e irq_vectors:call_function_entry,irq_vectors:call_function_exit \
   -e irq_vectors:call_function_single_entry,irq_vectors:call_function_single_exit \
   -e csd:csd_function_entry,csd:csd_queue_cpu 2>"$TMP/perf.err" &
 PERF=$!
 sleep 1
+# perf's events are counted between the two scrapes only (CLOCK_MONOTONIC:
+# just before the first, just after the second), as monitor's deltas are.
+mono() { python3 -c 'import time; print("%.9f" % time.clock_gettime(time.CLOCK_MONOTONIC))'; }
+T1=$(mono)
 curl -s "http://127.0.0.1:$PORT/metrics" >"$TMP/m1"
 python3 "$TMP/vmchurn.py" 16 32
 sleep 1  # the vmap_drain work runs after the maps are freed
 curl -s "http://127.0.0.1:$PORT/metrics" >"$TMP/m2"
+T2=$(mono)
 sleep 0.5
 kill -INT $PERF
 wait $PERF || true
@@ -81,8 +86,9 @@ perf script -i "$TMP/perf.data" --ns -F cpu,time,event,trace 2>/dev/null >"$TMP/
 grep -qi 'lost' "$TMP/perf.err" && echo "# perf: $(cat "$TMP/perf.err")"
 
 # Per CPU from perf: irqs, ns, initiated, ipis.
-awk 'BEGIN { W["do_kernel_range_flush"]; W["do_flush_tlb_all"]; W["__cpa_flush_tlb"] }
+awk -v t1="$T1" -v t2="$T2" 'BEGIN { W["do_kernel_range_flush"]; W["do_flush_tlb_all"]; W["__cpa_flush_tlb"] }
 { cpu = $1; gsub(/[][]/, "", cpu); cpu += 0; t = $2; sub(/:$/, "", t); ev = $3 }
+ev !~ /_exit:$/ && (t < t1 || t > t2) { next }
 ev ~ /^irq_vectors:call_function(_single)?_entry:$/ { open_[cpu] = t; k[cpu] = 0; next }
 ev ~ /^irq_vectors:call_function(_single)?_exit:$/ {
   if (open_[cpu] != "" && k[cpu]) { irqs[cpu]++; ns[cpu] += (t - open_[cpu]) * 1e9 }

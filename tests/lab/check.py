@@ -573,6 +573,24 @@ def check_monitor(c, k, t, case, d):
               f"inflicted {inflicted} ns by the run, handlers {h['ns']} ns")
     else:
         c.add(k, t, case, "no csd link: stated", bool(link) and not has_csd, f"{link[:140]}")
+    # Kernel-range flushes (on_each_cpu: a csd queued for every other online
+    # CPU, so ipis = flushes x (CPUs - 1) exactly; each received in an
+    # interrupt or by an idle CPU polling, at most once): counted where the
+    # kernel has csd tracepoints, else the reason is stated.
+    kf = lines[0].get("kernel_flush", "")
+    if has_csd:
+        f = dict(init=0, ipis=0, irqs=0, noirq=0)
+        for iv in lines:
+            for cpu in iv.get("cpus", []):
+                f["init"] += cpu.get("kernel_flushes", 0)
+                f["ipis"] += cpu.get("kernel_flush_ipis", 0)
+                f["irqs"] += cpu.get("kernel_flush_irqs", 0)
+                f["noirq"] += cpu.get("kernel_flush_noirq", 0)
+        c.add(k, t, case, "kernel-range flushes counted", kf == "measured" and
+              f["ipis"] == f["init"] * (ncpu - 1) and f["irqs"] + f["noirq"] <= f["ipis"],
+              f"{kf}: {f['init']} flushes, {f['ipis']} csds queued, {f['irqs']} interrupts + {f['noirq']} polled")
+    else:
+        c.add(k, t, case, "kernel-range flushes: not counted, stated", bool(kf) and kf != "measured", kf[:140])
 
 
 def check_probe(c, k, t, case, d):
