@@ -322,19 +322,21 @@ static __always_inline int irq_exit(void) {
   return 0;
 }
 
-static __always_inline int is_flush_tlb_func(__u64 func) {
-  __u32 k = CFG_FLUSH_TLB_FUNC;
+static __always_inline int config_is(__u32 k, __u64 func) {
   __u64* addr = bpf_map_lookup_elem(&config, &k);
   return addr && *addr && *addr == func;
 }
 
+static __always_inline int is_flush_tlb_func(__u64 func) {
+  return config_is(CFG_FLUSH_TLB_FUNC, func);
+}
+
+// Written out, not a loop: 6.12's verifier took the loop over the config
+// slots for an infinite one ("infinite loop detected") and refused the program.
+_Static_assert(KFLUSH_FUNCS == 3, "is_kernel_flush reads three config slots");
 static __always_inline int is_kernel_flush(__u64 func) {
-  if (!func) return 0;
-  for (__u32 k = CFG_KFLUSH_FIRST; k < CFG_KFLUSH_FIRST + KFLUSH_FUNCS; ++k) {
-    __u64* addr = bpf_map_lookup_elem(&config, &k);
-    if (addr && *addr == func) return 1;
-  }
-  return 0;
+  return func && (config_is(CFG_KFLUSH_FIRST, func) || config_is(CFG_KFLUSH_FIRST + 1, func) ||
+                  config_is(CFG_KFLUSH_FIRST + 2, func));
 }
 
 static __always_inline int csd_ends_wait(void) {

@@ -11,6 +11,7 @@
 #include <cstdarg>
 #include <cstring>
 #include <algorithm>
+#include <cctype>
 #include <iterator>
 
 #include "sys/fs.hpp"
@@ -44,15 +45,49 @@ struct TaskName {  // flush_count.bpf.c struct task_name
 };
 
 // libbpf prints the verifier's and its own messages through one callback:
-// keep the last non-empty line of the load for the error instead of printing it.
+// keep, for the error instead of printing them, the last non-empty line of
+// the load and, where a program was refused, which one and the verifier's
+// last word on it (its last line that is not an instruction, a source line
+// or a register state, before the "processed N insns" summary).
 thread_local std::string* g_last_line = nullptr;
+thread_local bool g_refusal_kept = false;
 int keep_last_line(enum libbpf_print_level level, const char* format, va_list args) {
   if (level == LIBBPF_DEBUG || !g_last_line) return 0;
-  char buf[512];
-  const int n = std::vsnprintf(buf, sizeof buf, format, args);
-  std::string s(buf, n > 0 ? std::min<std::size_t>(static_cast<std::size_t>(n), sizeof buf - 1) : 0);
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  if (!s.empty()) *g_last_line = s;
+  va_list again;
+  va_copy(again, args);
+  const int n = std::vsnprintf(nullptr, 0, format, args);
+  std::string text(n > 0 ? static_cast<std::size_t>(n) : 0, '\0');
+  if (n > 0) std::vsnprintf(text.data(), text.size() + 1, format, again);
+  va_end(again);
+  std::string verdict;  // the verifier's last line before its summary
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(pos, end - pos);
+    pos = end + 1;
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    if (line.empty() || line.rfind("-- ", 0) == 0 || line.find("-- END PROG LOAD LOG --") != std::string::npos)
+      continue;
+    if (line.rfind("processed ", 0) == 0 || line.rfind("verification time", 0) == 0 ||
+        line.rfind("stack depth", 0) == 0)
+      break;
+    // Instructions ("12: (85) call ..."), source (";"), register states:
+    // the trace that led there, not the verdict.
+    const bool trace = std::isdigit(static_cast<unsigned char>(line[0])) || line[0] == ';' ||
+                       line.rfind("cur state", 0) == 0 || line.rfind("old state", 0) == 0 ||
+                       line.rfind("new state", 0) == 0 || line.rfind("from ", 0) == 0;
+    if (!trace) verdict = line;
+  }
+  if (verdict.empty() || g_refusal_kept) return 0;
+  // The refused program's line, then its verifier log: keep both, and
+  // nothing after (libbpf's own "failed to load" lines say less).
+  if (g_last_line->find("load failed") != std::string::npos && verdict.rfind("libbpf:", 0) != 0) {
+    *g_last_line += ": " + verdict;
+    g_refusal_kept = true;
+    return 0;
+  }
+  *g_last_line = verdict;
   return 0;
 }
 
@@ -178,6 +213,7 @@ Expected<std::unique_ptr<BpfFlushCounter>> BpfFlushCounter::open(int only_tgid, 
                                                                  const KernelFlushFuncs& kernel_flush) {
   std::string last;
   g_last_line = &last;
+  g_refusal_kept = false;
   libbpf_set_print(keep_last_line);
   auto fail = [&](const std::string& what) -> Expected<std::unique_ptr<BpfFlushCounter>> {
     g_last_line = nullptr;
@@ -203,6 +239,7 @@ Expected<std::unique_ptr<BpfFlushCounter>> BpfFlushCounter::open(int only_tgid, 
     std::vector<bpf_program*> progs;
     if (const Status opened = open_variant(im.obj, want, only_tgid, progs); !opened) return fail(opened.error());
     last.clear();
+    g_refusal_kept = false;
     bool eperm = false;
     const Status loaded = load_attach(im.obj, progs, want, flush_tlb_func, kernel_flush, im.links, last, &eperm);
     if (loaded) {
