@@ -548,13 +548,9 @@ def check_monitor(c, k, t, case, d):
     # in idle runs queued flushes without an interrupt: fewer, never more),
     # each timed; the initiators' wait by the best method this kernel
     # offers (fexit, else csd tracepoints 6.5+), ended at most once per send.
-    h = dict(irqs=0, ns=0, waits=0, wait_ns=0)
-    for iv in lines:
-        for cpu in iv.get("cpus", []):
-            h["irqs"] += cpu.get("handler_irqs", 0)
-            h["ns"] += cpu.get("handler_ns", 0)
-            h["waits"] += cpu.get("waits", 0)
-            h["wait_ns"] += cpu.get("wait_ns", 0)
+    def cpu_sums(**fields):  # name=JSON field per CPU, summed over every interval
+        return {n: sum(cpu.get(f, 0) for iv in lines for cpu in iv.get("cpus", [])) for n, f in fields.items()}
+    h = cpu_sums(irqs="handler_irqs", ns="handler_ns", waits="waits", wait_ns="wait_ns")
     method = status.split("wait by ")[1].rstrip(")") if "wait by " in status else "none"
     c.add(k, t, case, "handler interrupts timed, <= TLB", 0 < h["irqs"] <= tot["tlb"] + ncpu and h["ns"] > 0,
           f"{h['irqs']} interrupts, {h['ns']} ns; TLB {tot['tlb']}, r1 {tot['r1']}")
@@ -579,13 +575,8 @@ def check_monitor(c, k, t, case, d):
     # kernel has csd tracepoints, else the reason is stated.
     kf = lines[0].get("kernel_flush", "")
     if has_csd:
-        f = dict(init=0, ipis=0, irqs=0, noirq=0)
-        for iv in lines:
-            for cpu in iv.get("cpus", []):
-                f["init"] += cpu.get("kernel_flushes", 0)
-                f["ipis"] += cpu.get("kernel_flush_ipis", 0)
-                f["irqs"] += cpu.get("kernel_flush_irqs", 0)
-                f["noirq"] += cpu.get("kernel_flush_noirq", 0)
+        f = cpu_sums(init="kernel_flushes", ipis="kernel_flush_ipis", irqs="kernel_flush_irqs",
+                     noirq="kernel_flush_noirq")
         c.add(k, t, case, "kernel-range flushes counted", kf == "measured" and
               f["ipis"] == f["init"] * (ncpu - 1) and f["irqs"] + f["noirq"] <= f["ipis"],
               f"{kf}: {f['init']} flushes, {f['ipis']} csds queued, {f['irqs']} interrupts + {f['noirq']} polled")
