@@ -125,10 +125,15 @@ done
 # bracket is longer is not established (each tracer's hooks run inside the
 # other's bracket; monitor's exit program inserting a task first seen is
 # one candidate). Asserted: 0.6 to 1.15 times perf's (docs/monitor.md,
-# "Kernel-range flushes").
+# "Kernel-range flushes"), or within 4 us per interrupt.
 echo "# handler time, all CPUs: monitor $sum_m ns, perf $sum_p ns"
-awk -v m="$sum_m" -v p="$sum_p" 'BEGIN { exit !(m >= 0.6 * p && m <= 1.15 * p) }' &&
-  ok "handler time $sum_m ns is 0.6 to 1.15 times perf's $sum_p ns" || not_ok "handler time monitor $sum_m ns vs perf $sum_p ns (not 0.6 to 1.15 times)"
+# Or within 4 us per interrupt: the other tracer's hooks add a cost per
+# interrupt, not a share (monitor_time.sh asserts the same).
+irqs_p=$(awk '{ s += $2 } END { print s + 0 }' "$TMP/truth")
+awk -v m="$sum_m" -v p="$sum_p" -v n="$irqs_p" 'BEGIN { d = m - p; if (d < 0) d = -d
+  exit !((m >= 0.6 * p && m <= 1.15 * p) || (p > 0 && d <= 4000 * n)) }' &&
+  ok "handler time $sum_m ns is 0.6 to 1.15 times perf's $sum_p ns or within 4 us per interrupt ($irqs_p)" ||
+  not_ok "handler time monitor $sum_m ns vs perf $sum_p ns (not 0.6 to 1.15 times, nor within 4 us per interrupt of $irqs_p)"
 ((total_perf > 0)) && ok "the trigger made kernel-range flushes ($total_perf initiations + interrupts)" || not_ok "no kernel-range flush during the trigger: nothing compared"
 # Initiators by name: the per-process series add up to the per-CPU ones, and
 # the vmap purge runs in a kworker.
