@@ -205,6 +205,9 @@ Plan make_plan(const MonitorOptions& o) {
 
 // Shared between the loop and the /metrics handler: totals are refreshed on
 // every tick and on every scrape, so a scrape sees current counters.
+// Why kernel-range flushes are not counted without the BPF engine.
+constexpr const char* kKernelFlushNeedsBpf = "needs the BPF engine with csd tracepoints (--trace auto, on or bpf)";
+
 class Collector {
  public:
   // At most one source of tlb_flush counts: the BPF aggregation, the ring
@@ -217,7 +220,7 @@ class Collector {
     if (bpf_) totals_.wait_unmeasured = bpf_->wait_unmeasured();
     if (bpf_) totals_.unlinked = bpf_->unlinked();
     if (bpf_) totals_.stall_model = std::move(model);
-    totals_.kernel_flush_unmeasured = "needs the BPF engine with csd tracepoints (--trace auto, on or bpf)";
+    totals_.kernel_flush_unmeasured = kKernelFlushNeedsBpf;  // until report_kernel_flush says
   }
 
   // Whether kernel-range flushes are counted: "" yes, else why not; and
@@ -372,6 +375,12 @@ class Collector {
   MonitorTotals totals_;
 };
 
+// The kernel-range flush functions monitor watches, by kallsyms name.
+constexpr std::pair<const char*, std::uint64_t sys::KernelFlushFuncs::*> kKernelFlushFuncs[] = {
+    {"do_kernel_range_flush", &sys::KernelFlushFuncs::do_kernel_range_flush},
+    {"do_flush_tlb_all", &sys::KernelFlushFuncs::do_flush_tlb_all},
+    {"__cpa_flush_tlb", &sys::KernelFlushFuncs::cpa_flush_tlb}};
+
 class MonitorTool final : public Tool {
  public:
   explicit MonitorTool(const MonitorOptions& o) : o_(o) {}
@@ -391,8 +400,7 @@ class MonitorTool final : public Tool {
       trace_status_ = "count (kernel-side counters, no per-process attribution)";
     } else if (plan_.trace == TraceMode::kAuto || plan_.trace == TraceMode::kOn || plan_.trace == TraceMode::kBpf) {
       const sys::Kallsyms syms = sys::Kallsyms::load();
-      kflush_funcs_ = {syms.address_of("do_kernel_range_flush"), syms.address_of("do_flush_tlb_all"),
-                       syms.address_of("__cpa_flush_tlb")};
+      for (const auto& [name, addr] : kKernelFlushFuncs) kflush_funcs_.*addr = syms.address_of(name);
       if (auto bpf = sys::BpfFlushCounter::open(plan_.pid, syms.address_of("flush_tlb_func"), kflush_funcs_))
         bpf_ = std::move(*bpf);
       else
@@ -545,22 +553,16 @@ class MonitorTool final : public Tool {
   // Whether kernel-range flushes (no tlb_flush tracepoint) are counted,
   // on stderr and in the totals: never zeros as if measured.
   void report_kernel_flush() {
-    if (!bpf_) {
-      std::fprintf(stderr, "shootdown monitor: kernel-range TLB flushes not counted: %s\n",
-                   "they need the BPF engine with csd tracepoints");
-      return;
-    }
     std::string unmeasured, unwatched;
-    if (!bpf_->csd_attached())
+    if (!bpf_)
+      unmeasured = kKernelFlushNeedsBpf;
+    else if (!bpf_->csd_attached())
       unmeasured = "csd tracepoints (kernel 6.5+) not attached: " + bpf_->csd_unattached();
     else if (!kflush_funcs_.any())
       unmeasured = "do_kernel_range_flush, do_flush_tlb_all and __cpa_flush_tlb not in /proc/kallsyms";
-    const std::pair<const char*, std::uint64_t> funcs[] = {
-        {"do_kernel_range_flush", kflush_funcs_.do_kernel_range_flush},
-        {"do_flush_tlb_all", kflush_funcs_.do_flush_tlb_all},
-        {"__cpa_flush_tlb", kflush_funcs_.cpa_flush_tlb}};
-    for (const auto& [name, addr] : funcs)
-      if (unmeasured.empty() && addr == 0) unwatched += (unwatched.empty() ? "" : ", ") + std::string(name);
+    for (const auto& [name, addr] : kKernelFlushFuncs)
+      if (unmeasured.empty() && kflush_funcs_.*addr == 0)
+        unwatched += (unwatched.empty() ? "" : ", ") + std::string(name);
     if (!unwatched.empty()) unwatched += " not in /proc/kallsyms: its flushes are not counted";
     if (!unmeasured.empty())
       std::fprintf(stderr, "shootdown monitor: kernel-range TLB flushes not counted: %s\n", unmeasured.c_str());

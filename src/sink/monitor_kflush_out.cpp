@@ -12,23 +12,19 @@ namespace shootdown {
 namespace {
 constexpr int kSeconds = 9;  // values in ns, shown as seconds
 constexpr const char* kSeriesNote = "at most --series named, the rest in \"other\".";
-
-bool measured(const MonitorEvidence& e) {
-  return e.timed && e.kernel_flush_measured();
-}
 }  // namespace
 
 bool kernel_flush_counted(const MonitorEvidence& e) {
-  return measured(e);
+  return e.timed && e.kernel_flush_measured();
 }
 
 std::string kernel_flush_not_counted(const MonitorEvidence& e) {
-  if (measured(e)) return "";
+  if (kernel_flush_counted(e)) return "";
   return e.kernel_flush_unmeasured.empty() ? "needs the BPF engine" : e.kernel_flush_unmeasured;
 }
 
 void append_kernel_flush_families(const MonitorTotals& t, std::vector<prom::Family>& out) {
-  if (!measured(t)) return;
+  if (!kernel_flush_counted(t)) return;
   prom::Family h{"shootdown_kernel_flush_handler_seconds_total",
                  "Time per CPU in call-function IPI handlers that ran a kernel-range TLB flush (do_kernel_range_flush, "
                  "do_flush_tlb_all, __cpa_flush_tlb; interrupt entry to exit) since the monitor started.",
@@ -88,7 +84,7 @@ void append_kernel_flush_families(const MonitorTotals& t, std::vector<prom::Fami
 }
 
 void append_kernel_flush_cpu_json(const MonitorInterval& iv, const MonitorInterval::Cpu& c, nlohmann::json& o) {
-  if (!measured(iv)) return;
+  if (!kernel_flush_counted(iv)) return;
   o["kernel_flush_ns"] = c.kflush_ns;
   o["kernel_flush_irqs"] = c.kflush_irqs;
   o["kernel_flushes"] = c.kflush_initiated;
@@ -97,7 +93,7 @@ void append_kernel_flush_cpu_json(const MonitorInterval& iv, const MonitorInterv
 }
 
 void append_kernel_flush_json(const MonitorInterval& iv, nlohmann::json& j) {
-  const bool yes = measured(iv);
+  const bool yes = kernel_flush_counted(iv);
   j["kernel_flush"] = yes ? std::string("measured") : kernel_flush_not_counted(iv);
   if (!yes) return;
   if (!iv.kernel_flush_unwatched.empty()) j["kernel_flush_unwatched"] = iv.kernel_flush_unwatched;
@@ -116,13 +112,13 @@ void append_kernel_flush_json(const MonitorInterval& iv, nlohmann::json& j) {
 }
 
 void add_kernel_flush_fields(const MonitorInterval& iv, const MonitorInterval::Cpu& c, influx::Point& p) {
-  if (!measured(iv)) return;
+  if (!kernel_flush_counted(iv)) return;
   p.integer("kflush_ns", c.kflush_ns).integer("kflush_irqs", c.kflush_irqs);
   p.integer("kflush_initiated", c.kflush_initiated).integer("kflush_ipis", c.kflush_ipis);
 }
 
 void append_kernel_flush_points(const MonitorInterval& iv, const std::string& host, std::vector<influx::Point>& out) {
-  if (!measured(iv)) return;
+  if (!kernel_flush_counted(iv)) return;
   for (const auto& t : iv.kernel_flushers) {
     influx::Point p;
     p.measurement = "shootdown_monitor_kernel_flusher";
@@ -135,7 +131,7 @@ void append_kernel_flush_points(const MonitorInterval& iv, const std::string& ho
 }
 
 std::string format_kernel_flush_lines(const MonitorInterval& iv, const std::string& clock) {
-  if (!measured(iv)) return "";
+  if (!kernel_flush_counted(iv)) return "";
   std::string out;
   for (const auto& c : iv.cpus)
     if (c.kflush_irqs > 0 || c.kflush_initiated > 0)
